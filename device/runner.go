@@ -1,0 +1,117 @@
+// Package device is benchfleet's device layer: the devices a host serves
+// (discovered Tenstorrent boards and built-in cpu/sim slots), their health,
+// and the Runner interface that runs one job on one device. Runners live in
+// sub-packages: device/cpu (built-in reference engine), device/forge (the
+// upstream pytest harness) and device/sim (synthetic, for load and faults).
+package device
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// Phase names, in the order a run goes through them.
+const (
+	PhaseCompile = "compile"
+	PhaseWarmup  = "warmup"
+	PhaseTiming  = "timing"
+	PhasePCC     = "pcc"
+	PhaseUpload  = "upload"
+)
+
+// Runner runs one job on one device.
+//
+// Run must honour ctx: when it is cancelled (timeout, run cancelled, worker
+// stopping) Run stops promptly and returns ctx's error, killing any process
+// group it started. Run reports phases, log lines and artifact files through
+// rec as it goes.
+//
+// Errors are typed so the worker can dispatch on them with errors.As:
+// *InvalidError (the job cannot be run: no retry, dead letter),
+// *BenchmarkError (the benchmark ran and failed: a failed result, no retry),
+// anything else is an infrastructure failure (reset, health check, retry).
+type Runner interface {
+	// Name is the runner name jobs ask for (protocol.Runner*).
+	Name() string
+	// Check validates the parts of a job only the runner knows (models,
+	// input sizes). It returns an *InvalidError or nil.
+	Check(b protocol.Benchmark) error
+	// Run runs the job on dev.
+	Run(ctx context.Context, job *protocol.Job, dev Device, rec Recorder) (*Outcome, error)
+}
+
+// Recorder receives what a runner reports while it runs. Implementations
+// are safe for concurrent use.
+type Recorder interface {
+	// Phase marks the start of a phase (the previous one ends).
+	Phase(name string)
+	// Log records one line of the job's log.
+	Log(line string)
+	// Artifact registers a file to upload beside the result under name (a
+	// plain file name). The file must stay in place until Run returns.
+	Artifact(name, path string)
+}
+
+// Outcome is what a finished run measured.
+type Outcome struct {
+	Measurements protocol.Measurements
+	// PCC is the accuracy check; Min is filled by the worker from the job.
+	PCCValue float64
+	// Upstream names the artifact holding the raw upstream report, if any.
+	Upstream string
+	// Device facts learned during the run (e.g. from the upstream report).
+	Arch     string
+	Firmware string
+	// Phases, when set, override the recorder's wall-clock phase timings
+	// with the runner's own (e.g. compile time parsed from a log).
+	Phases *protocol.Phases
+}
+
+// InvalidError: the job cannot run on this runner (unknown model, bad
+// option, harness usage error). No retry; the job is dead-lettered.
+type InvalidError struct{ Reason string }
+
+func (e *InvalidError) Error() string { return "invalid job: " + e.Reason }
+
+// Invalid returns an *InvalidError.
+func Invalid(format string, args ...any) error {
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// BenchmarkError: the benchmark ran and failed (PCC below threshold, test
+// failure). The job ends with a failed result; no retry.
+type BenchmarkError struct{ Reason string }
+
+func (e *BenchmarkError) Error() string { return "benchmark failed: " + e.Reason }
+
+// Failed returns a *BenchmarkError.
+func Failed(format string, args ...any) error {
+	return &BenchmarkError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// InfraError marks an infrastructure failure explicitly (hang, crash,
+// device gone). Untyped errors are treated the same way.
+type InfraError struct{ Err error }
+
+func (e *InfraError) Error() string { return "infrastructure: " + e.Err.Error() }
+func (e *InfraError) Unwrap() error { return e.Err }
+
+// Infra wraps err as an *InfraError.
+func Infra(format string, args ...any) error {
+	return &InfraError{Err: fmt.Errorf(format, args...)}
+}
+
+// IsInvalid reports whether err is an *InvalidError.
+func IsInvalid(err error) bool {
+	var e *InvalidError
+	return errors.As(err, &e)
+}
+
+// IsBenchmark reports whether err is a *BenchmarkError.
+func IsBenchmark(err error) bool {
+	var e *BenchmarkError
+	return errors.As(err, &e)
+}

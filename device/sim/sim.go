@@ -1,0 +1,161 @@
+// Package sim is a synthetic runner for load and fault tests. It does no
+// real work: it sleeps through the phases and injects the fault its job's
+// labels ask for.
+//
+// Labels:
+//
+//	sim.duration       Go duration of the whole job (default 50ms)
+//	sim.fail           none | transient | permanent | hang | crash | pcc
+//	sim.fail_attempts  fail only the first N attempts (default: every attempt)
+//	sim.pcc            the PCC value to report (default 0.999)
+//
+// The attempt number comes from the worker through device.WithAttempt.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// Label names the sim runner reads.
+const (
+	LabelDuration     = "sim.duration"
+	LabelFail         = "sim.fail"
+	LabelFailAttempts = "sim.fail_attempts"
+	LabelPCC          = "sim.pcc"
+)
+
+// Fault kinds for LabelFail.
+const (
+	FailNone      = "none"
+	FailTransient = "transient"
+	FailPermanent = "permanent"
+	FailHang      = "hang"
+	FailCrash     = "crash"
+	FailPCC       = "pcc"
+)
+
+// Runner is the sim runner.
+type Runner struct{}
+
+// New returns a sim runner.
+func New() *Runner { return &Runner{} }
+
+// Name implements device.Runner.
+func (*Runner) Name() string { return protocol.RunnerSim }
+
+type params struct {
+	duration     time.Duration
+	fail         string
+	failAttempts int
+	pcc          float64
+}
+
+func parse(labels map[string]string) (params, error) {
+	p := params{duration: 50 * time.Millisecond, fail: FailNone, pcc: 0.999}
+	if v, ok := labels[LabelDuration]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > 24*time.Hour {
+			return p, device.Invalid("label %s: %q is not a duration between 0 and 24h", LabelDuration, v)
+		}
+		p.duration = d
+	}
+	if v, ok := labels[LabelFail]; ok {
+		switch v {
+		case FailNone, FailTransient, FailPermanent, FailHang, FailCrash, FailPCC:
+			p.fail = v
+		default:
+			return p, device.Invalid("label %s: %q is not one of none, transient, permanent, hang, crash, pcc", LabelFail, v)
+		}
+	}
+	if v, ok := labels[LabelFailAttempts]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return p, device.Invalid("label %s: %q is not a non-negative integer", LabelFailAttempts, v)
+		}
+		p.failAttempts = n
+	}
+	if v, ok := labels[LabelPCC]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < -1 || f > 1 {
+			return p, device.Invalid("label %s: %q is not a number in [-1, 1]", LabelPCC, v)
+		}
+		p.pcc = f
+	}
+	return p, nil
+}
+
+// Check implements device.Runner. Any model name is accepted.
+func (*Runner) Check(b protocol.Benchmark) error { return nil }
+
+// Run implements device.Runner.
+func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, rec device.Recorder) (*device.Outcome, error) {
+	p, err := parse(job.Labels)
+	if err != nil {
+		return nil, err
+	}
+	attempt := device.AttemptFrom(ctx)
+	failing := p.fail != FailNone && (p.failAttempts == 0 || attempt <= p.failAttempts)
+	if failing && p.fail == FailPermanent {
+		return nil, device.Invalid("sim: permanent failure injected")
+	}
+	rec.Phase(device.PhaseCompile)
+	rec.Log(fmt.Sprintf("sim: compiling %s on %s (attempt %d)", job.Benchmark.Model, dev.ID, attempt))
+	if err := sleep(ctx, p.duration/5); err != nil {
+		return nil, err
+	}
+	if failing {
+		switch p.fail {
+		case FailTransient:
+			return nil, device.Infra("sim: transient failure injected")
+		case FailCrash:
+			return nil, device.Infra("sim: runner crashed (injected)")
+		case FailHang:
+			rec.Log("sim: hanging (injected)")
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	}
+	rec.Phase(device.PhaseWarmup)
+	if err := sleep(ctx, p.duration/5); err != nil {
+		return nil, err
+	}
+	rec.Phase(device.PhaseTiming)
+	loop := job.Benchmark.LoopCount
+	per := (p.duration * 3 / 5) / time.Duration(max(loop, 1))
+	iters := make([]time.Duration, 0, min(loop, 1<<16))
+	start := time.Now()
+	for i := 0; i < loop && i < 1<<16; i++ {
+		// Synthetic timing: the iteration time with ±5% jitter.
+		iters = append(iters, per+time.Duration(float64(per)*(rand.Float64()-0.5)*0.1))
+	}
+	if err := sleep(ctx, p.duration*3/5-time.Since(start)); err != nil {
+		return nil, err
+	}
+	rec.Phase(device.PhasePCC)
+	pcc := p.pcc
+	if failing && p.fail == FailPCC && pcc >= job.Limits.PCCMin {
+		pcc = job.Limits.PCCMin / 2
+	}
+	return &device.Outcome{Measurements: device.Measure(job.Benchmark.BatchSize, iters), PCCValue: pcc}, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,132 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventKind says what happened to a job.
+type EventKind string
+
+// The event kinds.
+const (
+	EventQueued    EventKind = "queued"
+	EventClaimed   EventKind = "claimed"
+	EventPhase     EventKind = "phase"
+	EventLog       EventKind = "log"
+	EventPassed    EventKind = "passed"
+	EventFailed    EventKind = "failed"
+	EventRetrying  EventKind = "retrying"
+	EventCancelled EventKind = "cancelled"
+	EventDead      EventKind = "dead"
+)
+
+// Terminal reports whether the kind ends a job: no further events follow
+// for it (a dead job may be re-queued by hand, which starts it again).
+func (k EventKind) Terminal() bool {
+	return k == EventPassed || k == EventFailed || k == EventCancelled || k == EventDead
+}
+
+// Event is a status or progress message on bench.events.<run>.<job>.
+type Event struct {
+	Schema  string    `json:"schema"`
+	Run     string    `json:"run"`
+	Job     string    `json:"job"`
+	Time    time.Time `json:"time"`
+	Kind    EventKind `json:"kind"`
+	Pool    string    `json:"pool,omitempty"`
+	Phase   string    `json:"phase,omitempty"`
+	Worker  string    `json:"worker,omitempty"`
+	Device  string    `json:"device,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Message string    `json:"message,omitempty"`
+	// Status is the result's status on terminal events.
+	Status Status `json:"status,omitempty"`
+	// Result is the storage key of the result, on terminal events.
+	Result string `json:"result,omitempty"`
+	// SamplesPerSec and PCC summarize a result on terminal events.
+	SamplesPerSec float64 `json:"samples_per_sec,omitempty"`
+	PCC           float64 `json:"pcc,omitempty"`
+}
+
+// DecodeEvent decodes an event (unknown fields tolerated).
+func DecodeEvent(data []byte) (*Event, error) {
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, &decodeError{kind: "event", err: err}
+	}
+	return &e, nil
+}
+
+// WorkerStatus is a worker's heartbeat, kept in the bench-workers bucket
+// under the worker id with a TTL.
+type WorkerStatus struct {
+	Schema    string         `json:"schema"`
+	ID        string         `json:"id"`
+	Host      string         `json:"host"`
+	Version   string         `json:"version"`
+	StartedAt time.Time      `json:"started_at"`
+	Time      time.Time      `json:"time"`
+	Draining  bool           `json:"draining,omitempty"`
+	Devices   []DeviceStatus `json:"devices"`
+}
+
+// Device states in a WorkerStatus.
+const (
+	DeviceIdle        = "idle"
+	DeviceBusy        = "busy"
+	DeviceQuarantined = "quarantined"
+)
+
+// DeviceStatus is one slot of a worker.
+type DeviceStatus struct {
+	ID     string `json:"id"`
+	Pool   string `json:"pool"`
+	Runner string `json:"runner"`
+	Arch   string `json:"arch,omitempty"`
+	Chips  int    `json:"chips,omitempty"`
+	State  string `json:"state"`
+	Job    string `json:"job,omitempty"`
+	Run    string `json:"run,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Done   int64  `json:"done"`
+}
+
+// RunManifest records what was submitted in a run (bench-runs bucket and
+// runs/<run>/manifest.json in storage).
+type RunManifest struct {
+	Schema    string            `json:"schema"`
+	Run       string            `json:"run"`
+	CreatedAt time.Time         `json:"created_at"`
+	Submitter string            `json:"submitter"`
+	Source    Source            `json:"source,omitzero"`
+	Priority  Priority          `json:"priority"`
+	Jobs      []ManifestJob     `json:"jobs"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// ManifestJob is one job of a run, enough to display and wait for it.
+type ManifestJob struct {
+	ID         string `json:"id"`
+	Pool       string `json:"pool"`
+	Runner     string `json:"runner"`
+	Model      string `json:"model"`
+	Test       string `json:"test,omitempty"`
+	BatchSize  int    `json:"batch_size"`
+	DataFormat string `json:"data_format"`
+}
+
+// DeadLetter is a job that will not be run again without a deliberate retry.
+type DeadLetter struct {
+	Schema   string    `json:"schema"`
+	ID       string    `json:"id"`
+	Run      string    `json:"run,omitempty"`
+	Pool     string    `json:"pool"`
+	Priority Priority  `json:"priority,omitempty"`
+	Reason   string    `json:"reason"`
+	Attempts int       `json:"attempts"`
+	Time     time.Time `json:"time"`
+	Worker   string    `json:"worker,omitempty"`
+	// Payload is the original message, kept even when it could not be parsed.
+	Payload []byte `json:"payload"`
+}

@@ -1,0 +1,335 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Schema names carried in every document's "schema" field.
+const (
+	SchemaJob      = "benchfleet.job/v1"
+	SchemaResult   = "benchfleet.result/v1"
+	SchemaEvent    = "benchfleet.event/v1"
+	SchemaWorker   = "benchfleet.worker/v1"
+	SchemaManifest = "benchfleet.manifest/v1"
+	SchemaDead     = "benchfleet.dead/v1"
+)
+
+// Limits on job fields. A job outside them is invalid; they keep a typo (an
+// extra zero) from occupying a device for a day.
+const (
+	MaxJobBytes    = 64 << 10
+	MaxBatchSize   = 4096
+	MaxLoopCount   = 1_000_000
+	MaxWarmupCount = 100_000
+	MaxInputSize   = 4096
+	MaxLabels      = 64
+	MaxLabelKey    = 64
+	MaxLabelValue  = 512
+	MaxJobTimeout  = 48 * time.Hour
+	DefaultPCCMin  = 0.99
+)
+
+// Runner names.
+const (
+	RunnerForge = "forge"
+	RunnerCPU   = "cpu"
+	RunnerSim   = "sim"
+)
+
+// Runners lists every known runner.
+var Runners = []string{RunnerForge, RunnerCPU, RunnerSim}
+
+// Data formats the harness accepts.
+const (
+	FormatFloat32  = "float32"
+	FormatBfloat16 = "bfloat16"
+)
+
+// Job is one benchmark to run on one device: a cell of a run's matrix.
+type Job struct {
+	Schema    string            `json:"schema"`
+	ID        string            `json:"id"`
+	Run       string            `json:"run"`
+	CreatedAt time.Time         `json:"created_at"`
+	Pool      string            `json:"pool"`
+	Priority  Priority          `json:"priority"`
+	Runner    string            `json:"runner"`
+	Benchmark Benchmark         `json:"benchmark"`
+	Source    Source            `json:"source,omitzero"`
+	Limits    Limits            `json:"limits,omitzero"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// Benchmark says what to run, in the upstream harness's terms.
+type Benchmark struct {
+	// Test is the pytest node id (forge runner), e.g.
+	// "forge/test/benchmark/test_vision.py::test_resnet50". Optional for
+	// built-in runners.
+	Test  string `json:"test,omitempty"`
+	Model string `json:"model"`
+	// BatchSize, LoopCount, WarmupCount are positive. WarmupCount defaults to
+	// min(32, LoopCount) (see Normalize).
+	BatchSize   int `json:"batch_size"`
+	LoopCount   int `json:"loop_count"`
+	WarmupCount int `json:"warmup_count"`
+	// DataFormat is float32 or bfloat16 (the default).
+	DataFormat string `json:"data_format"`
+	// Training is not supported by the harness; a job asking for it fails.
+	Training bool `json:"training,omitempty"`
+	// InputSize is the spatial size of the input (224 means 3x224x224 for
+	// vision models; the feature width for mlp). 0 = the model's default.
+	InputSize int `json:"input_size,omitempty"`
+}
+
+// Source says which code was benchmarked.
+type Source struct {
+	Project string `json:"project,omitempty"`
+	Repo    string `json:"repo,omitempty"`
+	Commit  string `json:"commit,omitempty"`
+	Branch  string `json:"branch,omitempty"`
+	Build   Build  `json:"build,omitzero"`
+}
+
+// Build points at a prebuilt artifact of the source.
+type Build struct {
+	URL    string `json:"url,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Limits bound a job.
+type Limits struct {
+	// Timeout bounds one attempt; 0 = the worker's default.
+	Timeout Duration `json:"timeout,omitzero"`
+	// PCCMin is the required PCC; 0 = DefaultPCCMin.
+	PCCMin float64 `json:"pcc_min,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes JSON as "30m".
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a Go duration string or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("duration must be a string like \"30m\" or seconds")
+	}
+	*d = Duration(time.Duration(secs * float64(time.Second)))
+	return nil
+}
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+var (
+	modelPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+	testPattern  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*(::[A-Za-z0-9_.\[\]-]+)*$`)
+	labelPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+)
+
+// Normalize fills the defaults of an otherwise valid job: schema, priority
+// normal, data format bfloat16, warmup min(32, loop count), pcc_min.
+func (j *Job) Normalize() {
+	if j.Schema == "" {
+		j.Schema = SchemaJob
+	}
+	if j.Priority == "" {
+		j.Priority = PriorityNormal
+	}
+	if j.Benchmark.DataFormat == "" {
+		j.Benchmark.DataFormat = FormatBfloat16
+	}
+	if j.Benchmark.WarmupCount == 0 && j.Benchmark.LoopCount > 0 {
+		j.Benchmark.WarmupCount = min(32, j.Benchmark.LoopCount)
+	}
+	if j.Limits.PCCMin == 0 {
+		j.Limits.PCCMin = DefaultPCCMin
+	}
+}
+
+// Validate checks every field and returns the first *FieldError found (it
+// matches ErrInvalid). It does not know which models a runner has; the
+// worker asks the runner for that.
+func (j *Job) Validate() error {
+	if j.Schema != SchemaJob {
+		return fieldErr("schema", "must be %q (got %q)", SchemaJob, truncate(j.Schema, 40))
+	}
+	if err := ValidID("id", j.ID); err != nil {
+		return err
+	}
+	if err := ValidID("run", j.Run); err != nil {
+		return err
+	}
+	if j.CreatedAt.IsZero() {
+		return fieldErr("created_at", "is required")
+	}
+	if !ValidPool(j.Pool) {
+		return fieldErr("pool", "must be one of %s (got %q)", strings.Join(Pools, ", "), truncate(j.Pool, 40))
+	}
+	if !j.Priority.Valid() {
+		return fieldErr("priority", "must be high, normal or low (got %q)", truncate(string(j.Priority), 40))
+	}
+	if !oneOf(j.Runner, Runners) {
+		return fieldErr("runner", "must be one of %s (got %q)", strings.Join(Runners, ", "), truncate(j.Runner, 40))
+	}
+	if err := j.Benchmark.Validate(); err != nil {
+		return err
+	}
+	if j.Runner == RunnerForge && j.Benchmark.Test == "" {
+		return fieldErr("benchmark.test", "is required for the forge runner")
+	}
+	if err := j.Source.validate(); err != nil {
+		return err
+	}
+	if t := j.Limits.Timeout.D(); t < 0 || t > MaxJobTimeout {
+		return fieldErr("limits.timeout", "must be between 0 and %s", MaxJobTimeout)
+	}
+	if p := j.Limits.PCCMin; p < 0 || p > 1 || p != p {
+		return fieldErr("limits.pcc_min", "must be between 0 and 1")
+	}
+	return ValidateLabels(j.Labels)
+}
+
+// Validate checks the benchmark fields (see Job.Validate).
+func (b *Benchmark) Validate() error {
+	if !modelPattern.MatchString(b.Model) {
+		return fieldErr("benchmark.model", "must match [a-z0-9][a-z0-9_.-]* up to 64 characters (got %q)", truncate(b.Model, 40))
+	}
+	if b.Test != "" && (len(b.Test) > 256 || !testPattern.MatchString(b.Test) || strings.Contains(b.Test, "..")) {
+		return fieldErr("benchmark.test", "must be a relative pytest node id like dir/test_x.py::test_y without '..' (got %q)", truncate(b.Test, 60))
+	}
+	if err := positive("benchmark.batch_size", b.BatchSize, MaxBatchSize); err != nil {
+		return err
+	}
+	if err := positive("benchmark.loop_count", b.LoopCount, MaxLoopCount); err != nil {
+		return err
+	}
+	if err := positive("benchmark.warmup_count", b.WarmupCount, MaxWarmupCount); err != nil {
+		return err
+	}
+	if b.DataFormat != FormatFloat32 && b.DataFormat != FormatBfloat16 {
+		return fieldErr("benchmark.data_format", "must be float32 or bfloat16 (got %q)", truncate(b.DataFormat, 40))
+	}
+	if b.InputSize < 0 || b.InputSize > MaxInputSize {
+		return fieldErr("benchmark.input_size", "must be between 0 (model default) and %d", MaxInputSize)
+	}
+	return nil
+}
+
+func (s *Source) validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"source.project", s.Project}, {"source.repo", s.Repo}, {"source.commit", s.Commit},
+		{"source.branch", s.Branch}, {"source.build.url", s.Build.URL}, {"source.build.sha256", s.Build.SHA256},
+	} {
+		if len(f.v) > 512 {
+			return fieldErr(f.name, "must be at most 512 characters")
+		}
+		if strings.ContainsAny(f.v, "\x00\n\r") {
+			return fieldErr(f.name, "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// ValidateLabels checks label keys ([A-Za-z0-9_.-], up to 64) and values (up
+// to 512 bytes, no control characters), at most 64 labels.
+func ValidateLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return fieldErr("labels", "must have at most %d entries", MaxLabels)
+	}
+	for k, v := range labels {
+		if len(k) > MaxLabelKey || !labelPattern.MatchString(k) {
+			return fieldErr("labels", "key %q must match [A-Za-z0-9_.-]+ up to %d characters", truncate(k, 40), MaxLabelKey)
+		}
+		if len(v) > MaxLabelValue || strings.ContainsAny(v, "\x00\n\r") {
+			return fieldErr("labels."+k, "must be at most %d bytes without control characters", MaxLabelValue)
+		}
+	}
+	return nil
+}
+
+// Cell is the canonical text of the job's matrix cell: everything that makes
+// this job different from another of the same run. JobID hashes it.
+func (j *Job) Cell() string {
+	keys := make([]string, 0, len(j.Labels))
+	for k := range j.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "pool=%s runner=%s test=%s model=%s batch=%d loop=%d warmup=%d format=%s training=%t input=%d",
+		j.Pool, j.Runner, j.Benchmark.Test, j.Benchmark.Model, j.Benchmark.BatchSize, j.Benchmark.LoopCount,
+		j.Benchmark.WarmupCount, j.Benchmark.DataFormat, j.Benchmark.Training, j.Benchmark.InputSize)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " label.%s=%q", k, j.Labels[k])
+	}
+	return b.String()
+}
+
+// DecodeJob strictly decodes and validates a job: unknown fields, trailing
+// data, a wrong schema and any invalid field are errors matching ErrInvalid.
+// It does not fill defaults; a published job is already normalized.
+func DecodeJob(data []byte) (*Job, error) {
+	if len(data) > MaxJobBytes {
+		return nil, fieldErr("payload", "is %d bytes, over the %d byte limit", len(data), MaxJobBytes)
+	}
+	var j Job
+	if err := decodeStrict(data, &j); err != nil {
+		return nil, &decodeError{kind: "job", err: err}
+	}
+	if err := j.Validate(); err != nil {
+		return &j, err
+	}
+	return &j, nil
+}
+
+// decodeStrict decodes exactly one JSON value, rejecting unknown fields.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON object")
+	}
+	return nil
+}
+
+func positive(field string, v, max int) error {
+	if v <= 0 {
+		return fieldErr(field, "must be a positive integer (got %d)", v)
+	}
+	if v > max {
+		return fieldErr(field, "must be at most %d (got %d)", max, v)
+	}
+	return nil
+}
+
+func oneOf(s string, set []string) bool {
+	for _, v := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Stream, consumer and bucket names. They are fixed so that producers,
+// workers and readers of different versions agree on the topology.
+const (
+	// StreamJobs is the work-queue stream holding queued jobs.
+	StreamJobs = "BENCH_JOBS"
+	// StreamEvents holds status and progress events, limits retention.
+	StreamEvents = "BENCH_EVENTS"
+	// StreamDead holds dead-lettered jobs with their reason.
+	StreamDead = "BENCH_DEAD"
+	// BucketWorkers is the KV bucket of worker heartbeats (one key per worker).
+	BucketWorkers = "bench-workers"
+	// BucketRuns is the KV bucket of run manifests and cancel flags.
+	BucketRuns = "bench-runs"
+
+	// SubjectJobsPrefix prefixes job subjects: bench.jobs.<pool>.<priority>.
+	SubjectJobsPrefix = "bench.jobs"
+	// SubjectEventsPrefix prefixes event subjects: bench.events.<run>.<job>.
+	SubjectEventsPrefix = "bench.events"
+	// SubjectDeadPrefix prefixes dead-letter subjects: bench.dead.<pool>.
+	SubjectDeadPrefix = "bench.dead"
+)
+
+// Priority is the queue a job waits in. Workers drain high before normal
+// before low.
+type Priority string
+
+// The priorities, in the order workers serve them.
+const (
+	PriorityHigh   Priority = "high"
+	PriorityNormal Priority = "normal"
+	PriorityLow    Priority = "low"
+)
+
+// Priorities lists every priority, highest first.
+var Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
+
+// Valid reports whether p is one of the known priorities.
+func (p Priority) Valid() bool {
+	return p == PriorityHigh || p == PriorityNormal || p == PriorityLow
+}
+
+// Pools lists every board kind a job can ask for. Tenstorrent pools are
+// served by discovered devices; cpu and sim by built-in slots.
+var Pools = []string{"n150", "n300", "p150", "p300", "llmbox", "galaxy", "cpu", "sim"}
+
+// ValidPool reports whether pool is a known board kind.
+func ValidPool(pool string) bool {
+	for _, p := range Pools {
+		if p == pool {
+			return true
+		}
+	}
+	return false
+}
+
+// JobSubject is the subject a job for pool at priority is published on.
+func JobSubject(pool string, prio Priority) string {
+	return fmt.Sprintf("%s.%s.%s", SubjectJobsPrefix, pool, prio)
+}
+
+// ParseJobSubject splits bench.jobs.<pool>.<priority>.
+func ParseJobSubject(subject string) (pool string, prio Priority, err error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 || parts[0]+"."+parts[1] != SubjectJobsPrefix {
+		return "", "", fmt.Errorf("protocol: %q is not a job subject", subject)
+	}
+	return parts[2], Priority(parts[3]), nil
+}
+
+// ConsumerName is the durable pull consumer shared by every worker of a pool
+// at one priority.
+func ConsumerName(pool string, prio Priority) string {
+	return fmt.Sprintf("jobs-%s-%s", pool, prio)
+}
+
+// EventSubject is the subject of events of one job of a run.
+func EventSubject(run, job string) string {
+	return fmt.Sprintf("%s.%s.%s", SubjectEventsPrefix, run, job)
+}
+
+// RunEventsFilter matches every event of a run.
+func RunEventsFilter(run string) string {
+	return fmt.Sprintf("%s.%s.>", SubjectEventsPrefix, run)
+}
+
+// DeadSubject is the dead-letter subject of a pool. An unparseable pool is
+// recorded under "unknown".
+func DeadSubject(pool string) string {
+	if !subjectToken(pool) {
+		pool = "unknown"
+	}
+	return fmt.Sprintf("%s.%s", SubjectDeadPrefix, pool)
+}
+
+// CancelKey is the bench-runs key holding a run's cancel flag.
+func CancelKey(run string) string { return run + ".cancel" }
+
+// ManifestKey is the bench-runs key holding a run's manifest.
+func ManifestKey(run string) string { return run + ".manifest" }
+
+// subjectToken reports whether s can stand as one token of a subject.
+func subjectToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r == '.' || r == '*' || r == '>' || r <= ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,244 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// FileBucket stores objects as files under a root directory. Puts write a
+// temporary file, fsync it, and rename (or hard-link for IfAbsent) it into
+// place, so readers never see partial objects and conditional creates are
+// atomic on one host.
+type FileBucket struct {
+	root string
+}
+
+// NewFileBucket opens (and creates) a file bucket rooted at dir.
+func NewFileBucket(dir string) (*FileBucket, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("storage: file bucket: empty directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: file bucket %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: file bucket %q: %w", dir, err)
+	}
+	return &FileBucket{root: abs}, nil
+}
+
+// Root is the directory holding the objects.
+func (b *FileBucket) Root() string { return b.root }
+
+func (b *FileBucket) path(key string) (string, error) {
+	if err := CheckKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(b.root, filepath.FromSlash(key)), nil
+}
+
+// Get implements Bucket.
+func (b *FileBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("storage: get %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: get %q: %w", key, err)
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("storage: get %q: %w", key, ErrNotFound)
+	}
+	return f, nil
+}
+
+// Put implements Bucket.
+func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader, opts ...PutOption) error {
+	o := ApplyPutOptions(opts)
+	p, err := b.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, ctxReader{ctx, r}); err != nil {
+		tmp.Close()
+		return fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	if o.IfAbsent {
+		// link fails with EEXIST if the key is there: an atomic create.
+		if err := os.Link(tmp.Name(), p); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("storage: put %q: %w", key, ErrExists)
+			}
+			return fmt.Errorf("storage: put %q: %w", key, err)
+		}
+	} else if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("storage: put %q: %w", key, err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	_ = d.Sync() // best effort: not every filesystem supports it
+	return nil
+}
+
+// Exists implements Bucket.
+func (b *FileBucket) Exists(ctx context.Context, key string) (bool, error) {
+	_, err := b.Attributes(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Attributes implements Bucket.
+func (b *FileBucket) Attributes(ctx context.Context, key string) (Attributes, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return Attributes{}, err
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.IsDir()) {
+		return Attributes{}, fmt.Errorf("storage: attributes %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Attributes{}, fmt.Errorf("storage: attributes %q: %w", key, err)
+	}
+	return Attributes{Size: st.Size(), LastModified: st.ModTime()}, nil
+}
+
+// Delete implements Bucket.
+func (b *FileBucket) Delete(ctx context.Context, key string) error {
+	p, err := b.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("storage: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+// List implements Bucket. It walks only the directories that can hold keys
+// with the prefix, in sorted order.
+func (b *FileBucket) List(ctx context.Context, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		// Start at the deepest directory fully named by the prefix.
+		dirPart := ""
+		if i := strings.LastIndex(prefix, "/"); i >= 0 {
+			dirPart = prefix[:i]
+		}
+		start := filepath.Join(b.root, filepath.FromSlash(dirPart))
+		if dirPart != "" && CheckKey(dirPart) != nil {
+			yield("", fmt.Errorf("storage: list %q: %w", prefix, ErrInvalidKey))
+			return
+		}
+		var walk func(dir, rel string) bool
+		walk = func(dir, rel string) bool {
+			if err := ctx.Err(); err != nil {
+				return yield("", fmt.Errorf("storage: list %q: %w", prefix, err))
+			}
+			entries, err := os.ReadDir(dir)
+			if errors.Is(err, fs.ErrNotExist) {
+				return true
+			}
+			if err != nil {
+				return yield("", fmt.Errorf("storage: list %q: %w", prefix, err))
+			}
+			// Sort so that "a/b" < "a-c" ordering matches the key order:
+			// compare the key each entry would produce, directories with "/".
+			names := make([]string, 0, len(entries))
+			isDir := map[string]bool{}
+			for _, e := range entries {
+				n := e.Name()
+				if strings.HasPrefix(n, ".tmp-") {
+					continue
+				}
+				k := n
+				if e.IsDir() {
+					k = n + "/"
+					isDir[k] = true
+				}
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				key := rel + n
+				if isDir[n] {
+					// Skip directories that cannot hold matching keys.
+					if !strings.HasPrefix(key, prefix) && !strings.HasPrefix(prefix, key) {
+						continue
+					}
+					if !walk(filepath.Join(dir, strings.TrimSuffix(n, "/")), key) {
+						return false
+					}
+					continue
+				}
+				if strings.HasPrefix(key, prefix) {
+					if !yield(key, nil) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		rel := ""
+		if dirPart != "" {
+			rel = dirPart + "/"
+		}
+		walk(start, rel)
+	}
+}
+
+// Close implements Bucket.
+func (b *FileBucket) Close() error { return nil }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
