@@ -96,13 +96,18 @@ type gemmScratch struct {
 	tiles   [][]float32 // per worker accumulators
 }
 
-// workers is the number of goroutines a GEMM uses.
-func workers() int { return max(1, runtime.GOMAXPROCS(0)) }
+// defaultThreads is the number of goroutines a GEMM uses by default.
+func defaultThreads() int { return max(1, runtime.GOMAXPROCS(0)) }
 
 // gemm computes C = epilogue(A·B) for the packed M×K matrix a and the K×N
 // matrix b; C is row-major M×N with leading dimension ldc. It uses up to
 // GOMAXPROCS goroutines and returns when C is complete.
 func gemm(a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
+	gemmN(defaultThreads(), a, b, c, ldc, ep)
+}
+
+// gemmN is gemm with up to nw goroutines.
+func gemmN(nw int, a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
 	k, n := b.dims()
 	if k != a.k {
 		panic("cpu: gemm: inner dimensions differ")
@@ -111,7 +116,7 @@ func gemm(a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
 	if m == 0 || n == 0 {
 		return
 	}
-	nw := workers()
+	nw = max(1, nw)
 	npB := (n + nr - 1) / nr
 	s := gemmPool.Get().(*gemmScratch)
 	defer gemmPool.Put(s)
