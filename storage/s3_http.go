@@ -1,0 +1,65 @@
+package storage
+
+import (
+	"fmt"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/rs/zerolog"
+)
+
+// newS3HTTPClient is the HTTP client of the S3 backend: go-retryablehttp
+// with a bounded policy. It retries connection errors, 429 and 5xx (not
+// 501) up to cfg.MaxRetries times with exponential backoff between
+// cfg.RetryWaitMin and cfg.RetryWaitMax (a Retry-After header is capped at
+// the maximum too). After the last retry it hands the server's response to
+// the SDK, so an S3 error body (e.g. 503 SlowDown) is still parsed there.
+func newS3HTTPClient(cfg S3Config, log zerolog.Logger, tr *http.Transport) *http.Client {
+	inner := &http.Client{Transport: tr}
+	rc := retryablehttp.NewClient()
+	rc.HTTPClient = inner
+	rc.Logger = nil
+	rc.RetryMax = cfg.MaxRetries
+	rc.RetryWaitMin = cfg.RetryWaitMin
+	rc.RetryWaitMax = cfg.RetryWaitMax
+	rc.CheckRetry = retryablehttp.DefaultRetryPolicy
+	rc.Backoff = func(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
+		return min(retryablehttp.DefaultBackoff(lo, hi, attempt, resp), hi)
+	}
+	rc.ErrorHandler = func(resp *http.Response, err error, attempts int) (*http.Response, error) {
+		if resp != nil {
+			return resp, nil // let the SDK read the S3 error
+		}
+		if err == nil {
+			err = fmt.Errorf("no response")
+		}
+		return nil, fmt.Errorf("after %d attempt(s): %w", attempts, err)
+	}
+	rc.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, retry int) {
+		if retry > 0 {
+			// Method, host and path only: no query, no headers.
+			log.Debug().Str("method", req.Method).Str("host", req.URL.Host).Str("path", req.URL.Path).
+				Int("retry", retry).Msg("retrying s3 request")
+		}
+	}
+	return rc.StandardClient()
+}
+
+// sdkTransport returns the transport of the SDK's default client as the
+// config loader left it (proxy settings, TLS 1.2, a custom CA bundle), with
+// a shorter connect timeout. It falls back to a pooled default transport.
+func sdkTransport(c any) *http.Transport {
+	bc, ok := c.(*awshttp.BuildableClient)
+	if !ok {
+		return cleanhttp.DefaultPooledTransport()
+	}
+	tr := bc.GetTransport()
+	d := bc.GetDialer()
+	d.Timeout = 10 * time.Second
+	tr.DialContext = d.DialContext
+	tr.MaxIdleConnsPerHost = 32
+	return tr
+}

@@ -1,0 +1,259 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/benchfleet/benchfleet/internal/s3test"
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/storagetest"
+	"github.com/rs/zerolog"
+)
+
+// testPartSize keeps the multipart tests small: S3's minimum part.
+const testPartSize = storage.MinS3PartSize
+
+// s3Config is the config of a bucket on srv under prefix, with static
+// credentials (so tests stay parallel) and short retries.
+func s3Config(srv *s3test.Server, prefix string) storage.S3Config {
+	return storage.S3Config{
+		Bucket:          srv.Bucket,
+		Prefix:          prefix,
+		Endpoint:        srv.Endpoint,
+		Region:          s3test.Region,
+		PathStyle:       true,
+		AccessKeyID:     srv.AccessKey,
+		SecretAccessKey: srv.SecretKey,
+		PartSize:        testPartSize,
+		MaxRetries:      2,
+		RetryWaitMin:    10 * time.Millisecond,
+		RetryWaitMax:    50 * time.Millisecond,
+		CallTimeout:     10 * time.Second,
+	}
+}
+
+func newS3Bucket(t *testing.T, cfg storage.S3Config) *storage.S3Bucket {
+	t.Helper()
+	b, err := storage.NewS3Bucket(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestS3BucketConformance(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	n := 0
+	// One server, a fresh prefix per subtest: the prefix is part of what
+	// is tested (keys under other prefixes must not show up).
+	storagetest.Run(t, func(t *testing.T) storage.Bucket {
+		n++
+		return newS3Bucket(t, s3Config(srv, fmt.Sprintf("conf-%d/%s", n, strings.ReplaceAll(t.Name(), "/", "-"))))
+	})
+}
+
+func TestS3BucketConformanceNoPrefix(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, func(t *testing.T) storage.Bucket {
+		srv := s3test.Start(t)
+		return newS3Bucket(t, s3Config(srv, ""))
+	})
+}
+
+func TestS3PrefixIsolation(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	ctx := t.Context()
+	a := newS3Bucket(t, s3Config(srv, "farm"))
+	b := newS3Bucket(t, s3Config(srv, "farmer"))
+	if err := a.Put(ctx, "x/1", strings.NewReader("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, "x/1", strings.NewReader("b")); err != nil {
+		t.Fatal(err)
+	}
+	// The object is at farm/x/1 in the bucket.
+	out, err := srv.Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String("farm/x/1")})
+	if err != nil || aws.ToInt64(out.ContentLength) != 1 {
+		t.Fatalf("HeadObject(farm/x/1) = %v, %v", out, err)
+	}
+	for _, bk := range []*storage.S3Bucket{a, b} {
+		var keys []string
+		for k, err := range bk.List(ctx, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k)
+		}
+		if len(keys) != 1 || keys[0] != "x/1" {
+			t.Fatalf("List = %q, want [x/1]", keys)
+		}
+	}
+}
+
+func TestS3OpenURL(t *testing.T) {
+	// Not parallel: SetEnv points the standard AWS chain at the server.
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	ctx := t.Context()
+	log := zerolog.Nop()
+
+	b, err := storage.Open(ctx, srv.URL("viaurl")+"&part_size=5MiB&timeout=5s", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Put(ctx, "k", strings.NewReader("v"), storage.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(srv.Bucket), Key: aws.String("viaurl/k")}); err != nil {
+		t.Fatalf("object not under the URL's prefix: %v", err)
+	}
+
+	// A missing bucket is an error naming it, unless create=true.
+	missing := strings.Replace(srv.URL("p"), srv.Bucket, "nosuch-"+srv.Bucket, 1)
+	if _, err := storage.Open(ctx, missing, log); err == nil || !strings.Contains(err.Error(), "does not exist") ||
+		!strings.Contains(err.Error(), "create=true") {
+		t.Fatalf("Open(missing bucket) error = %v", err)
+	}
+	created, err := storage.Open(ctx, missing+"&create=true", log)
+	if err != nil {
+		t.Fatalf("Open(create=true): %v", err)
+	}
+	defer created.Close()
+	if err := created.Put(ctx, "k", strings.NewReader("v")); err != nil {
+		t.Fatal(err)
+	}
+	// Opening an existing bucket with create=true is fine too.
+	again, err := storage.Open(ctx, missing+"&create=true", log)
+	if err != nil {
+		t.Fatalf("Open(create=true, exists): %v", err)
+	}
+	again.Close()
+}
+
+func TestS3URLErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ url, want string }{
+		{"s3:///prefix", "no bucket"},
+		{"s3://AKIA:SECRET@bucket/p", "credentials in the URL"},
+		{"s3://bucket/p?nope=1", `unknown parameter "nope"`},
+		{"s3://bucket/p?path_style=maybe", "path_style"},
+		{"s3://bucket/p?part_size=1MiB", "PartSize"},
+		{"s3://bucket/p?part_size=lots", "part_size"},
+		{"s3://bucket/p?timeout=-1s", "timeout"},
+		{"s3://bucket/p?endpoint=ftp://x", "Endpoint"},
+		{"s3://bucket/../up", "Prefix"},
+	} {
+		_, err := storage.Open(t.Context(), tc.url, zerolog.Nop())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%q) error = %v, want it to mention %q", tc.url, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("Open(%q) error leaks the secret: %v", tc.url, err)
+		}
+	}
+}
+
+func TestS3Unavailable(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	b := newS3Bucket(t, s3Config(srv, "outage"))
+	ctx := t.Context()
+	if err := b.Put(ctx, "before", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+
+	start := time.Now()
+	checks := map[string]error{}
+	checks["put"] = b.Put(ctx, "k", strings.NewReader("x"), storage.IfAbsent())
+	_, checks["get"] = b.Get(ctx, "before")
+	_, checks["exists"] = b.Exists(ctx, "before")
+	_, checks["attributes"] = b.Attributes(ctx, "before")
+	checks["delete"] = b.Delete(ctx, "before")
+	for _, err := range b.List(ctx, "") {
+		checks["list"] = err
+		break
+	}
+	for op, err := range checks {
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Errorf("%s while the server is down: error = %v, want ErrUnavailable", op, err)
+		}
+		if err != nil && strings.Contains(err.Error(), srv.SecretKey) {
+			t.Errorf("%s error leaks the secret key", op)
+		}
+		var target interface{ ErrorCode() string }
+		if errors.As(err, &target) {
+			t.Errorf("%s error exposes an SDK error type: %T", op, target)
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("six calls against a down server took %s; retries are not bounded", d)
+	}
+
+	// The caller's cancellation is reported as such, not as an outage.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.Put(cctx, "k", strings.NewReader("x")); !errors.Is(err, context.Canceled) || errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("cancelled Put error = %v", err)
+	}
+
+	srv.Start()
+	if err := b.Put(ctx, "k", strings.NewReader("x"), storage.IfAbsent()); err != nil {
+		t.Fatalf("Put after restart: %v", err)
+	}
+	rc, err := b.Get(ctx, "before")
+	if err != nil {
+		t.Fatalf("Get after restart: %v", err)
+	}
+	rc.Close()
+}
+
+// A failed multipart upload is aborted: no parts linger on the server.
+func TestS3MultipartAbort(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	b := newS3Bucket(t, s3Config(srv, "mp"))
+	ctx := t.Context()
+	r := &breakAfter{data: bytes.Repeat([]byte("x"), 3*testPartSize), n: testPartSize + testPartSize/2}
+	if err := b.Put(ctx, "big", r); err == nil || !errors.Is(err, errBroke) {
+		t.Fatalf("Put with a reader failing mid-part 2: error = %v", err)
+	}
+	out, err := srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(srv.Bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) != 0 {
+		t.Fatalf("%d multipart uploads left after a failed Put", len(out.Uploads))
+	}
+	if ok, _ := b.Exists(ctx, "big"); ok {
+		t.Fatal("failed multipart Put left an object")
+	}
+}
+
+var errBroke = errors.New("broke")
+
+type breakAfter struct {
+	data []byte
+	n    int
+}
+
+func (r *breakAfter) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, errBroke
+	}
+	n := copy(p[:min(len(p), r.n)], r.data)
+	r.data = r.data[n:]
+	r.n -= n
+	return n, nil
+}
