@@ -180,6 +180,9 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if err := r.Check(job.Benchmark); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("forge: not started: %w", err)
+	}
 	if dev.Visible == "" {
 		return nil, device.Infra("forge: device %s has no chips to make visible (TT_VISIBLE_DEVICES)", dev.ID)
 	}

@@ -44,7 +44,6 @@ type scanner struct {
 	start time.Time
 
 	mu         sync.Mutex
-	phase      string
 	compileEnd time.Time // first warmup or iteration line
 	warmupAt   time.Time // first warmup line
 	timingAt   time.Time // first iteration line
@@ -60,7 +59,7 @@ type scanner struct {
 }
 
 func newScanner(rec device.Recorder, start time.Time, now func() time.Time) *scanner {
-	return &scanner{rec: rec, now: now, start: start, phase: device.PhaseCompile}
+	return &scanner{rec: rec, now: now, start: start}
 }
 
 // run reads r until EOF or a read error.
@@ -125,9 +124,6 @@ func (s *scanner) line(line string) {
 			s.compileEnd = now
 		}
 		phase = device.PhaseWarmup
-	}
-	if phase != "" {
-		s.phase = phase
 	}
 	forward, note := s.allow(now)
 	s.mu.Unlock()
