@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -56,26 +57,70 @@ func uploadArtifact(ctx context.Context, b Bucket, r *protocol.Result, f Artifac
 	return protocol.Artifact{Name: f.Name, Key: key, Size: st.Size(), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-// Deliver makes a result durable in b: it uploads the artifacts, records
-// them in r, then writes the result once. If the result is already there
-// (an earlier attempt won), Deliver returns the key and ErrExists: the
-// caller records nothing new.
+// CheckDeliverable reports, before any I/O, whether r and files can ever be
+// delivered: the run and job ids are valid (so the result key is) and every
+// artifact name is a plain file name. Its errors match both ErrInvalidKey
+// and, for ids, protocol.ErrInvalid; retrying or spooling cannot fix them.
+func CheckDeliverable(r *protocol.Result, files []ArtifactFile) error {
+	if r == nil {
+		return fmt.Errorf("storage: deliver: %w: no result", ErrInvalidKey)
+	}
+	if err := protocol.ValidID("run", r.Run); err != nil {
+		return fmt.Errorf("storage: deliver: %w: %w", ErrInvalidKey, err)
+	}
+	if err := protocol.ValidID("job", r.Job); err != nil {
+		return fmt.Errorf("storage: deliver: %w: %w", ErrInvalidKey, err)
+	}
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		if err := CheckArtifactName(f.Name); err != nil {
+			return fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+		}
+		if seen[f.Name] {
+			return fmt.Errorf("storage: deliver %s: %w: artifact name %q given twice", r.Job, ErrInvalidKey, f.Name)
+		}
+		seen[f.Name] = true
+	}
+	return nil
+}
+
+// Deliver makes a result durable in b: it uploads the artifacts, then
+// writes the result (with their records appended to r.Artifacts) once, with
+// a conditional create. It always returns the result key.
+//
+// If the result is already there (an earlier attempt won, or this one was
+// delivered before a crash), Deliver returns ErrExists: the caller records
+// nothing new. r is changed only when this call wrote the result, so a
+// failed Deliver can be retried (or spooled) with the same r without
+// duplicating artifact records. Errors from an unreachable store match
+// ErrUnavailable; errors from CheckDeliverable match ErrInvalidKey.
 func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []ArtifactFile) (string, error) {
+	if err := CheckDeliverable(r, files); err != nil {
+		return "", err
+	}
+	key := ResultKey(r.RunCreatedAt, r.Run, r.Job)
+	res := *r
 	if len(files) > 0 {
-		key := ResultKey(r.RunCreatedAt, r.Run, r.Job)
 		// Skip the artifact upload when the result is already final.
-		if ok, err := b.Exists(ctx, key); err == nil && ok {
+		ok, err := b.Exists(ctx, key)
+		if err != nil {
+			return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+		}
+		if ok {
 			return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
 		}
 		arts, err := UploadArtifacts(ctx, b, r, files)
 		if err != nil {
-			return "", err
+			return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
 		}
-		r.Artifacts = append(r.Artifacts, arts...)
+		res.Artifacts = append(slices.Clip(r.Artifacts), arts...)
 	}
-	key, err := PutResult(ctx, b, r)
-	if errors.Is(err, ErrExists) {
-		return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
+	if _, err := PutResult(ctx, b, &res); err != nil {
+		if errors.Is(err, ErrExists) {
+			return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
+		}
+		return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
 	}
-	return key, err
+	r.Artifacts = res.Artifacts
+	return key, nil
 }
