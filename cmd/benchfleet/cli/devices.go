@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/device"
+)
+
+// deviceJSON is the JSON shape of `benchfleet devices` (DESIGN §7).
+type deviceJSON struct {
+	ID      string `json:"id"`
+	Pool    string `json:"pool"`
+	Arch    string `json:"arch"`
+	Chips   int    `json:"chips"`
+	Path    string `json:"path"`
+	Healthy bool   `json:"healthy"`
+}
+
+func (a *app) devicesCmd() *cobra.Command {
+	var config, slots, format string
+	cmd := &cobra.Command{
+		Use:   "devices [--config FILE] [--slots cpu=2]",
+		Short: "Show the devices this host would serve",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
+			var wf *workerFile
+			if config != "" {
+				var err error
+				if wf, err = loadWorkerFile(config); err != nil {
+					return err
+				}
+			}
+			ss, err := buildSlots(cmd.Context(), wf, slots, "", a.log)
+			if err != nil {
+				return err
+			}
+			out := []deviceJSON{}
+			for _, s := range ss {
+				d := s.Device
+				healthy := d.Healthy
+				if s.Health != nil {
+					healthy = healthy && s.Health.Check(cmd.Context(), d) == nil
+				}
+				out = append(out, deviceJSON{ID: d.ID, Pool: d.Pool, Arch: d.Arch, Chips: d.Chips, Path: d.Path, Healthy: healthy})
+			}
+			if format == "json" {
+				return writeJSON(a.stdout, out)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPOOL\tARCH\tCHIPS\tPATH\tHEALTHY")
+			for _, d := range out {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%t\n", d.ID, d.Pool, d.Arch, d.Chips, d.Path, d.Healthy)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "worker config YAML (slots and discovery)")
+	cmd.Flags().StringVar(&slots, "slots", "", "built-in slots pool=count[,pool=count]")
+	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	_ = device.AlwaysHealthy{}
+	return cmd
+}

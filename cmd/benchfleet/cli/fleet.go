@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+func (a *app) fleetCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "fleet", Short: "See the workers of the farm and their devices"}
+	var format string
+	var watch bool
+	var interval time.Duration
+	status := &cobra.Command{
+		Use: "status", Short: "Show every live worker and the state of its devices", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			nc, js, err := a.connect(ctx, "benchfleet-fleet")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			topo, err := topology.Open(ctx, js)
+			if err != nil {
+				return err
+			}
+			for {
+				sts, err := fleetStatus(cmd, topo)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					if err := writeJSON(a.stdout, sts); err != nil {
+						return err
+					}
+				} else {
+					if watch && a.isTTY() {
+						fmt.Fprint(a.stdout, "\033[H\033[2J")
+					}
+					writeFleet(a.stdout, sts)
+				}
+				if !watch {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(interval):
+				}
+			}
+		},
+	}
+	status.Flags().StringVar(&format, "format", "table", "table or json (an array of WorkerStatus documents)")
+	status.Flags().BoolVar(&watch, "watch", false, "refresh until interrupted")
+	status.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch: refresh interval")
+	cmd.AddCommand(status)
+	return cmd
+}
+
+func fleetStatus(cmd *cobra.Command, topo *topology.Handles) ([]protocol.WorkerStatus, error) {
+	ctx := cmd.Context()
+	lister, err := topo.Workers.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fleet status: %w", err)
+	}
+	out := []protocol.WorkerStatus{}
+	for k := range lister.Keys() {
+		e, err := topo.Workers.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fleet status %s: %w", k, err)
+		}
+		var st protocol.WorkerStatus
+		if json.Unmarshal(e.Value(), &st) == nil {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.WorkerStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tHOST\tVERSION\tDEVICE\tPOOL\tRUNNER\tSTATE\tJOB\tDONE\tSEEN")
+	idle, busy, quarantined := 0, 0, 0
+	for _, st := range sts {
+		worker := st.ID
+		if st.Draining {
+			worker += " (draining)"
+		}
+		for _, d := range st.Devices {
+			state := d.State
+			switch d.State {
+			case protocol.DeviceIdle:
+				idle++
+			case protocol.DeviceBusy:
+				busy++
+			case protocol.DeviceQuarantined:
+				quarantined++
+				state += ": " + d.Reason
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s ago\n", worker, st.Host, st.Version, d.ID, d.Pool, d.Runner,
+				state, d.Job, d.Done, time.Since(st.Time).Truncate(time.Second))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d workers, %d devices: %d busy, %d idle, %d quarantined\n", len(sts), idle+busy+quarantined, busy, idle, quarantined)
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/benchfleet/benchfleet/internal/embedded"
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// localFleet is the embedded default: an in-process NATS server with
+// JetStream, a store, and one worker, all in one process.
+type localFleet struct {
+	server *server.Server
+	nc     *nats.Conn
+	store  storage.Bucket
+	worker *worker.Worker
+	url    string
+}
+
+type localOptions struct {
+	dataDir string
+	listen  string
+	slots   string
+	workDir string
+}
+
+// startLocal starts the pieces; close them with stop.
+func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, error) {
+	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+		return nil, usageErr("--data %s: %v", o.dataDir, err)
+	}
+	lf := &localFleet{}
+	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(o.dataDir, "nats"), Listen: o.listen})
+	if err != nil {
+		return nil, err
+	}
+	lf.server = srv
+	lf.url = srv.ClientURL()
+	a.natsURL = lf.url
+	if a.storeURL == "" {
+		abs, _ := filepath.Abs(filepath.Join(o.dataDir, "store"))
+		a.storeURL = "file://" + abs
+	}
+	tc, err := a.topologyConfig()
+	if err != nil {
+		lf.stop()
+		return nil, err
+	}
+	if lf.store, err = a.openStore(ctx); err != nil {
+		lf.stop()
+		return nil, err
+	}
+	slots, err := buildSlots(ctx, nil, o.slots, o.workDir, a.log)
+	if err != nil {
+		lf.stop()
+		return nil, err
+	}
+	if lf.nc, _, err = a.connect(ctx, "benchfleet-local-worker"); err != nil {
+		lf.stop()
+		return nil, err
+	}
+	w, err := worker.New(worker.Config{
+		ID: "local", Version: Version, Conn: lf.nc, Store: lf.store, Slots: slots, Topology: tc,
+		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, WorkDir: o.workDir, Log: a.log,
+		DrainTimeout: time.Minute,
+	})
+	if err != nil {
+		lf.stop()
+		return nil, usageErr("%v", err)
+	}
+	if err := w.Start(ctx); err != nil {
+		lf.stop()
+		return nil, err
+	}
+	lf.worker = w
+	return lf, nil
+}
+
+func (lf *localFleet) stop() {
+	if lf.worker != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_ = lf.worker.Stop(ctx)
+		cancel()
+	}
+	if lf.nc != nil {
+		lf.nc.Close()
+	}
+	if lf.store != nil {
+		lf.store.Close()
+	}
+	if lf.server != nil {
+		lf.server.Shutdown()
+		lf.server.WaitForShutdown()
+	}
+}
+
+func (lf *localFleet) String() string { return fmt.Sprintf("nats %s", lf.url) }

@@ -1,0 +1,289 @@
+// Package cli is the benchfleet command line: one file per subcommand, all
+// output written to injected writers so tests can read it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/natsconn"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// Version is the benchfleet version, set at build time with
+// -ldflags "-X github.com/benchfleet/benchfleet/cmd/benchfleet/cli.Version=v1.2.3".
+var Version = "dev"
+
+// Exit codes (DESIGN §7).
+const (
+	ExitOK       = 0
+	ExitFailed   = 1
+	ExitGate     = 2
+	ExitTimeout  = 3
+	ExitUsage    = 64
+	ExitInternal = 70
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr is a bad flag or input: exit 64 with a message naming it.
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode ends the command with code and no further message (the command
+// printed its own summary).
+func exitCode(code int) error { return &exitError{code: code} }
+
+// app holds the global flags and the injected streams.
+type app struct {
+	stdout, stderr io.Writer
+	natsURL        string
+	creds          string
+	nkey           string
+	user, password string
+	token          string
+	tlsCA          string
+	tlsCert        string
+	tlsKey         string
+	storeURL       string
+	logLevel       string
+	logFormat      string
+	ackWait        time.Duration
+	maxDeliver     int
+	heartbeat      time.Duration
+	replicas       int
+	log            zerolog.Logger
+	// envErrs are environment variables that did not parse; reported by
+	// setup as usage errors.
+	envErrs []string
+}
+
+// Run runs the command line with args (without the program name) and
+// returns the exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "benchfleet: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "benchfleet: %v\n", err)
+	if isUsage(err) {
+		return ExitUsage
+	}
+	return ExitFailed
+}
+
+// isUsage recognizes cobra's own argument and flag errors.
+func isUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument", "flag needs an argument", "required flag"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "benchfleet",
+		Short: "Run accelerator benchmarks across a farm of device hosts",
+		Long: `benchfleet runs accelerator benchmarks across a farm of device hosts.
+
+Producers publish benchmark jobs to NATS JetStream; a worker on each host
+claims jobs for its devices, runs compile, warmup, the timed loop and the PCC
+check, and uploads a JSON result and artifacts to object storage, where the
+history of results can be queried.
+
+Start with:  benchfleet demo`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setup()
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL(s), comma-separated (env NATS_URL)")
+	pf.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS creds file (env NATS_CREDS)")
+	pf.StringVar(&a.nkey, "nkey", os.Getenv("NATS_NKEY"), "NATS nkey seed file (env NATS_NKEY)")
+	pf.StringVar(&a.user, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER; password from NATS_PASSWORD)")
+	a.password = os.Getenv("NATS_PASSWORD")
+	a.token = os.Getenv("NATS_TOKEN")
+	pf.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_TLS_CA"), "CA bundle to verify NATS servers (env NATS_TLS_CA)")
+	pf.StringVar(&a.tlsCert, "tls-cert", os.Getenv("NATS_TLS_CERT"), "client certificate for NATS (env NATS_TLS_CERT)")
+	pf.StringVar(&a.tlsKey, "tls-key", os.Getenv("NATS_TLS_KEY"), "client key for NATS (env NATS_TLS_KEY)")
+	pf.StringVar(&a.storeURL, "store", os.Getenv("BENCHFLEET_STORE"), "result store: file:///dir or s3://bucket/prefix?endpoint=...&region=... (env BENCHFLEET_STORE)")
+	pf.StringVar(&a.logLevel, "log-level", envOr("BENCHFLEET_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env BENCHFLEET_LOG_LEVEL)")
+	pf.StringVar(&a.logFormat, "log-format", envOr("BENCHFLEET_LOG_FORMAT", "auto"), "log format: auto (console on a TTY, else JSON), console, json")
+	root.AddCommand(
+		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
+		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(),
+	)
+	return root
+}
+
+// topologyFlags adds the queue tuning flags of commands that create the
+// topology.
+func (a *app) topologyFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.DurationVar(&a.ackWait, "ack-wait", a.envDuration("BENCHFLEET_ACK_WAIT", topology.DefaultAckWait), "redeliver a claimed job after this long without a heartbeat (env BENCHFLEET_ACK_WAIT)")
+	f.IntVar(&a.maxDeliver, "max-deliver", a.envInt("BENCHFLEET_MAX_DELIVER", 4), "deliveries of a job before it is dead-lettered (env BENCHFLEET_MAX_DELIVER)")
+	f.DurationVar(&a.heartbeat, "heartbeat", a.envDuration("BENCHFLEET_HEARTBEAT", 0), "in-progress interval while a job runs; default a third of --ack-wait (env BENCHFLEET_HEARTBEAT)")
+	f.IntVar(&a.replicas, "replicas", a.envInt("BENCHFLEET_REPLICAS", 1), "replicas of streams and buckets (3 on a cluster) (env BENCHFLEET_REPLICAS)")
+}
+
+func (a *app) topologyConfig() (topology.Config, error) {
+	if a.ackWait < time.Second {
+		return topology.Config{}, usageErr("--ack-wait %s: must be at least 1s", a.ackWait)
+	}
+	if a.maxDeliver < 1 || a.maxDeliver > 100 {
+		return topology.Config{}, usageErr("--max-deliver %d: must be between 1 and 100", a.maxDeliver)
+	}
+	if a.heartbeat < 0 || (a.heartbeat > 0 && a.heartbeat >= a.ackWait) {
+		return topology.Config{}, usageErr("--heartbeat %s: must be shorter than --ack-wait %s", a.heartbeat, a.ackWait)
+	}
+	if a.replicas < 1 || a.replicas > 5 {
+		return topology.Config{}, usageErr("--replicas %d: must be between 1 and 5", a.replicas)
+	}
+	return topology.Config{AckWait: a.ackWait, Replicas: a.replicas}, nil
+}
+
+func (a *app) setup() error {
+	if len(a.envErrs) > 0 {
+		return usageErr("%s", strings.Join(a.envErrs, "; "))
+	}
+	lvl, err := zerolog.ParseLevel(strings.ToLower(a.logLevel))
+	if err != nil || a.logLevel == "" {
+		return usageErr("--log-level %q: want debug, info, warn or error", a.logLevel)
+	}
+	var w io.Writer = a.stderr
+	switch a.logFormat {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05"}
+	case "auto":
+		if f, ok := a.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			w = zerolog.ConsoleWriter{Out: a.stderr, TimeFormat: "15:04:05"}
+		}
+	default:
+		return usageErr("--log-format %q: want auto, console or json", a.logFormat)
+	}
+	a.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+	return nil
+}
+
+// connect dials NATS with the global auth flags.
+func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.JetStream, error) {
+	if a.natsURL == "" {
+		return nil, nil, usageErr("no NATS server: give --nats URL or set NATS_URL (or run `benchfleet dev` and use its URL)")
+	}
+	nc, err := natsconn.Connect(ctx, natsconn.Options{
+		URL: a.natsURL, Name: name, Creds: a.creds, NKeySeed: a.nkey, User: a.user, Password: a.password,
+		Token: a.token, TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey,
+	}, a.log)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
+}
+
+// openStore opens --store; required says whether a missing flag is an error.
+func (a *app) openStore(ctx context.Context) (storage.Bucket, error) {
+	if a.storeURL == "" {
+		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
+	}
+	b, err := storage.Open(ctx, a.storeURL, a.log)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// signalContext ends on SIGINT or SIGTERM, for commands that clean up.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+func (a *app) isTTY() bool {
+	f, ok := a.stdout.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func (a *app) envDuration(k string, def time.Duration) time.Duration {
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		a.envErrs = append(a.envErrs, fmt.Sprintf("%s=%q: not a duration like 30s", k, v))
+		return def
+	}
+	return d
+}
+
+func (a *app) envInt(k string, def int) int {
+	v := os.Getenv(k)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		a.envErrs = append(a.envErrs, fmt.Sprintf("%s=%q: not an integer", k, v))
+		return def
+	}
+	return n
+}

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+func (a *app) runsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "runs", Short: "List, show, watch and cancel runs"}
+	var format string
+	list := &cobra.Command{
+		Use: "list", Short: "List submitted runs, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			nc, js, err := a.connect(ctx, "benchfleet-runs")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			topo, err := topology.Open(ctx, js)
+			if err != nil {
+				return err
+			}
+			keys, err := topo.Runs.ListKeys(ctx)
+			if err != nil {
+				return fmt.Errorf("list runs: %w", err)
+			}
+			var mans []*protocol.RunManifest
+			cancelled := map[string]bool{}
+			for k := range keys.Keys() {
+				if run, ok := strings.CutSuffix(k, ".cancel"); ok {
+					cancelled[run] = true
+					continue
+				}
+				run, ok := strings.CutSuffix(k, ".manifest")
+				if !ok {
+					continue
+				}
+				if m, err := producer.GetManifest(ctx, topo.Runs, run); err == nil {
+					mans = append(mans, m)
+				}
+			}
+			sort.Slice(mans, func(i, j int) bool { return mans[i].CreatedAt.After(mans[j].CreatedAt) })
+			if format == "json" {
+				if mans == nil {
+					mans = []*protocol.RunManifest{}
+				}
+				return writeJSON(a.stdout, mans)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tCREATED\tJOBS\tPRIORITY\tCOMMIT\tSUBMITTER\tSTATE")
+			for _, m := range mans {
+				state := ""
+				if cancelled[m.Run] {
+					state = "cancelled"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
+					shortCommit(m.Source.Commit), m.Submitter, state)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&format, "format", "table", "table or json")
+
+	var watchTimeout time.Duration
+	watch := &cobra.Command{
+		Use: "watch RUN", Short: "Follow a run's progress to its end and print its results", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			nc, js, err := a.connect(ctx, "benchfleet-watch")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			m, err := a.manifest(cmd, js, args[0])
+			if err != nil {
+				return err
+			}
+			return a.waitRun(ctx, js, m, waitOptions{timeout: watchTimeout})
+		},
+	}
+	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
+
+	var showFormat string
+	show := &cobra.Command{
+		Use: "show RUN", Short: "Show a run's manifest and the current state of its jobs", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(showFormat, "table", "json"); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			nc, js, err := a.connect(ctx, "benchfleet-runs")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			m, err := a.manifest(cmd, js, args[0])
+			if err != nil {
+				return err
+			}
+			if showFormat == "json" {
+				return writeJSON(a.stdout, m)
+			}
+			fmt.Fprintf(a.stdout, "run %s: %d jobs, created %s by %s, priority %s\n", m.Run, len(m.Jobs),
+				m.CreatedAt.Format(time.RFC3339), m.Submitter, m.Priority)
+			if m.Source.Commit != "" {
+				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
+			}
+			return a.waitRun(ctx, js, m, waitOptions{timeout: 2 * time.Second, quiet: true})
+		},
+	}
+	show.Flags().StringVar(&showFormat, "format", "table", "table or json (the manifest)")
+
+	cancel := &cobra.Command{
+		Use: "cancel RUN", Short: "Cancel a run: stop its running jobs, drop its queued ones", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if err := protocol.ValidID("run", args[0]); err != nil {
+				return usageErr("%v", err)
+			}
+			nc, js, err := a.connect(ctx, "benchfleet-cancel")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			topo, err := topology.Open(ctx, js)
+			if err != nil {
+				return err
+			}
+			if err := producer.Cancel(ctx, topo.Runs, args[0]); err != nil {
+				if errors.Is(err, jetstream.ErrKeyNotFound) {
+					return usageErr("run %q not found", args[0])
+				}
+				return err
+			}
+			fmt.Fprintf(a.stdout, "run %s cancelled: running jobs are being stopped, queued ones will be dropped\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(list, show, watch, cancel)
+	return cmd
+}
+
+// manifest reads a run's manifest, as a usage error when the run is unknown.
+func (a *app) manifest(cmd *cobra.Command, js jetstream.JetStream, run string) (*protocol.RunManifest, error) {
+	if err := protocol.ValidID("run", run); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	topo, err := topology.Open(cmd.Context(), js)
+	if err != nil {
+		return nil, err
+	}
+	m, err := producer.GetManifest(cmd.Context(), topo.Runs, run)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, usageErr("run %q not found", run)
+	}
+	return m, err
+}
+
+func checkFormat(got string, allowed ...string) error {
+	for _, f := range allowed {
+		if got == f {
+			return nil
+		}
+	}
+	return usageErr("--format %q: want %s", got, strings.Join(allowed, " or "))
+}
+
+func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}

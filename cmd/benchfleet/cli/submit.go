@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+type submitFlags struct {
+	matrix      string
+	pool        string
+	runner      string
+	test        string
+	model       string
+	batchSize   int
+	loopCount   int
+	warmupCount int
+	dataFormat  string
+	inputSize   int
+	labels      []string
+	run         string
+	priority    string
+	jobTimeout  time.Duration
+	pccMin      float64
+	wait        bool
+	timeout     time.Duration
+	junit       string
+	summaryMD   string
+	gate        bool
+	commit      string
+	branch      string
+	repo        string
+	project     string
+}
+
+func (a *app) submitCmd() *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit (--matrix FILE | --pool P --model M --batch-size N --loop-count N ...)",
+		Short: "Submit a run of benchmark jobs (idempotent), optionally wait for its verdict",
+		Long: `Submit a run: one job from flags, or a matrix file that multiplies out.
+
+Job ids are derived from the run and each matrix cell, so submitting the
+same run again publishes nothing new and re-attaches to it.
+
+Exit codes: 0 every job passed; 1 a job failed; 2 the regression gate
+tripped; 3 timed out waiting; 64 bad flag or input.`,
+		Example: `  benchfleet submit --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait
+  benchfleet submit --matrix nightly.yaml --priority low
+  benchfleet submit --matrix ci.yaml --commit $GITHUB_SHA --wait --junit report.xml --summary-md $GITHUB_STEP_SUMMARY`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runSubmit(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.matrix, "matrix", "", "matrix YAML file (run, source, defaults, matrix, exclude)")
+	fl.StringVar(&f.pool, "pool", "", "board kind the job needs: "+strings.Join(protocol.Pools, ", "))
+	fl.StringVar(&f.runner, "runner", "", "runner: forge, cpu or sim (default: by pool)")
+	fl.StringVar(&f.test, "test", "", "pytest node id for the forge runner, e.g. forge/test/benchmark/test_vision.py::test_resnet50")
+	fl.StringVar(&f.model, "model", "", "model name, e.g. resnet50, mlp")
+	fl.IntVar(&f.batchSize, "batch-size", 0, "batch size (positive)")
+	fl.IntVar(&f.loopCount, "loop-count", 0, "timed iterations (positive)")
+	fl.IntVar(&f.warmupCount, "warmup-count", 0, "warmup iterations (default min(32, loop count))")
+	fl.StringVar(&f.dataFormat, "data-format", "", "float32 or bfloat16 (default bfloat16)")
+	fl.IntVar(&f.inputSize, "input-size", 0, "input spatial size (0 = the model's default)")
+	fl.StringArrayVar(&f.labels, "label", nil, "job label k=v (repeatable)")
+	fl.StringVar(&f.run, "run", "", "run id (default: derived from --commit, else fresh)")
+	fl.StringVar(&f.priority, "priority", "", "high, normal or low (default normal)")
+	fl.DurationVar(&f.jobTimeout, "job-timeout", 0, "limit of one attempt (limits.timeout); default the worker's")
+	fl.Float64Var(&f.pccMin, "pcc-min", 0, "required PCC (default 0.99)")
+	fl.BoolVar(&f.wait, "wait", false, "wait for the run and print its results")
+	fl.DurationVar(&f.timeout, "timeout", 2*time.Hour, "with --wait: give up after this long (exit 3)")
+	fl.StringVar(&f.junit, "junit", "", "with --wait: write a JUnit XML report here")
+	fl.StringVar(&f.summaryMD, "summary-md", "", "with --wait: write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
+	fl.BoolVar(&f.gate, "gate", false, "with --wait: apply the regression gate (exit 2 on a regression)")
+	fl.StringVar(&f.commit, "commit", os.Getenv("GITHUB_SHA"), "source commit (env GITHUB_SHA)")
+	fl.StringVar(&f.branch, "branch", os.Getenv("GITHUB_REF_NAME"), "source branch (env GITHUB_REF_NAME)")
+	fl.StringVar(&f.repo, "repo", os.Getenv("GITHUB_REPOSITORY"), "source repository (env GITHUB_REPOSITORY)")
+	fl.StringVar(&f.project, "project", "", "source project, e.g. tt-forge/tt-forge-onnx")
+	a.topologyFlags(cmd)
+	return cmd
+}
+
+// buildSubmission turns flags (and the matrix file) into a validated run.
+// Every error here is a usage error naming the flag or field.
+func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
+	var m *producer.Matrix
+	if f.matrix != "" {
+		if f.pool != "" || f.model != "" || f.test != "" || f.batchSize != 0 || f.loopCount != 0 {
+			return nil, usageErr("--matrix cannot be combined with --pool, --model, --test, --batch-size or --loop-count")
+		}
+		data, err := os.ReadFile(f.matrix)
+		if err != nil {
+			return nil, usageErr("--matrix: %v", err)
+		}
+		m, err = producer.ParseMatrix(data)
+		if err != nil {
+			return nil, usageErr("--matrix %s: %v", f.matrix, err)
+		}
+	} else {
+		if f.pool == "" || f.model == "" {
+			return nil, usageErr("give --matrix FILE, or at least --pool and --model (see --help)")
+		}
+		m = &producer.Matrix{Defaults: producer.JobSpec{
+			Pool: f.pool, Runner: f.runner,
+			Benchmark: producer.BenchmarkSpec{Test: f.test, Model: f.model, BatchSize: f.batchSize, LoopCount: f.loopCount,
+				WarmupCount: f.warmupCount, DataFormat: f.dataFormat, InputSize: f.inputSize},
+		}}
+		for _, chk := range []struct {
+			name string
+			v    int
+		}{{"--batch-size", f.batchSize}, {"--loop-count", f.loopCount}} {
+			if chk.v <= 0 {
+				return nil, usageErr("%s %d: must be a positive integer", chk.name, chk.v)
+			}
+		}
+		if f.warmupCount < 0 {
+			return nil, usageErr("--warmup-count %d: must be a positive integer", f.warmupCount)
+		}
+	}
+	// Flags override the file.
+	if f.priority != "" {
+		if !protocol.Priority(f.priority).Valid() {
+			return nil, usageErr("--priority %q: want high, normal or low", f.priority)
+		}
+		m.Defaults.Priority = f.priority
+	}
+	if f.jobTimeout < 0 || f.jobTimeout > protocol.MaxJobTimeout {
+		return nil, usageErr("--job-timeout %s: must be between 0 and %s", f.jobTimeout, protocol.MaxJobTimeout)
+	}
+	if f.jobTimeout > 0 {
+		m.Defaults.Limits.Timeout = f.jobTimeout.String()
+	}
+	if f.pccMin != 0 {
+		if f.pccMin < 0 || f.pccMin > 1 {
+			return nil, usageErr("--pcc-min %v: must be between 0 and 1", f.pccMin)
+		}
+		m.Defaults.Limits.PCCMin = f.pccMin
+	}
+	for _, kv := range f.labels {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--label %q: want key=value", kv)
+		}
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[k] = v
+	}
+	if f.commit != "" {
+		m.Source.Commit = f.commit
+	}
+	if f.branch != "" {
+		m.Source.Branch = f.branch
+	}
+	if f.repo != "" {
+		m.Source.Repo = f.repo
+	}
+	if f.project != "" {
+		m.Source.Project = f.project
+	}
+	run := f.run
+	if run == "" {
+		run = m.Run
+	}
+	if run == "" {
+		digest, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		run = producer.RunID(m.Source, string(digest), time.Now())
+	}
+	if err := protocol.ValidID("run", run); err != nil {
+		return nil, usageErr("--run: %v", err)
+	}
+	jobs, err := m.Jobs(run)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	prio := protocol.Priority(m.Defaults.Priority)
+	if prio == "" {
+		prio = protocol.PriorityNormal
+	}
+	return &producer.Submission{
+		Run: run, Submitter: submitter(), Priority: prio, Jobs: jobs, Labels: m.Labels,
+		Source: protocol.Source{Project: m.Source.Project, Repo: m.Source.Repo, Commit: m.Source.Commit, Branch: m.Source.Branch},
+	}, nil
+}
+
+func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
+	ctx := cmd.Context()
+	if !f.wait && (f.junit != "" || f.summaryMD != "" || f.gate) {
+		return usageErr("--junit, --summary-md and --gate need --wait")
+	}
+	if f.timeout <= 0 {
+		return usageErr("--timeout %s: must be positive", f.timeout)
+	}
+	sub, err := a.buildSubmission(f)
+	if err != nil {
+		return err
+	}
+	tc, err := a.topologyConfig()
+	if err != nil {
+		return err
+	}
+	nc, js, err := a.connect(ctx, "benchfleet-submit")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	topo, err := topology.Ensure(ctx, js, tc)
+	if err != nil {
+		return err
+	}
+	p := &producer.Submitter{JS: js, Topo: topo, Log: a.log}
+	if a.storeURL != "" {
+		if b, err := a.openStore(ctx); err == nil {
+			p.Store = b
+			defer b.Close()
+		} else {
+			return err
+		}
+	}
+	res, err := p.Submit(ctx, *sub)
+	if err != nil {
+		if errors.Is(err, protocol.ErrInvalid) {
+			return usageErr("%v", err)
+		}
+		return err
+	}
+	if res.Attached {
+		fmt.Fprintf(a.stdout, "run %s already submitted at %s (%d jobs): re-attaching, nothing new published\n",
+			res.Manifest.Run, res.Manifest.CreatedAt.Format(time.RFC3339), len(res.Manifest.Jobs))
+	} else {
+		fmt.Fprintf(a.stdout, "run %s: %d jobs submitted (%d new)\n", res.Manifest.Run, len(res.Manifest.Jobs), res.Published)
+	}
+	if !f.wait {
+		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
+		return nil
+	}
+	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate})
+}
+
+func submitter() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		h, _ := os.Hostname()
+		return u.Username + "@" + h
+	}
+	return "unknown"
+}
+
+var _ = context.Background

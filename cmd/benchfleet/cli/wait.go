@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+type waitOptions struct {
+	timeout   time.Duration
+	junit     string
+	summaryMD string
+	gate      bool
+	quiet     bool
+}
+
+// waitRun follows a run to its end with progress, prints the results table
+// and returns the exit code as an error (nil when every job passed).
+func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.RunManifest, o waitOptions) error {
+	wctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	pr := newProgressPrinter(a.stdout, a.isTTY())
+	w := &producer.Watcher{JS: js, Manifest: m}
+	states, err := w.Wait(wctx, func(p producer.Progress) {
+		if !o.quiet {
+			pr.update(p)
+		}
+	})
+	pr.finish()
+	timedOut := false
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			timedOut = true
+		} else if ctx.Err() != nil {
+			return exitCode(ExitFailed)
+		} else {
+			return err
+		}
+	}
+	results := a.loadResults(ctx, m, states)
+	rows := producer.Rows(m, states, results)
+	fmt.Fprintln(a.stdout)
+	if err := producer.WriteTable(a.stdout, rows); err != nil {
+		return err
+	}
+	code := verdictCode(rows)
+	if o.gate || o.junit != "" || o.summaryMD != "" {
+		gcode, err := a.reportRun(ctx, m, rows, o)
+		if err != nil {
+			return err
+		}
+		if gcode > code {
+			code = gcode
+		}
+	}
+	if timedOut {
+		fmt.Fprintf(a.stdout, "\ntimed out after %s waiting for run %s\n", o.timeout, m.Run)
+		return exitCode(ExitTimeout)
+	}
+	if code != ExitOK {
+		return exitCode(code)
+	}
+	return nil
+}
+
+// verdictCode is 1 when any job did not pass, else 0.
+func verdictCode(rows []producer.Row) int {
+	for _, r := range rows {
+		if r.Status != protocol.StatusPassed {
+			return ExitFailed
+		}
+	}
+	return ExitOK
+}
+
+// loadResults reads the stored results of ended jobs when a store is
+// configured (best effort: the events already carry the figures).
+func (a *app) loadResults(ctx context.Context, m *protocol.RunManifest, states map[string]*producer.JobState) map[string]*protocol.Result {
+	if a.storeURL == "" {
+		return nil
+	}
+	b, err := a.openStore(ctx)
+	if err != nil {
+		return nil
+	}
+	defer b.Close()
+	out := map[string]*protocol.Result{}
+	for id, st := range states {
+		if !st.Terminal() || st.Kind == protocol.EventDead {
+			continue
+		}
+		r, err := storage.ReadResult(ctx, b, storage.ResultKey(m.CreatedAt, m.Run, id))
+		if err == nil {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// progressPrinter shows a live bar on a TTY and periodic lines otherwise.
+type progressPrinter struct {
+	w       interface{ Write([]byte) (int, error) }
+	tty     bool
+	last    time.Time
+	lastTxt string
+	start   time.Time
+}
+
+func newProgressPrinter(w interface{ Write([]byte) (int, error) }, tty bool) *progressPrinter {
+	return &progressPrinter{w: w, tty: tty, start: time.Now()}
+}
+
+func (p *progressPrinter) update(pr producer.Progress) {
+	txt := progressText(pr)
+	now := time.Now()
+	if p.tty {
+		if now.Sub(p.last) < 100*time.Millisecond && pr.All.Done() < pr.All.Total {
+			return
+		}
+		fmt.Fprintf(p.w, "\r\033[K%s %s", bar(pr.All.Done(), pr.All.Total, 24), txt)
+	} else {
+		if txt == p.lastTxt || (now.Sub(p.last) < 5*time.Second && pr.All.Done() < pr.All.Total) {
+			return
+		}
+		fmt.Fprintf(p.w, "[%s] %s\n", time.Since(p.start).Truncate(time.Second), txt)
+	}
+	p.last, p.lastTxt = now, txt
+}
+
+func (p *progressPrinter) finish() {
+	if p.tty {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func progressText(pr producer.Progress) string {
+	c := pr.All
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d done (%d passed, %d failed), %d running, %d queued", c.Done(), c.Total, c.Passed, c.Failed, c.Running, c.Queued)
+	if len(pr.ByPool) > 1 {
+		pools := make([]string, 0, len(pr.ByPool))
+		for k := range pr.ByPool {
+			pools = append(pools, k)
+		}
+		sort.Strings(pools)
+		b.WriteString(" |")
+		for _, k := range pools {
+			pc := pr.ByPool[k]
+			fmt.Fprintf(&b, " %s %d/%d", k, pc.Done(), pc.Total)
+			if pc.Failed > 0 {
+				fmt.Fprintf(&b, " (%d failed)", pc.Failed)
+			}
+		}
+	}
+	return b.String()
+}
+
+func bar(done, total, width int) string {
+	if total <= 0 {
+		return "[" + strings.Repeat(" ", width) + "]"
+	}
+	n := done * width / total
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}

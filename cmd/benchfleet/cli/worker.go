@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+type workerFlags struct {
+	config   string
+	slots    string
+	id       string
+	spool    string
+	workDir  string
+	jobLimit time.Duration
+	drain    time.Duration
+}
+
+func (a *app) workerCmd() *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker [--config FILE] [--slots cpu=2,sim=8] [--id NAME] [--spool DIR]",
+		Short: "Serve this host's devices: claim jobs, run them, store results",
+		Long: `Run a worker: one slot per device (Tenstorrent boards from discovery or the
+config file, built-in cpu/sim slots from --slots). Each slot claims one job at
+a time when its device is free, highest priority first.
+
+SIGTERM drains: running jobs finish (bounded by timeouts.drain), nothing new
+is claimed. A second SIGTERM stops at once and hands running jobs back.`,
+		Example: `  benchfleet worker --nats nats://nats-1:4222 --store s3://bench/farm --config /etc/benchfleet/worker.yaml
+  benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf --slots cpu=1,sim=4`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", os.Getenv("BENCHFLEET_CONFIG"), "worker config YAML (env BENCHFLEET_CONFIG)")
+	fl.StringVar(&f.slots, "slots", os.Getenv("BENCHFLEET_SLOTS"), "built-in slots pool=count[,pool=count], e.g. cpu=2,sim=8 (env BENCHFLEET_SLOTS)")
+	fl.StringVar(&f.id, "id", os.Getenv("BENCHFLEET_WORKER_ID"), "worker id (default: the config's id, else the hostname)")
+	fl.StringVar(&f.spool, "spool", os.Getenv("BENCHFLEET_SPOOL"), "local spool directory for results while the store is down")
+	fl.StringVar(&f.workDir, "work-dir", "", "directory for per-job files (default the system temp dir)")
+	fl.DurationVar(&f.jobLimit, "job-timeout", 0, "default limit of one attempt when a job sets none (default 30m)")
+	fl.DurationVar(&f.drain, "drain-timeout", 0, "how long SIGTERM lets running jobs finish (default 10m)")
+	a.topologyFlags(cmd)
+	return cmd
+}
+
+func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
+	ctx := cmd.Context()
+	var wf *workerFile
+	if f.config != "" {
+		var err error
+		if wf, err = loadWorkerFile(f.config); err != nil {
+			return err
+		}
+		if a.natsURL == "" {
+			a.natsURL = wf.NATS
+		}
+		if a.storeURL == "" {
+			a.storeURL = wf.Store
+		}
+		if f.id == "" {
+			f.id = wf.ID
+		}
+		if f.spool == "" {
+			f.spool = wf.Spool
+		}
+		job, drain, err := wf.Timeouts.durations()
+		if err != nil {
+			return err
+		}
+		if f.jobLimit == 0 {
+			f.jobLimit = job
+		}
+		if f.drain == 0 {
+			f.drain = drain
+		}
+	}
+	tc, err := a.topologyConfig()
+	if err != nil {
+		return err
+	}
+	if f.workDir == "" {
+		f.workDir = os.TempDir()
+	}
+	slots, err := buildSlots(ctx, wf, f.slots, f.workDir, a.log)
+	if err != nil {
+		return err
+	}
+	if len(slots) == 0 {
+		return usageErr("no slots: give --slots (e.g. cpu=1) or a --config with slots or discovery")
+	}
+	bucket, err := a.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	nc, _, err := a.connect(ctx, "benchfleet-worker")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	// The worker outlives the first signal: it drains on SIGTERM, and stops
+	// hard on the second.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	cfg := worker.Config{
+		ID: f.id, Version: Version, Conn: nc, Store: bucket, Slots: slots, Topology: tc,
+		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, DrainTimeout: f.drain,
+		WorkDir: f.workDir, Log: a.log,
+	}
+	var spool *storage.Spool
+	if f.spool != "" {
+		spool, err = storage.NewSpool(f.spool, bucket, a.log)
+		if err != nil {
+			return err
+		}
+		cfg.Sink = spool
+		go spool.Run(runCtx)
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if err := w.Start(runCtx); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "worker %s serving %d slot(s); SIGTERM drains, a second SIGTERM stops now\n", w.ID(), len(slots))
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for range sigs {
+			go w.Stop(context.Background())
+		}
+	}()
+	// The ctx from Run also carries the first signal.
+	go func() {
+		<-ctx.Done()
+		go w.Stop(context.Background())
+	}()
+	<-w.Done()
+	if spool != nil && spool.Pending() > 0 {
+		fmt.Fprintf(a.stderr, "%d result(s) still spooled in %s; they are uploaded when a worker starts with this spool again\n",
+			spool.Pending(), filepath.Clean(f.spool))
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+// Package embedded runs an in-process nats-server with JetStream: the
+// default for `benchfleet demo` and `benchfleet dev`, and for tests (one
+// node, or a three-node cluster for fault tests).
+package embedded
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Options for one embedded server.
+type Options struct {
+	// Dir holds the JetStream data (required).
+	Dir string
+	// Listen is host:port for clients (default 127.0.0.1 on a random port).
+	Listen string
+	// Name is the server name (default "benchfleet").
+	Name string
+	// Cluster, when set, makes the server a cluster member: its own route
+	// listen address and every route URL (nats-route://host:port).
+	ClusterName   string
+	ClusterListen string
+	Routes        []string
+	// ConfigFile, when set, is loaded first (accounts, users, TLS); Dir and
+	// Listen still apply.
+	ConfigFile string
+}
+
+// Start runs a server and waits until it accepts clients.
+func Start(o Options) (*server.Server, error) {
+	if o.Dir == "" {
+		return nil, fmt.Errorf("embedded nats: no data directory")
+	}
+	opts := &server.Options{}
+	if o.ConfigFile != "" {
+		var err error
+		opts, err = server.ProcessConfigFile(o.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: config %s: %w", o.ConfigFile, err)
+		}
+	}
+	opts.JetStream = true
+	opts.StoreDir = o.Dir
+	opts.ServerName = o.Name
+	if opts.ServerName == "" {
+		opts.ServerName = "benchfleet"
+	}
+	opts.Host, opts.Port = "127.0.0.1", -1
+	if o.Listen != "" {
+		host, port, err := net.SplitHostPort(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: listen %q: %w", o.Listen, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: listen %q: bad port", o.Listen)
+		}
+		opts.Host, opts.Port = host, p
+	}
+	opts.NoSigs = true
+	opts.MaxPayload = 8 << 20
+	if o.ClusterListen != "" {
+		host, port, err := net.SplitHostPort(o.ClusterListen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: cluster listen %q: %w", o.ClusterListen, err)
+		}
+		p, _ := strconv.Atoi(port)
+		opts.Cluster.Name = o.ClusterName
+		opts.Cluster.Host, opts.Cluster.Port = host, p
+		opts.Routes = server.RoutesFromStr(joinComma(o.Routes))
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded nats: not ready after 30s")
+	}
+	return s, nil
+}
+
+func joinComma(ss []string) string {
+	out := ""
+	for i, s := range ss {
+		if i > 0 {
+			out += ","
+		}
+		out += s
+	}
+	return out
+}

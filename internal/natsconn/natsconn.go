@@ -1,0 +1,129 @@
+// Package natsconn connects benchfleet commands to NATS with every supported
+// kind of authentication (user/password, token, nkey seed, creds file) and
+// TLS, reconnecting forever with logged state changes.
+package natsconn
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// Options say where and how to connect. Every field is optional but URL.
+type Options struct {
+	// URL is one or more comma-separated server URLs. User info in a URL
+	// (nats://user:pass@host) is used for user/password auth.
+	URL string
+	// Name is the connection name shown by the server (default "benchfleet").
+	Name string
+	// Creds is a JWT creds file (NATS_CREDS).
+	Creds string
+	// NKeySeed is a file holding an nkey seed.
+	NKeySeed string
+	// User and Password for user/password auth (NATS_USER, NATS_PASSWORD).
+	User, Password string
+	// Token for token auth (NATS_TOKEN).
+	Token string
+	// TLSCA is a CA bundle to verify the servers; TLSCert and TLSKey a client
+	// certificate. Setting any of them requires TLS.
+	TLSCA, TLSCert, TLSKey string
+	// ConnectTimeout bounds the first connection (default 10s).
+	ConnectTimeout time.Duration
+}
+
+// Connect dials NATS. It retries the first connection until ConnectTimeout
+// or ctx ends, then reconnects forever after that.
+func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, error) {
+	if o.URL == "" {
+		return nil, fmt.Errorf("nats: no server URL (set --nats or NATS_URL)")
+	}
+	name := o.Name
+	if name == "" {
+		name = "benchfleet"
+	}
+	log = log.With().Str("component", "nats").Logger()
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		nats.RetryOnFailedConnect(false),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info().Str("server", Redact(c.ConnectedUrl())).Msg("reconnected")
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.Warn().Err(err).Msg("async error")
+		}),
+	}
+	if o.Creds != "" {
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	}
+	if o.NKeySeed != "" {
+		opt, err := nats.NkeyOptionFromSeed(o.NKeySeed)
+		if err != nil {
+			return nil, fmt.Errorf("nats: nkey seed %s: %w", o.NKeySeed, err)
+		}
+		opts = append(opts, opt)
+	}
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(o.TLSCA))
+	}
+	if o.TLSCert != "" || o.TLSKey != "" {
+		if o.TLSCert == "" || o.TLSKey == "" {
+			return nil, fmt.Errorf("nats: a client certificate needs both --tls-cert and --tls-key")
+		}
+		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
+	}
+	timeout := o.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	opts = append(opts, nats.Timeout(min(timeout, 5*time.Second)))
+	deadline := time.Now().Add(timeout)
+	for {
+		nc, err := nats.Connect(o.URL, opts...)
+		if err == nil {
+			log.Debug().Str("server", Redact(nc.ConnectedUrl())).Msg("connected")
+			return nc, nil
+		}
+		// Auth failures will not heal by retrying.
+		if strings.Contains(strings.ToLower(err.Error()), "authorization") || time.Now().After(deadline) {
+			return nil, fmt.Errorf("nats: connect %s: %w", Redact(o.URL), err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("nats: connect %s: %w", Redact(o.URL), ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Redact hides passwords and tokens in (comma-separated) server URLs.
+func Redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		u.User = url.User("REDACTED")
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}

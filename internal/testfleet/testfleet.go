@@ -1,0 +1,176 @@
+// Package testfleet starts real benchfleet pieces in process for tests: an
+// embedded nats-server with JetStream (one node or a three-node cluster), a
+// file store, and workers with sim or cpu slots.
+package testfleet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/sim"
+	"github.com/benchfleet/benchfleet/internal/embedded"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// Server starts a one-node embedded NATS server with JetStream under
+// t.TempDir() and shuts it down at cleanup.
+func Server(t testing.TB) *server.Server {
+	t.Helper()
+	s, err := embedded.Start(embedded.Options{Dir: filepath.Join(t.TempDir(), "nats")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// Connect dials url and closes the connection at cleanup.
+func Connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// Topology ensures the topology with a short AckWait suitable for tests.
+func Topology(t testing.TB, js jetstream.JetStream, c topology.Config) *topology.Handles {
+	t.Helper()
+	h, err := topology.Ensure(t.Context(), js, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// SimSlots returns n sim slots named prefix-0...
+func SimSlots(prefix string, n int) []worker.Slot {
+	var out []worker.Slot
+	r := sim.New()
+	for i := 0; i < n; i++ {
+		out = append(out, worker.Slot{
+			Device: device.Device{ID: fmt.Sprintf("%s-%d", prefix, i), Pool: "sim", Runner: "sim", Chips: 1, Healthy: true},
+			Runner: r,
+		})
+	}
+	return out
+}
+
+// StartWorker starts a worker and stops it (hard) at cleanup.
+func StartWorker(t testing.TB, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = t.TempDir()
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := w.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-w.Done()
+	})
+	return w
+}
+
+// SimJobs makes n sim jobs of run, each with its own "i" label and labels.
+func SimJobs(t testing.TB, run string, n int, labels map[string]string) []*protocol.Job {
+	t.Helper()
+	var jobs []*protocol.Job
+	for i := 0; i < n; i++ {
+		l := map[string]string{"i": fmt.Sprint(i)}
+		for k, v := range labels {
+			l[k] = v
+		}
+		spec := producer.JobSpec{Pool: "sim", Runner: "sim", Labels: l,
+			Benchmark: producer.BenchmarkSpec{Model: "simnet", BatchSize: 4, LoopCount: 10}}
+		j, err := spec.Job(run, producer.SourceSpec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// Submit submits jobs as run.
+func Submit(t testing.TB, js jetstream.JetStream, topo *topology.Handles, store storage.Bucket, run string, prio protocol.Priority, jobs []*protocol.Job) *producer.SubmitResult {
+	t.Helper()
+	p := &producer.Submitter{JS: js, Topo: topo, Store: store, Log: zerolog.Nop()}
+	for _, j := range jobs {
+		j.Priority = prio
+	}
+	res, err := p.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: prio, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Eventually polls cond every 20ms until it holds or d passes.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// FreePort returns a free loopback port.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Results reads every result of run from store, keyed by job.
+func Results(t testing.TB, store storage.Bucket, run string) map[string]*protocol.Result {
+	t.Helper()
+	out := map[string]*protocol.Result{}
+	rs, bad, err := storage.QueryJSON(t.Context(), store, storage.Filter{Run: run})
+	if err != nil || bad > 0 {
+		t.Fatalf("query results: %v (%d unreadable)", err, bad)
+	}
+	for _, r := range rs {
+		if _, dup := out[r.Job]; dup {
+			t.Fatalf("two results for job %s", r.Job)
+		}
+		out[r.Job] = r
+	}
+	return out
+}

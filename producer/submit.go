@@ -1,0 +1,178 @@
+package producer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// Submission is a run to submit.
+type Submission struct {
+	Run       string
+	Submitter string
+	Source    protocol.Source
+	Priority  protocol.Priority
+	Jobs      []*protocol.Job
+	Labels    map[string]string
+}
+
+// SubmitResult says what Submit did.
+type SubmitResult struct {
+	Manifest *protocol.RunManifest
+	// Attached is true when the run already existed: nothing was published
+	// and the caller waits on the existing run.
+	Attached bool
+	// Published counts the jobs published (0 when attached).
+	Published int
+}
+
+// Submitter publishes runs.
+type Submitter struct {
+	JS    jetstream.JetStream
+	Topo  *topology.Handles
+	Store storage.Bucket // optional: the manifest is also written here
+	Log   zerolog.Logger
+}
+
+// Submit publishes every job of s once. Job ids are deterministic and sent
+// as Nats-Msg-Id, so a repeated Submit inside the duplicate window is a
+// no-op; after the window the manifest in bench-runs makes it re-attach.
+// The manifest is written after the jobs, so a Submit that died halfway is
+// completed by the next one.
+func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, error) {
+	if err := protocol.ValidID("run", s.Run); err != nil {
+		return nil, err
+	}
+	if len(s.Jobs) == 0 {
+		return nil, fmt.Errorf("submit: run %s has no jobs", s.Run)
+	}
+	if m, err := p.Manifest(ctx, s.Run); err == nil {
+		return &SubmitResult{Manifest: m, Attached: true}, nil
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, err
+	}
+	created := time.Now().UTC()
+	man := &protocol.RunManifest{
+		Schema: protocol.SchemaManifest, Run: s.Run, CreatedAt: created, Submitter: s.Submitter,
+		Source: s.Source, Priority: s.Priority, Labels: s.Labels,
+	}
+	for _, j := range s.Jobs {
+		j.CreatedAt = created
+		j.Run = s.Run
+		if err := j.Validate(); err != nil {
+			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
+		}
+		man.Jobs = append(man.Jobs, protocol.ManifestJob{ID: j.ID, Pool: j.Pool, Runner: j.Runner,
+			Model: j.Benchmark.Model, Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat})
+	}
+	// Publish asynchronously, bounded, then wait for every ack.
+	futures := make([]jetstream.PubAckFuture, 0, len(s.Jobs))
+	for _, j := range s.Jobs {
+		data, err := json.Marshal(j)
+		if err != nil {
+			return nil, fmt.Errorf("submit: encode job %s: %w", j.ID, err)
+		}
+		m := nats.NewMsg(protocol.JobSubject(j.Pool, j.Priority))
+		m.Data = data
+		m.Header.Set(jetstream.MsgIDHeader, j.ID)
+		f, err := p.JS.PublishMsgAsync(m)
+		if err != nil {
+			return nil, fmt.Errorf("submit: publish job %s: %w", j.ID, err)
+		}
+		futures = append(futures, f)
+	}
+	published := 0
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			if !ack.Duplicate {
+				published++
+			}
+		case err := <-f.Err():
+			// One retry through the synchronous path (e.g. during a leader
+			// change); the message id keeps it idempotent.
+			ack, err2 := p.JS.PublishMsg(ctx, f.Msg())
+			if err2 != nil {
+				return nil, fmt.Errorf("submit: publish job %s: %w (retry: %v)", s.Jobs[i].ID, err, err2)
+			}
+			if !ack.Duplicate {
+				published++
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("submit: %w", ctx.Err())
+		}
+	}
+	for _, j := range s.Jobs {
+		publishEvent(p.JS, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: created,
+			Kind: protocol.EventQueued, Pool: j.Pool, Message: string(j.Priority)})
+	}
+	select {
+	case <-p.JS.PublishAsyncComplete():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("submit: %w", ctx.Err())
+	}
+	data, err := json.Marshal(man)
+	if err != nil {
+		return nil, fmt.Errorf("submit: encode manifest: %w", err)
+	}
+	if _, err := p.Topo.Runs.Create(ctx, protocol.ManifestKey(s.Run), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)
+	}
+	if p.Store != nil {
+		if err := storage.PutJSON(ctx, p.Store, storage.ManifestKey(s.Run), man); err != nil {
+			p.Log.Warn().Err(err).Str("run", s.Run).Msg("manifest not written to the store")
+		}
+	}
+	return &SubmitResult{Manifest: man, Published: published}, nil
+}
+
+// Manifest reads a run's manifest from bench-runs. A missing run is
+// jetstream.ErrKeyNotFound.
+func (p *Submitter) Manifest(ctx context.Context, run string) (*protocol.RunManifest, error) {
+	return GetManifest(ctx, p.Topo.Runs, run)
+}
+
+// GetManifest reads a run's manifest from the bench-runs bucket.
+func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*protocol.RunManifest, error) {
+	e, err := runs.Get(ctx, protocol.ManifestKey(run))
+	if err != nil {
+		return nil, err
+	}
+	var m protocol.RunManifest
+	if err := json.Unmarshal(e.Value(), &m); err != nil {
+		return nil, fmt.Errorf("run %s: manifest: %w", run, err)
+	}
+	return &m, nil
+}
+
+// Cancel sets the run's cancel flag: workers stop its running jobs and drop
+// its queued ones when they claim them.
+func Cancel(ctx context.Context, runs jetstream.KeyValue, run string) error {
+	if _, err := GetManifest(ctx, runs, run); err != nil {
+		return fmt.Errorf("cancel %s: %w", run, err)
+	}
+	if _, err := runs.Put(ctx, protocol.CancelKey(run), []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+		return fmt.Errorf("cancel %s: %w", run, err)
+	}
+	return nil
+}
+
+// publishEvent publishes an event asynchronously; callers wait on
+// PublishAsyncComplete. Events are informational: a lost one is not fatal.
+func publishEvent(js jetstream.JetStream, e protocol.Event) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	_, _ = js.PublishAsync(protocol.EventSubject(e.Run, e.Job), data)
+}

@@ -1,0 +1,129 @@
+package producer
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// Row is one job of a run's summary.
+type Row struct {
+	Job        string
+	Model      string
+	Pool       string
+	Runner     string
+	BatchSize  int
+	DataFormat string
+	Status     protocol.Status // "" while not ended
+	// SamplesPerSec and PCC are 0 when unknown.
+	SamplesPerSec float64
+	PCC           float64
+	Attempt       int
+	Reason        string
+	// Change is the relative change of samples/sec against the baseline
+	// (e.g. -0.12 = 12% slower); nil when not compared.
+	Change *float64
+	// Verdict is the regression gate's verdict when it ran.
+	Verdict string
+	Result  *protocol.Result
+}
+
+// Rows builds the summary rows of a run from its job states, in manifest
+// order. results, when not nil, fills the figures from stored results.
+func Rows(m *protocol.RunManifest, states map[string]*JobState, results map[string]*protocol.Result) []Row {
+	var rows []Row
+	for _, st := range Sorted(m, states) {
+		r := Row{Job: st.Job.ID, Model: st.Job.Model, Pool: st.Job.Pool, Runner: st.Job.Runner, BatchSize: st.Job.BatchSize,
+			DataFormat: st.Job.DataFormat, Status: st.Status, SamplesPerSec: st.SamplesPerSec, PCC: st.PCC,
+			Attempt: st.Attempt}
+		if st.Terminal() && st.Status != protocol.StatusPassed {
+			r.Reason = st.Message
+		}
+		if !st.Terminal() {
+			r.Status = ""
+			r.Reason = string(st.Kind)
+		}
+		if res, ok := results[st.Job.ID]; ok && res != nil {
+			r.Result = res
+			r.Status = res.Status
+			r.SamplesPerSec = res.Measurements.SamplesPerSec
+			r.PCC = res.PCC.Value
+			r.Attempt = res.Attempt
+			if res.Error != nil {
+				r.Reason = res.Error.Message
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// WriteTable prints rows as an aligned table.
+func WriteTable(w io.Writer, rows []Row) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	withChange := false
+	for _, r := range rows {
+		if r.Change != nil || r.Verdict != "" {
+			withChange = true
+		}
+	}
+	header := "JOB\tMODEL\tPOOL\tBATCH\tFORMAT\tSAMPLES/S\tPCC\tSTATUS"
+	if withChange {
+		header += "\tCHANGE\tVERDICT"
+	}
+	fmt.Fprintln(tw, header+"\tNOTE")
+	for _, r := range rows {
+		status := string(r.Status)
+		if status == "" {
+			status = "pending"
+		}
+		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Job, r.Model, r.Pool, r.BatchSize, r.DataFormat,
+			fmtRate(r.SamplesPerSec), fmtPCC(r.PCC), status)
+		if withChange {
+			line += "\t" + FmtChange(r.Change) + "\t" + r.Verdict
+		}
+		fmt.Fprintln(tw, line+"\t"+shorten(r.Reason, 80))
+	}
+	return tw.Flush()
+}
+
+func fmtRate(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	if v >= 100 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+func fmtPCC(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 6, 64)
+}
+
+// FmtChange renders a relative change as a signed percentage.
+func FmtChange(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f%%", *c*100)
+}
+
+func shorten(s string, n int) string {
+	for i, r := range s {
+		if r == '\n' {
+			s = s[:i]
+			break
+		}
+	}
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -1,0 +1,194 @@
+package producer
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// JobState is the latest known state of one job of a run.
+type JobState struct {
+	Job           protocol.ManifestJob
+	Kind          protocol.EventKind // latest event kind ("" = not seen yet)
+	Status        protocol.Status    // on terminal events
+	Phase         string
+	Attempt       int
+	Worker        string
+	Device        string
+	Message       string
+	ResultKey     string
+	SamplesPerSec float64
+	PCC           float64
+	Updated       time.Time
+}
+
+// Terminal reports whether the job has ended.
+func (s *JobState) Terminal() bool { return s.Kind.Terminal() }
+
+// Counts are the jobs of a run (or a pool) by state.
+type Counts struct {
+	Total, Queued, Running, Passed, Failed int
+}
+
+// Done is the number of ended jobs.
+func (c Counts) Done() int { return c.Passed + c.Failed }
+
+// Progress summarizes a run's jobs.
+type Progress struct {
+	Run    string
+	All    Counts
+	ByPool map[string]Counts
+	// Last is the job whose event arrived last (nil before any).
+	Last *JobState
+}
+
+// Watcher follows the events of one run from the start of BENCH_EVENTS, so
+// a late waiter still sees everything.
+type Watcher struct {
+	JS       jetstream.JetStream
+	Manifest *protocol.RunManifest
+}
+
+// Wait follows the run until every job of the manifest has ended or ctx
+// ends (then it returns the states so far and ctx's error). onUpdate, if
+// not nil, is called after each event with the new progress.
+func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string]*JobState, error) {
+	states := map[string]*JobState{}
+	for _, j := range w.Manifest.Jobs {
+		states[j.ID] = &JobState{Job: j}
+	}
+	cons, err := w.JS.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{protocol.RunEventsFilter(w.Manifest.Run)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
+	}
+	events := make(chan *protocol.Event, 256)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		e, err := protocol.DecodeEvent(m.Data())
+		if err != nil {
+			return
+		}
+		select {
+		case events <- e:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
+	}
+	defer cc.Stop()
+	remaining := len(states)
+	if onUpdate != nil {
+		onUpdate(progress(w.Manifest.Run, states, nil))
+	}
+	for remaining > 0 {
+		select {
+		case <-ctx.Done():
+			return states, ctx.Err()
+		case e := <-events:
+			st, ok := states[e.Job]
+			if !ok {
+				continue
+			}
+			wasTerminal := st.Terminal()
+			apply(st, e)
+			switch {
+			case !wasTerminal && st.Terminal():
+				remaining--
+			case wasTerminal && !st.Terminal():
+				remaining++ // a dead job re-queued by dlq retry
+			}
+			if onUpdate != nil {
+				onUpdate(progress(w.Manifest.Run, states, st))
+			}
+		}
+	}
+	return states, nil
+}
+
+func apply(st *JobState, e *protocol.Event) {
+	// A terminal state is only left by a deliberate re-queue (a new claim
+	// or queued event after a dead letter); late events of an earlier
+	// attempt (e.g. a phase from a worker that lost the job) do not undo it.
+	if st.Terminal() && !e.Kind.Terminal() {
+		revived := st.Kind == protocol.EventDead && (e.Kind == protocol.EventQueued || e.Kind == protocol.EventClaimed)
+		if !revived {
+			return
+		}
+	}
+	st.Kind = e.Kind
+	st.Updated = e.Time
+	if e.Attempt > 0 {
+		st.Attempt = e.Attempt
+	}
+	if e.Worker != "" {
+		st.Worker = e.Worker
+	}
+	if e.Device != "" {
+		st.Device = e.Device
+	}
+	switch e.Kind {
+	case protocol.EventPhase:
+		st.Phase = e.Phase
+	case protocol.EventClaimed:
+		st.Phase = ""
+	case protocol.EventRetrying:
+		st.Message = e.Message
+	}
+	if e.Kind.Terminal() {
+		st.Status = e.Status
+		if e.Kind == protocol.EventDead {
+			st.Status = protocol.StatusError
+		}
+		st.Message = e.Message
+		st.ResultKey = e.Result
+		st.SamplesPerSec = e.SamplesPerSec
+		st.PCC = e.PCC
+	}
+}
+
+func progress(run string, states map[string]*JobState, last *JobState) Progress {
+	p := Progress{Run: run, ByPool: map[string]Counts{}, Last: last}
+	for _, st := range states {
+		c := p.ByPool[st.Job.Pool]
+		c.Total++
+		p.All.Total++
+		switch {
+		case st.Kind == protocol.EventPassed:
+			c.Passed++
+			p.All.Passed++
+		case st.Terminal():
+			c.Failed++
+			p.All.Failed++
+		case st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog:
+			c.Running++
+			p.All.Running++
+		default:
+			c.Queued++
+			p.All.Queued++
+		}
+		p.ByPool[st.Job.Pool] = c
+	}
+	return p
+}
+
+// Sorted returns the states in manifest order.
+func Sorted(m *protocol.RunManifest, states map[string]*JobState) []*JobState {
+	out := make([]*JobState, 0, len(states))
+	for _, j := range m.Jobs {
+		if st, ok := states[j.ID]; ok {
+			out = append(out, st)
+		}
+	}
+	if len(out) < len(states) {
+		sort.Slice(out, func(i, k int) bool { return out[i].Job.ID < out[k].Job.ID })
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+// Package worker is the device-host side of benchfleet: it claims jobs for
+// the devices of one host from JetStream (one slot per device, strict
+// priority, never prefetching), runs them through a device.Runner with
+// InProgress heartbeats, makes each result durable before the ack, handles
+// the failure classes of DESIGN §3 (invalid → dead letter, benchmark failure
+// → failed result, infrastructure → reset, health check, NakWithDelay, dead
+// letter after MaxDeliver), cancels runs, reports its state to the
+// bench-workers bucket and drains gracefully.
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// Sink makes results durable. storage.Spool implements it (spooling to
+// local disk while the store is down); DirectSink writes straight to a
+// bucket.
+type Sink interface {
+	// Deliver uploads files and writes r once. spooled reports that r is
+	// durable on local disk, not yet in the store. An existing result is
+	// reported as storage.ErrExists.
+	Deliver(ctx context.Context, r *protocol.Result, files []storage.ArtifactFile) (key string, spooled bool, err error)
+}
+
+// DirectSink delivers straight to a bucket with no spool.
+type DirectSink struct{ Bucket storage.Bucket }
+
+// Deliver implements Sink.
+func (d DirectSink) Deliver(ctx context.Context, r *protocol.Result, files []storage.ArtifactFile) (string, bool, error) {
+	key, err := storage.Deliver(ctx, d.Bucket, r, files)
+	return key, false, err
+}
+
+// Slot is one device the worker serves with one runner.
+type Slot struct {
+	Device device.Device
+	Runner device.Runner
+	// Health checks and resets the device between jobs (default
+	// device.AlwaysHealthy).
+	Health device.Health
+}
+
+// Config configures a Worker.
+type Config struct {
+	// ID names the worker in heartbeats and results (default: hostname).
+	ID string
+	// Version is reported in heartbeats and results (default "dev").
+	Version string
+	// Conn is the NATS connection (required).
+	Conn *nats.Conn
+	// Store is where results are checked for existence (required).
+	Store storage.Bucket
+	// Sink delivers results (default DirectSink{Store}).
+	Sink Sink
+	// Slots are the devices served (at least one).
+	Slots []Slot
+	// Topology tunes the streams; AckWait is used for consumers (default
+	// topology defaults). Replicas matter only when the worker creates them.
+	Topology topology.Config
+	// MaxDeliver is how many deliveries a job gets before it is dead
+	// lettered (default 4).
+	MaxDeliver int
+	// Heartbeat is the InProgress interval while a job runs and the worker
+	// status interval (default AckWait/3).
+	Heartbeat time.Duration
+	// JobTimeout bounds one attempt when the job sets no limit (default 30m).
+	JobTimeout time.Duration
+	// Backoff is the first redelivery delay after an infrastructure failure;
+	// it doubles per attempt up to MaxBackoff (defaults 2s and 1m).
+	Backoff, MaxBackoff time.Duration
+	// DrainTimeout bounds how long Stop lets running jobs finish before they
+	// are stopped and handed back (default 10m).
+	DrainTimeout time.Duration
+	// IdlePoll is how often an idle slot looks for redelivered jobs; new
+	// jobs wake it at once (default 1s).
+	IdlePoll time.Duration
+	// WorkDir holds per-job temporary files (default os.TempDir()).
+	WorkDir string
+	// Log is the logger (default: disabled).
+	Log zerolog.Logger
+}
+
+func (c *Config) fill() error {
+	if c.Conn == nil {
+		return fmt.Errorf("worker: Config.Conn is required")
+	}
+	if c.Store == nil {
+		return fmt.Errorf("worker: Config.Store is required")
+	}
+	if len(c.Slots) == 0 {
+		return fmt.Errorf("worker: Config.Slots is empty: give --slots or a config with devices")
+	}
+	if c.ID == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "worker"
+		}
+		c.ID = h
+	}
+	if err := protocol.ValidID("worker id", c.ID); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.Sink == nil {
+		c.Sink = DirectSink{Bucket: c.Store}
+	}
+	c.Topology = c.Topology.WithDefaults()
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = 4
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = c.Topology.AckWait / 3
+	}
+	if c.Heartbeat >= c.Topology.AckWait {
+		return fmt.Errorf("worker: heartbeat %s must be shorter than ack-wait %s", c.Heartbeat, c.Topology.AckWait)
+	}
+	if c.JobTimeout <= 0 {
+		c.JobTimeout = 30 * time.Minute
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 2 * time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = time.Minute
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 10 * time.Minute
+	}
+	if c.IdlePoll <= 0 {
+		c.IdlePoll = time.Second
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = os.TempDir()
+	}
+	seen := map[string]bool{}
+	for i := range c.Slots {
+		s := &c.Slots[i]
+		if s.Runner == nil {
+			return fmt.Errorf("worker: slot %s has no runner", s.Device.ID)
+		}
+		if seen[s.Device.ID] {
+			return fmt.Errorf("worker: two slots have the id %q", s.Device.ID)
+		}
+		seen[s.Device.ID] = true
+		if !protocol.ValidPool(s.Device.Pool) {
+			return fmt.Errorf("worker: slot %s: unknown pool %q", s.Device.ID, s.Device.Pool)
+		}
+		if s.Health == nil {
+			s.Health = device.AlwaysHealthy{}
+		}
+	}
+	return nil
+}
+
+// backoff is the redelivery delay after the attempt-th failure.
+func (c *Config) backoff(attempt int) time.Duration {
+	d := c.Backoff
+	for i := 1; i < attempt && d < c.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, c.MaxBackoff)
+}

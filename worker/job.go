@@ -1,0 +1,396 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// attemptState is what one delivery of one job is about.
+type attemptState struct {
+	s       *slot
+	msg     jetstream.Msg
+	raw     []byte
+	job     *protocol.Job
+	attempt int
+	log     zerolog.Logger
+	started time.Time
+}
+
+// handle processes one delivery. It always settles the message (ack, nak,
+// term) unless the worker is stopping hard, in which case the job is handed
+// back. It returns true after an infrastructure failure so the slot checks
+// its device.
+func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
+	a := &attemptState{s: s, msg: msg, raw: msg.Data(), attempt: 1, log: s.log, started: time.Now().UTC()}
+	if meta, err := msg.Metadata(); err == nil {
+		a.attempt = int(meta.NumDelivered)
+	}
+	ctx := s.w.runCtx
+	pool, _, _ := protocol.ParseJobSubject(msg.Subject())
+
+	job, err := protocol.DecodeJob(a.raw)
+	if err == nil && job.Pool != pool {
+		err = &protocol.FieldError{Field: "pool", Rule: fmt.Sprintf("is %q but the job was published for pool %q", job.Pool, pool)}
+	}
+	if err != nil {
+		a.job = job // may be partly decoded; used only if its id and run are valid
+		a.invalid(ctx, pool, err.Error())
+		return false
+	}
+	a.job = job
+	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
+
+	if a.attempt > s.w.cfg.MaxDeliver {
+		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt never reported (worker crash or lost connection)", s.w.cfg.MaxDeliver))
+		return false
+	}
+	if s.w.cancels.isCancelled(job.Run) {
+		a.finish(ctx, a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled before the job started"}), nil)
+		return false
+	}
+	// A result already there means an earlier attempt finished and only its
+	// ack was lost: record nothing new.
+	if ok, err := s.w.cfg.Store.Exists(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); err == nil && ok {
+		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
+		a.ack(ctx)
+		return false
+	}
+	if job.Runner != s.runner.Name() {
+		a.invalid(ctx, pool, fmt.Sprintf("runner: pool %s is served by the %s runner, not %q", pool, s.runner.Name(), job.Runner))
+		return false
+	}
+	if err := s.runner.Check(job.Benchmark); err != nil {
+		a.invalid(ctx, pool, err.Error())
+		return false
+	}
+	return a.run(ctx)
+}
+
+// run executes the job on the device and settles the message by outcome.
+func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
+	s, job := a.s, a.job
+	s.setState(protocol.DeviceBusy, job.ID, job.Run, "")
+	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
+	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
+
+	dir, err := os.MkdirTemp(s.w.cfg.WorkDir, "benchfleet-"+job.ID+"-")
+	if err != nil {
+		a.retry(ctx, fmt.Errorf("job directory: %w", err))
+		return true
+	}
+	defer os.RemoveAll(dir)
+	rec, err := newRecorder(dir, func(phase string) {
+		a.event(ctx, protocol.Event{Kind: protocol.EventPhase, Phase: phase})
+	})
+	if err != nil {
+		a.retry(ctx, err)
+		return true
+	}
+
+	timeout := job.Limits.Timeout.D()
+	if timeout <= 0 {
+		timeout = s.w.cfg.JobTimeout
+	}
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	unregister := s.w.cancels.register(job.Run, cancel)
+	defer unregister()
+	tctx, tcancel := context.WithTimeoutCause(jctx, timeout, fmt.Errorf("job timed out after %s", timeout))
+	defer tcancel()
+
+	// Keep the claim alive while the job runs.
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(s.w.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-tctx.Done():
+				return
+			case <-t.C:
+				if err := a.msg.InProgress(); err != nil {
+					a.log.Debug().Err(err).Msg("in-progress not sent")
+				}
+			}
+		}
+	}()
+	out, runErr := safeRun(device.WithAttempt(tctx, a.attempt), s.runner, job, s.dev, rec)
+	cause := context.Cause(tctx)
+	tcancel()
+	<-hbDone
+	phases, files := rec.finish()
+
+	switch {
+	case ctx.Err() != nil:
+		// The worker is stopping hard: hand the job back, record nothing.
+		a.log.Warn().Msg("worker stopping: job handed back for redelivery")
+		_ = a.msg.Nak()
+		return false
+	case errors.Is(cause, errRunCancelled):
+		r := a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled while the job was running"})
+		r.Phases = phases
+		a.finish(ctx, r, files)
+		return false
+	case runErr == nil && out == nil:
+		runErr = device.Infra("runner returned no outcome")
+	}
+	if runErr == nil {
+		r := a.newResult(protocol.StatusPassed, nil)
+		a.fill(r, out, phases)
+		if !r.PCC.Passed {
+			r.Status = protocol.StatusFailed
+			r.Error = &protocol.ResultError{Class: protocol.ClassBenchmark,
+				Message: fmt.Sprintf("PCC %.6f is below the required %.4f", r.PCC.Value, r.PCC.Min)}
+		}
+		a.finish(ctx, r, files)
+		return false
+	}
+	var inv *device.InvalidError
+	var bench *device.BenchmarkError
+	switch {
+	case errors.As(runErr, &inv):
+		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassInvalid, Message: inv.Reason})
+		r.Phases = phases
+		a.deadLetter(ctx, inv.Error())
+		a.finish(ctx, r, files)
+		return false
+	case errors.As(runErr, &bench):
+		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassBenchmark, Message: bench.Reason})
+		a.fill(r, out, phases)
+		a.finish(ctx, r, files)
+		return false
+	}
+	// Infrastructure failure (including the job timeout).
+	if cause != nil && errors.Is(runErr, context.DeadlineExceeded) {
+		runErr = cause // "job timed out after ..."
+	}
+	a.retry(ctx, runErr)
+	return true
+}
+
+// safeRun turns a runner panic into an infrastructure error with a stack.
+func safeRun(ctx context.Context, r device.Runner, job *protocol.Job, dev device.Device, rec device.Recorder) (out *device.Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = device.Infra("runner %s panicked: %v\n%s", r.Name(), p, debug.Stack())
+		}
+	}()
+	return r.Run(ctx, job, dev, rec)
+}
+
+func (a *attemptState) newResult(status protocol.Status, rerr *protocol.ResultError) *protocol.Result {
+	j := a.job
+	s := a.s
+	r := &protocol.Result{
+		Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: j.CreatedAt,
+		Pool: j.Pool, Runner: j.Runner, Status: status, Error: rerr, Attempt: a.attempt,
+		StartedAt: a.started, FinishedAt: time.Now().UTC(),
+		Worker:    protocol.WorkerRef{ID: s.w.cfg.ID, Host: s.w.host, Version: s.w.cfg.Version},
+		Device:    protocol.DeviceRef{ID: s.dev.ID, Pool: s.dev.Pool, Arch: s.dev.Arch, Chips: s.dev.Chips, Firmware: s.dev.Firmware},
+		Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
+		PCC: protocol.PCC{Min: j.Limits.PCCMin},
+	}
+	if r.PCC.Min == 0 {
+		r.PCC.Min = protocol.DefaultPCCMin
+	}
+	return r
+}
+
+func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases protocol.Phases) {
+	r.Phases = phases
+	if out == nil {
+		return
+	}
+	if out.Phases != nil {
+		up := r.Phases.UploadS
+		r.Phases = *out.Phases
+		r.Phases.UploadS = up
+	}
+	r.Measurements = out.Measurements
+	r.PCC.Value = out.PCCValue
+	r.PCC.Passed = out.PCCValue >= r.PCC.Min
+	r.Upstream = out.Upstream
+	if out.Arch != "" {
+		r.Device.Arch = out.Arch
+	}
+	if out.Firmware != "" {
+		r.Device.Firmware = out.Firmware
+	}
+}
+
+// finish makes r durable, publishes the terminal event and acks. If the
+// result cannot be made durable the job is handed back with a delay.
+func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []storage.ArtifactFile) {
+	r.FinishedAt = time.Now().UTC()
+	if a.s.w.cfg.Store != nil && r.Upstream != "" {
+		r.Upstream = storage.ArtifactKey(r.Run, r.Job, r.Attempt, r.Upstream)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	key, spooled, err := a.s.w.cfg.Sink.Deliver(dctx, r, files)
+	cancel()
+	switch {
+	case errors.Is(err, storage.ErrExists):
+		a.log.Info().Msg("result already recorded by an earlier attempt; nothing new recorded")
+		a.ack(ctx)
+		return
+	case err != nil:
+		a.log.Error().Err(err).Msg("result not durable; handing the job back")
+		a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: "result not stored: " + err.Error()})
+		_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.attempt))
+		return
+	}
+	kind := map[protocol.Status]protocol.EventKind{
+		protocol.StatusPassed: protocol.EventPassed, protocol.StatusCancelled: protocol.EventCancelled,
+	}[r.Status]
+	if kind == "" {
+		kind = protocol.EventFailed
+	}
+	msg := ""
+	if r.Error != nil {
+		msg = r.Error.Message
+	}
+	if spooled {
+		msg = strings.TrimSpace(msg + " (result spooled locally; upload pending)")
+	}
+	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, Message: msg,
+		SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
+	a.log.Info().Str("status", string(r.Status)).Float64("samples_per_sec", r.Measurements.SamplesPerSec).
+		Float64("pcc", r.PCC.Value).Bool("spooled", spooled).Msg("job finished")
+	a.ack(ctx)
+}
+
+func (a *attemptState) ack(ctx context.Context) {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.msg.DoubleAck(actx); err != nil {
+		// The result is durable; a redelivery will find it and ack.
+		a.log.Warn().Err(err).Msg("ack not confirmed")
+	}
+}
+
+// retry handles an infrastructure failure: redeliver with backoff, or dead
+// letter after MaxDeliver.
+func (a *attemptState) retry(ctx context.Context, cause error) {
+	if a.attempt >= a.s.w.cfg.MaxDeliver {
+		a.dead(ctx, fmt.Sprintf("infrastructure failure on the last of %d attempts: %v", a.s.w.cfg.MaxDeliver, cause))
+		return
+	}
+	delay := a.s.w.cfg.backoff(a.attempt)
+	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
+	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
+	if err := a.msg.NakWithDelay(delay); err != nil {
+		a.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
+	}
+}
+
+// invalid handles a job that cannot run: dead letter with the reason, plus
+// a failed result when the job's id and run are themselves valid.
+func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
+	reason = "invalid job: " + strings.TrimPrefix(reason, "invalid job: ")
+	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil && protocol.ValidID("run", a.job.Run) == nil && protocol.ValidPool(a.job.Pool) {
+		a.log = a.s.log.With().Str("run", a.job.Run).Str("job", a.job.ID).Int("attempt", a.attempt).Logger()
+		a.deadLetterPool(ctx, pool, reason)
+		if a.job.CreatedAt.IsZero() {
+			a.job.CreatedAt = a.started
+		}
+		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassInvalid, Message: reason})
+		a.finish(ctx, r, nil)
+		return
+	}
+	a.log.Warn().Str("reason", reason).Msg("invalid job dead-lettered")
+	a.deadLetterPool(ctx, pool, reason)
+	_ = a.msg.TermWithReason(truncate(reason, 200))
+}
+
+// dead dead-letters a job that ran out of deliveries (no result: a
+// deliberate `dlq retry` can still produce one) and terminates the message.
+func (a *attemptState) dead(ctx context.Context, reason string) {
+	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
+	a.deadLetter(ctx, reason)
+	a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: reason})
+	_ = a.msg.TermWithReason(truncate(reason, 200))
+}
+
+func (a *attemptState) deadLetter(ctx context.Context, reason string) {
+	pool := ""
+	if a.job != nil {
+		pool = a.job.Pool
+	}
+	a.deadLetterPool(ctx, pool, reason)
+}
+
+func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) {
+	dl := protocol.DeadLetter{
+		Schema: protocol.SchemaDead, Pool: pool, Reason: reason, Attempts: a.attempt,
+		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: a.raw,
+	}
+	if meta, err := a.msg.Metadata(); err == nil {
+		dl.ID = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
+	}
+	if _, prio, err := protocol.ParseJobSubject(a.msg.Subject()); err == nil && prio.Valid() {
+		dl.Priority = prio
+	}
+	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil {
+		dl.ID = a.job.ID
+		if protocol.ValidID("run", a.job.Run) == nil {
+			dl.Run = a.job.Run
+		}
+	}
+	data, err := json.Marshal(dl)
+	if err != nil {
+		return
+	}
+	m := nats.NewMsg(protocol.DeadSubject(pool))
+	m.Data = data
+	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", dl.ID, a.attempt))
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := a.s.w.js.PublishMsg(pctx, m); err != nil {
+		a.log.Error().Err(err).Msg("dead letter not published")
+	}
+}
+
+// event publishes a job event; failures are logged, never fatal.
+func (a *attemptState) event(ctx context.Context, e protocol.Event) {
+	if a.job == nil {
+		return
+	}
+	e.Schema = protocol.SchemaEvent
+	e.Run, e.Job = a.job.Run, a.job.ID
+	e.Time = time.Now().UTC()
+	e.Pool = a.job.Pool
+	e.Worker = a.s.w.cfg.ID
+	e.Device = a.s.dev.ID
+	e.Attempt = a.attempt
+	data, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := a.s.w.js.Publish(pctx, protocol.EventSubject(e.Run, e.Job), data); err != nil {
+		a.log.Debug().Err(err).Str("kind", string(e.Kind)).Msg("event not published")
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

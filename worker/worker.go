@@ -1,0 +1,255 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// Worker serves the slots of one host. Start it, then Stop it (gracefully)
+// or cancel Start's ctx (hard stop: running jobs are handed back).
+type Worker struct {
+	cfg  Config
+	log  zerolog.Logger
+	js   jetstream.JetStream
+	topo *topology.Handles
+	host string
+
+	slots []*slot
+
+	// claimCtx ends when the worker stops claiming (drain); runCtx ends when
+	// running jobs must stop and be handed back (hard stop).
+	claimCtx    context.Context
+	stopClaim   context.CancelFunc
+	runCtx      context.Context
+	stopRunning context.CancelFunc
+
+	cancels *cancelWatch
+	wg      sync.WaitGroup
+	done    chan struct{}
+	started atomic.Bool
+	startAt time.Time
+
+	statusMu   sync.Mutex
+	statusKick chan struct{}
+	draining   atomic.Bool
+}
+
+// New validates cfg and returns a worker ready to Start.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("worker: jetstream: %w", err)
+	}
+	host, _ := os.Hostname()
+	w := &Worker{
+		cfg:        cfg,
+		log:        cfg.Log.With().Str("component", "worker").Str("worker", cfg.ID).Logger(),
+		js:         js,
+		host:       host,
+		done:       make(chan struct{}),
+		statusKick: make(chan struct{}, 1),
+	}
+	for i := range cfg.Slots {
+		w.slots = append(w.slots, newSlot(w, cfg.Slots[i]))
+	}
+	return w, nil
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Start creates the topology if needed, then runs every slot until Stop or
+// ctx ends. It returns once the worker is claiming jobs.
+func (w *Worker) Start(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("worker: already started")
+	}
+	topo, err := topology.Ensure(ctx, w.js, w.cfg.Topology)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	w.topo = topo
+	w.startAt = time.Now().UTC()
+	w.runCtx, w.stopRunning = context.WithCancel(context.WithoutCancel(ctx))
+	w.claimCtx, w.stopClaim = context.WithCancel(w.runCtx)
+	// ctx ending is a hard stop.
+	stop := context.AfterFunc(ctx, func() { w.stopRunning() })
+
+	w.cancels, err = watchCancels(w.runCtx, topo.Runs, w.log)
+	if err != nil {
+		stop()
+		return fmt.Errorf("worker: %w", err)
+	}
+	// One core subscription per pool wakes idle slots when a job arrives.
+	pools := map[string][]*slot{}
+	for _, s := range w.slots {
+		pools[s.dev.Pool] = append(pools[s.dev.Pool], s)
+	}
+	var subs []*nats.Subscription
+	for pool, ss := range pools {
+		for _, s := range ss {
+			if err := s.bind(ctx); err != nil {
+				stop()
+				return err
+			}
+		}
+		ss := ss
+		sub, err := w.cfg.Conn.Subscribe(protocol.SubjectJobsPrefix+"."+pool+".*", func(*nats.Msg) {
+			for _, s := range ss {
+				s.wakeUp()
+			}
+		})
+		if err != nil {
+			stop()
+			return fmt.Errorf("worker: subscribe %s: %w", pool, err)
+		}
+		subs = append(subs, sub)
+	}
+	for _, s := range w.slots {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			s.loop()
+		}()
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.heartbeatLoop()
+	}()
+	go func() {
+		w.wg.Wait()
+		stop()
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		// The worker is gone: remove its heartbeat so fleet status does not
+		// show it until the TTL.
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = w.topo.Workers.Delete(dctx, w.cfg.ID)
+		cancel()
+		close(w.done)
+	}()
+	w.log.Info().Int("slots", len(w.slots)).Msg("worker started")
+	return nil
+}
+
+// Stop drains the worker: no new job is claimed, running jobs finish
+// (bounded by Config.DrainTimeout and ctx); then anything still running is
+// stopped and handed back for redelivery. Stop returns when every slot has
+// ended. Calling Stop again, or cancelling ctx, stops at once.
+func (w *Worker) Stop(ctx context.Context) error {
+	if !w.started.Load() || w.stopClaim == nil {
+		return nil
+	}
+	if w.draining.CompareAndSwap(false, true) {
+		w.log.Info().Dur("timeout", w.cfg.DrainTimeout).Msg("draining: finishing running jobs, claiming nothing new")
+		w.kickStatus()
+		w.stopClaim()
+	} else {
+		w.log.Warn().Msg("stopping now: running jobs are handed back")
+		w.stopRunning()
+	}
+	t := time.NewTimer(w.cfg.DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+		w.log.Warn().Msg("drain timeout: stopping running jobs")
+	}
+	w.stopRunning()
+	<-w.done
+	return nil
+}
+
+// Kill stops at once: running jobs are stopped and handed back.
+func (w *Worker) Kill() {
+	if w.stopRunning != nil {
+		w.stopRunning()
+	}
+}
+
+// Done is closed when the worker has stopped.
+func (w *Worker) Done() <-chan struct{} { return w.done }
+
+// Status is the worker's current heartbeat document.
+func (w *Worker) Status() protocol.WorkerStatus {
+	st := protocol.WorkerStatus{
+		Schema:    protocol.SchemaWorker,
+		ID:        w.cfg.ID,
+		Host:      w.host,
+		Version:   w.cfg.Version,
+		StartedAt: w.startAt,
+		Time:      time.Now().UTC(),
+		Draining:  w.draining.Load(),
+	}
+	for _, s := range w.slots {
+		st.Devices = append(st.Devices, s.status())
+	}
+	return st
+}
+
+func (w *Worker) kickStatus() {
+	select {
+	case w.statusKick <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeatLoop writes the worker status to bench-workers every Heartbeat
+// and whenever a slot changes state (at most every 200ms).
+func (w *Worker) heartbeatLoop() {
+	t := time.NewTicker(w.cfg.Heartbeat)
+	defer t.Stop()
+	slotsDone := make(chan struct{})
+	go func() {
+		for _, s := range w.slots {
+			<-s.done
+		}
+		close(slotsDone)
+	}()
+	for {
+		w.putStatus()
+		select {
+		case <-slotsDone:
+			return
+		case <-t.C:
+		case <-w.statusKick:
+			select {
+			case <-slotsDone:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (w *Worker) putStatus() {
+	data, err := json.Marshal(w.Status())
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := w.topo.Workers.Put(ctx, w.cfg.ID, data); err != nil {
+		w.log.Debug().Err(err).Msg("heartbeat not written")
+	}
+}
