@@ -15,10 +15,13 @@
 // Benchmark.InputSize sets the image size of the resnets (32 to 1024,
 // default 224), which keeps tests fast.
 //
-// Weights are synthetic and deterministic: He-normal convs and non-trivial
-// batch-norm statistics drawn from a stream seeded by the model name, so
-// every run of a model computes the same function. Inputs are standard
-// normal "Random Data", one seeded stream per iteration.
+// Weights are synthetic and deterministic: He-normal convs, random batch-norm
+// gamma and beta drawn from a stream seeded by the model name, and running
+// mean and variance calibrated on one seeded 64x64 image (the statistics
+// each conv really produces), so activations stay normalized through the
+// depth of the network as in a trained one and every run of a model
+// computes the same function. Inputs are standard normal "Random Data",
+// one seeded stream per iteration.
 //
 // # Device path
 //
@@ -48,6 +51,6 @@
 // time in NCHW, direct convolution with float64 accumulation, batch norm
 // applied unfolded from the running statistics, float32 activations. The
 // PCC of a float32 run is therefore just below 1 (different summation
-// order and folding), and a bfloat16 run shows a real accuracy loss
-// (around 0.99 for resnet50).
+// order and folding; about 1 - 1e-12), and a bfloat16 run shows a real
+// accuracy loss (resnet50: about 0.9999 at 224, 0.9997 at 32).
 package cpu

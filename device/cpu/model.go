@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -142,9 +143,9 @@ func buildNetwork(model string, inputSize int) (*network, error) {
 	g := &weightGen{r: rand.New(rand.NewPCG(h.Sum64(), 0x62656e6368666c74))}
 	switch model {
 	case ModelResNet50:
-		return buildResNet(g, model, []int{3, 4, 6, 3}, true, sizeOr(inputSize, DefaultImageSize)), nil
+		return calibrated(buildResNet(g, model, []int{3, 4, 6, 3}, true, sizeOr(inputSize, DefaultImageSize))), nil
 	case ModelResNet18:
-		return buildResNet(g, model, []int{2, 2, 2, 2}, false, sizeOr(inputSize, DefaultImageSize)), nil
+		return calibrated(buildResNet(g, model, []int{2, 2, 2, 2}, false, sizeOr(inputSize, DefaultImageSize))), nil
 	default:
 		return buildMLP(g, sizeOr(inputSize, DefaultMLPWidth)), nil
 	}
@@ -233,9 +234,10 @@ func (g *weightGen) uniform(n int, lo, hi float64) []float32 {
 }
 
 // conv returns a conv + BN with He-normal weights (std sqrt(2/fan_in)) and
-// non-trivial BN statistics: gamma around 1 (around 0.3 for the last conv
+// non-trivial BN parameters: gamma around 1 (around 0.3 for the last conv
 // of a residual branch, so the residual stream grows slowly as in a
-// trained network), small beta and mean, variance around 1.
+// trained network), small beta; mean and variance are placeholders until
+// calibrated replaces them with the statistics the conv really produces.
 func (g *weightGen) conv(name string, cin, cout, k, stride, pad int, relu, branchEnd bool) *conv {
 	fanIn := cin * k * k
 	c := &conv{name: name, cin: cin, cout: cout, k: k, stride: stride, pad: pad, relu: relu,
@@ -258,4 +260,47 @@ func (g *weightGen) dense(name string, in, out int, relu bool) *conv {
 	return &conv{name: name, cin: in, cout: out, k: 1, stride: 1, relu: relu,
 		w:    g.normal(out*in, math.Sqrt(2/float64(in))),
 		bias: g.normal(out, 0.05)}
+}
+
+// calibSize is the image size batch-norm statistics are calibrated at,
+// whatever the job's input size, so a model's weights never depend on it.
+const calibSize = 64
+
+// calibrated sets every batch norm's running mean and variance to the
+// statistics of its conv's output on one seeded random image (BN
+// recalibration), so activations stay normalized through the depth of the
+// network as in a trained one. It returns n.
+func calibrated(n *network) *network {
+	size := n.size
+	n.size = calibSize
+	defer func() { n.size = size }()
+	in := make([]float32, n.inputLen())
+	r := rand.New(rand.NewPCG(0x63616c6962, 1))
+	for i := range in {
+		in[i] = float32(r.NormFloat64())
+	}
+	threads := defaultThreads()
+	_, _ = refForward(context.Background(), n, in, func(c *conv, x refTensor, residual []float32) refTensor {
+		oh, ow := c.outSize(x.h), c.outSize(x.w)
+		y := refTensor{c: c.cout, h: oh, w: ow, data: make([]float32, c.cout*oh*ow)}
+		parallel(threads, c.cout, func(lo, hi int) {
+			acc := make([]float64, oh*ow)
+			for co := lo; co < hi; co++ {
+				refConvChannel(c, x, co, oh, ow, acc)
+				if c.bn != nil {
+					var s, ss float64
+					for _, v := range acc {
+						s += v
+						ss += v * v
+					}
+					mean := s / float64(len(acc))
+					c.bn.mean[co] = float32(mean)
+					c.bn.variance[co] = float32(max(ss/float64(len(acc))-mean*mean, 1e-4))
+				}
+				refFinish(c, co, acc, residual, y.data[co*oh*ow:(co+1)*oh*ow])
+			}
+		})
+		return y
+	})
+	return n
 }

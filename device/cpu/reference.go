@@ -33,10 +33,18 @@ type refTensor struct {
 }
 
 func referenceOne(ctx context.Context, n *network, in []float32, threads int) ([]float32, error) {
+	return refForward(ctx, n, in, func(c *conv, x refTensor, res []float32) refTensor {
+		return refConv(c, x, res, threads)
+	})
+}
+
+// refForward walks the network for one image, running every conv (with
+// its batch norm, residual and ReLU) through convFn.
+func refForward(ctx context.Context, n *network, in []float32, convFn func(c *conv, x refTensor, residual []float32) refTensor) ([]float32, error) {
 	var x refTensor
 	if n.vision {
 		x = refTensor{c: n.inC, h: n.size, w: n.size, data: in}
-		x = refConv(n.stem, x, nil, threads)
+		x = convFn(n.stem, x, nil)
 		x = refMaxPool(x)
 		for _, b := range n.blocks {
 			if err := ctx.Err(); err != nil {
@@ -44,7 +52,7 @@ func referenceOne(ctx context.Context, n *network, in []float32, threads int) ([
 			}
 			short := x
 			if b.down != nil {
-				short = refConv(b.down, x, nil, threads)
+				short = convFn(b.down, x, nil)
 			}
 			y := x
 			for i, c := range b.convs {
@@ -52,7 +60,7 @@ func referenceOne(ctx context.Context, n *network, in []float32, threads int) ([
 				if i == len(b.convs)-1 {
 					res = short.data
 				}
-				y = refConv(c, y, res, threads)
+				y = convFn(c, y, res)
 			}
 			x = y
 		}
@@ -64,7 +72,7 @@ func referenceOne(ctx context.Context, n *network, in []float32, threads int) ([
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		x = refConv(d, x, nil, threads)
+		x = convFn(d, x, nil)
 	}
 	return x.data, nil
 }
@@ -78,49 +86,61 @@ func refConv(c *conv, x refTensor, residual []float32, threads int) refTensor {
 	parallel(threads, c.cout, func(lo, hi int) {
 		acc := make([]float64, oh*ow)
 		for co := lo; co < hi; co++ {
-			clear(acc)
-			for ci := range c.cin {
-				plane := x.data[ci*x.h*x.w : (ci+1)*x.h*x.w]
-				for ky := range c.k {
-					for kx := range c.k {
-						wv := float64(c.w[((co*c.cin+ci)*c.k+ky)*c.k+kx])
-						// Output columns whose input column is inside the image.
-						oxLo, oxHi := validRange(kx, c.stride, c.pad, x.w, ow)
-						for oy := range oh {
-							iy := oy*c.stride - c.pad + ky
-							if iy < 0 || iy >= x.h {
-								continue
-							}
-							src := plane[iy*x.w : (iy+1)*x.w]
-							dst := acc[oy*ow : (oy+1)*ow]
-							for ox := oxLo; ox < oxHi; ox++ {
-								dst[ox] += wv * float64(src[ox*c.stride-c.pad+kx])
-							}
-						}
-					}
-				}
-			}
-			var bias float64
-			if c.bias != nil {
-				bias = float64(c.bias[co])
-			}
-			out := y.data[co*oh*ow : (co+1)*oh*ow]
-			for i, v := range acc {
-				v += bias
-				if c.bn != nil {
-					v = (v-float64(c.bn.mean[co]))/math.Sqrt(float64(c.bn.variance[co])+bnEpsilon)*float64(c.bn.gamma[co]) + float64(c.bn.beta[co])
-				}
-				if residual != nil {
-					v += float64(residual[co*oh*ow+i])
-				}
-				if c.relu && v < 0 {
-					v = 0
-				}
-				out[i] = float32(v)
-			}
+			refConvChannel(c, x, co, oh, ow, acc)
+			refFinish(c, co, acc, residual, y.data[co*oh*ow:(co+1)*oh*ow])
 		}
 	})
 	return y
+}
+
+// refConvChannel computes output channel co of the bare convolution (no
+// bias or batch norm) into acc (oh×ow, float64).
+func refConvChannel(c *conv, x refTensor, co, oh, ow int, acc []float64) {
+	clear(acc)
+	for ci := range c.cin {
+		plane := x.data[ci*x.h*x.w : (ci+1)*x.h*x.w]
+		for ky := range c.k {
+			for kx := range c.k {
+				wv := float64(c.w[((co*c.cin+ci)*c.k+ky)*c.k+kx])
+				// Output columns whose input column is inside the image.
+				oxLo, oxHi := validRange(kx, c.stride, c.pad, x.w, ow)
+				for oy := range oh {
+					iy := oy*c.stride - c.pad + ky
+					if iy < 0 || iy >= x.h {
+						continue
+					}
+					src := plane[iy*x.w : (iy+1)*x.w]
+					dst := acc[oy*ow : (oy+1)*ow]
+					for ox := oxLo; ox < oxHi; ox++ {
+						dst[ox] += wv * float64(src[ox*c.stride-c.pad+kx])
+					}
+				}
+			}
+		}
+	}
+}
+
+// refFinish applies bias, batch norm, the residual and ReLU to output
+// channel co of a bare convolution, in float64, and stores it in out.
+func refFinish(c *conv, co int, acc []float64, residual []float32, out []float32) {
+	var bias float64
+	if c.bias != nil {
+		bias = float64(c.bias[co])
+	}
+	n := len(acc)
+	for i, v := range acc {
+		v += bias
+		if c.bn != nil {
+			v = (v-float64(c.bn.mean[co]))/math.Sqrt(float64(c.bn.variance[co])+bnEpsilon)*float64(c.bn.gamma[co]) + float64(c.bn.beta[co])
+		}
+		if residual != nil {
+			v += float64(residual[co*n+i])
+		}
+		if c.relu && v < 0 {
+			v = 0
+		}
+		out[i] = float32(v)
+	}
 }
 
 // validRange returns the output columns [lo, hi) whose input column
