@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,20 +51,20 @@ func newS3Bucket(t *testing.T, cfg storage.S3Config) *storage.S3Bucket {
 func TestS3BucketConformance(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t)
-	n := 0
 	// One server, a fresh prefix per subtest: the prefix is part of what
 	// is tested (keys under other prefixes must not show up).
 	storagetest.Run(t, func(t *testing.T) storage.Bucket {
-		n++
-		return newS3Bucket(t, s3Config(srv, fmt.Sprintf("conf-%d/%s", n, strings.ReplaceAll(t.Name(), "/", "-"))))
+		return newS3Bucket(t, s3Config(srv, "conf/"+strings.ReplaceAll(t.Name(), "/", "-")))
 	})
 }
 
 func TestS3BucketConformanceNoPrefix(t *testing.T) {
 	t.Parallel()
+	srv := s3test.Start(t)
 	storagetest.Run(t, func(t *testing.T) storage.Bucket {
-		srv := s3test.Start(t)
-		return newS3Bucket(t, s3Config(srv, ""))
+		cfg := s3Config(srv, "")
+		cfg.Bucket = srv.NewBucket(t)
+		return newS3Bucket(t, cfg)
 	})
 }
 

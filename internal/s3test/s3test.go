@@ -246,10 +246,24 @@ func (s *Server) SetEnv(t testing.TB) {
 
 func (s *Server) createBucket() {
 	s.t.Helper()
+	s.mustCreateBucket(s.t, s.Bucket)
+}
+
+// NewBucket creates one more empty bucket on the server and returns its
+// name, for tests that need a bucket each but not a server each.
+func (s *Server) NewBucket(t testing.TB) string {
+	t.Helper()
+	name := "bench-" + randomHex(6)
+	s.mustCreateBucket(t, name)
+	return name
+}
+
+func (s *Server) mustCreateBucket(t testing.TB, name string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if _, err := s.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)}); err != nil {
-		s.t.Fatalf("create bucket %s: %v", s.Bucket, err)
+	if _, err := s.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
 	}
 }
 
