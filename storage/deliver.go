@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -109,11 +110,14 @@ func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []Artifact
 		if ok {
 			return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
 		}
+		start := time.Now()
 		arts, err := UploadArtifacts(ctx, b, r, files)
 		if err != nil {
 			return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
 		}
 		res.Artifacts = append(slices.Clip(r.Artifacts), arts...)
+		// upload_s is the artifact upload; the result write follows it.
+		res.Phases.UploadS = time.Since(start).Seconds()
 	}
 	if _, err := PutResult(ctx, b, &res); err != nil {
 		if errors.Is(err, ErrExists) {
@@ -122,5 +126,6 @@ func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []Artifact
 		return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
 	}
 	r.Artifacts = res.Artifacts
+	r.Phases.UploadS = res.Phases.UploadS
 	return key, nil
 }
