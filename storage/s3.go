@@ -84,8 +84,8 @@ type S3Config struct {
 	// MinS3PartSize (5 MiB).
 	PartSize int64
 	// Log receives the backend's logs (component=storage, backend=s3).
-	// Default: zerolog.Nop().
-	Log *zerolog.Logger
+	// Default (the zero Logger): none.
+	Log zerolog.Logger
 }
 
 func (c *S3Config) fill() error {
@@ -175,11 +175,7 @@ func NewS3Bucket(ctx context.Context, cfg S3Config) (*S3Bucket, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	log := zerolog.Nop()
-	if cfg.Log != nil {
-		log = *cfg.Log
-	}
-	log = log.With().Str("component", "storage").Str("backend", "s3").Str("bucket", cfg.Bucket).Logger()
+	log := cfg.Log.With().Str("component", "storage").Str("backend", "s3").Str("bucket", cfg.Bucket).Logger()
 
 	opts := []func(*config.LoadOptions) error{
 		// The SDK's buildable client, so the loader can apply a custom CA
@@ -497,7 +493,7 @@ func openS3(ctx context.Context, u *url.URL, log zerolog.Logger) (Bucket, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Log = &log
+	cfg.Log = log
 	return NewS3Bucket(ctx, cfg)
 }
 

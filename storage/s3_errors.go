@@ -88,10 +88,12 @@ func describeS3Error(err error) (status int, code, msg string) {
 
 // isTransportError reports errors of the network, not of the request: the
 // server could not be reached, the connection broke, or the call timed out.
+// translate has already ruled out the caller's cancellation, so a
+// context.Canceled here is the call timeout of Get firing.
 func isTransportError(err error) bool {
 	var se *smithyhttp.RequestSendError
 	var ne net.Error
 	return errors.As(err, &se) || errors.As(err, &ne) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, io.EOF)
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }

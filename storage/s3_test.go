@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,8 +167,19 @@ func TestS3URLErrors(t *testing.T) {
 func TestS3Unavailable(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t)
-	b := newS3Bucket(t, s3Config(srv, "outage"))
+	var logs lockedBuf
+	cfg := s3Config(srv, "outage")
+	cfg.Log = zerolog.New(&logs).Level(zerolog.DebugLevel)
+	b := newS3Bucket(t, cfg)
 	ctx := t.Context()
+	defer func() {
+		if strings.Contains(logs.String(), srv.SecretKey) || strings.Contains(logs.String(), srv.AccessKey) {
+			t.Errorf("logs carry credentials:\n%s", logs.String())
+		}
+		if !strings.Contains(logs.String(), "retrying s3 request") {
+			t.Errorf("retries were not logged at debug level:\n%s", logs.String())
+		}
+	}()
 	if err := b.Put(ctx, "before", strings.NewReader("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -255,4 +267,21 @@ func (r *breakAfter) Read(p []byte) (int, error) {
 	r.data = r.data[n:]
 	r.n -= n
 	return n, nil
+}
+
+type lockedBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
