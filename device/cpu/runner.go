@@ -151,13 +151,14 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	rec.Log(fmt.Sprintf("Samples per second: %.2f (batch %d, iteration p50 %.3f ms)", m.SamplesPerSec, b.BatchSize, m.IterationMS.P50))
 
 	rec.Phase(device.PhasePCC)
+	start = time.Now()
 	fillInput(in, net, 0)
 	golden, err := reference(ctx, net, in, b.BatchSize, threads)
 	if err != nil {
 		return nil, err
 	}
 	pcc := device.PCC(first, golden)
-	rec.Log(fmt.Sprintf("PCC: %.6f (first timed output vs fp32 golden, %d values)", pcc, len(golden)))
+	rec.Log(fmt.Sprintf("PCC: %.10f (first timed output vs fp32 golden, %d values, in %.3fs)", pcc, len(golden), time.Since(start).Seconds()))
 	return &device.Outcome{Measurements: m, PCCValue: pcc}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -162,5 +163,28 @@ func TestRunCancel(t *testing.T) {
 	}
 	if rec.phases[len(rec.phases)-1] != device.PhaseTiming {
 		t.Fatalf("phases = %v, want to stop in timing", rec.phases)
+	}
+}
+
+// TestRunResNet50Full runs resnet50 at its real 224 size in both formats
+// and checks the required PCC bands. It takes tens of seconds, so it only
+// runs when BENCHFLEET_CPU_FULL=1.
+func TestRunResNet50Full(t *testing.T) {
+	if os.Getenv("BENCHFLEET_CPU_FULL") != "1" {
+		t.Skip("set BENCHFLEET_CPU_FULL=1 to run resnet50 at 224")
+	}
+	for _, tc := range []struct {
+		format string
+		lo, hi float64
+	}{{protocol.FormatBfloat16, 0.98, 0.99999}, {protocol.FormatFloat32, 0.9999, 1}} {
+		rec := &recorder{onLog: func(s string) { t.Log(s) }}
+		out, err := newRunner(t).Run(t.Context(), testJob(ModelResNet50, tc.format, 1, 4, 1, 224), device.Device{ID: "cpu-0"}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: PCC %.8f (1-PCC %.3g), %.2f images/s", tc.format, out.PCCValue, 1-out.PCCValue, out.Measurements.SamplesPerSec)
+		if !(out.PCCValue >= tc.lo && out.PCCValue < tc.hi) {
+			t.Errorf("%s: PCC %.8f, want in [%v, %v)", tc.format, out.PCCValue, tc.lo, tc.hi)
+		}
 	}
 }
