@@ -139,6 +139,10 @@ Start with:  benchfleet demo`,
 		SilenceErrors: true,
 		Version:       Version,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// The demo shows its own progress; worker logs only when asked.
+			if cmd.Name() == "demo" && !cmd.Flags().Changed("log-level") && os.Getenv("BENCHFLEET_LOG_LEVEL") == "" {
+				a.logLevel = "warn"
+			}
 			return a.setup()
 		},
 	}

@@ -1,0 +1,47 @@
+# benchfleet — the one test command is `make test`: it installs what the
+# tests need (VersityGW at a pinned version, into ./.tools/bin), checks
+# formatting and vet, runs every test (the S3 tests against a real
+# VersityGW are required, not skipped), the race detector on the
+# concurrent packages, and a brief run of every fuzz target.
+
+GO       ?= go
+TOOLS    := $(CURDIR)/.tools/bin
+FUZZTIME ?= 4s
+export BENCHFLEET_VERSITYGW := $(TOOLS)/versitygw
+
+.PHONY: test tools build vet unit race fuzz-short bench demo soak clean
+
+test: tools vet unit race fuzz-short
+
+tools:
+	./scripts/install-versitygw.sh
+
+build:
+	$(GO) build -o bin/benchfleet ./cmd/benchfleet
+
+vet:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	BENCHFLEET_REQUIRE_S3=1 $(GO) test -count=1 -timeout 20m ./...
+
+# The packages with the most concurrency, under the race detector.
+race:
+	BENCHFLEET_REQUIRE_S3=1 $(GO) test -race -count=1 -timeout 20m ./worker/... ./producer/... ./storage/... ./internal/topology/...
+
+fuzz-short:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-short.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./device/cpu/ ./storage/
+
+demo:
+	$(GO) run ./cmd/benchfleet demo
+
+# Long soak and chaos runs, not part of `make test`.
+soak:
+	BENCHFLEET_SOAK=1 $(GO) test -count=1 -timeout 60m -tags soak ./...
+
+clean:
+	rm -rf bin benchfleet-data
