@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package faulttest
+
+import "syscall"
+
+func procAttr() *syscall.SysProcAttr { return nil }
