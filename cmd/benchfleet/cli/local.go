@@ -23,6 +23,8 @@ type localFleet struct {
 	store  storage.Bucket
 	worker *worker.Worker
 	url    string
+	// stopSpool ends the spool's background uploader.
+	stopSpool context.CancelFunc
 }
 
 type localOptions struct {
@@ -67,8 +69,18 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 		lf.stop()
 		return nil, err
 	}
+	// Results spool under DIR/spool while the store is unreachable (e.g. an
+	// s3:// store that is down) and are uploaded when it is back.
+	spool, err := storage.NewSpool(filepath.Join(o.dataDir, "spool"), lf.store, a.log)
+	if err != nil {
+		lf.stop()
+		return nil, err
+	}
+	spoolCtx, stopSpool := context.WithCancel(context.WithoutCancel(ctx))
+	lf.stopSpool = stopSpool
+	go spool.Run(spoolCtx)
 	w, err := worker.New(worker.Config{
-		ID: "local", Version: Version, Conn: lf.nc, Store: lf.store, Slots: slots, Topology: tc,
+		ID: "local", Version: Version, Conn: lf.nc, Store: lf.store, Sink: spool, Slots: slots, Topology: tc,
 		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, WorkDir: o.workDir, Log: a.log,
 		DrainTimeout: time.Minute,
 	})
@@ -89,6 +101,9 @@ func (lf *localFleet) stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		_ = lf.worker.Stop(ctx)
 		cancel()
+	}
+	if lf.stopSpool != nil {
+		lf.stopSpool()
 	}
 	if lf.nc != nil {
 		lf.nc.Close()

@@ -1,0 +1,83 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/s3test"
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// The S3 server stops while jobs run and starts again: results spool
+// locally meanwhile, and every job ends with exactly one result in the
+// bucket, at the layout of DESIGN §5.
+func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
+	s3 := s3test.Start(t)
+	s3.SetEnv(t) // not parallel: sets the AWS_* environment
+	ctx := t.Context()
+	bucket, err := storage.Open(ctx, s3.URL("farm"), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	spool, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: t.TempDir(), Bucket: bucket,
+		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stopSpool := context.WithCancel(context.Background())
+	defer stopSpool()
+	go spool.Run(sctx)
+
+	srv := testfleet.Server(t)
+	tc := topology.Config{AckWait: 10 * time.Second}
+	nc, _ := testfleet.Connect(t, srv.ClientURL())
+	_, js := testfleet.Connect(t, srv.ClientURL())
+	topo := testfleet.Topology(t, js, tc)
+	testfleet.StartWorker(t, worker.Config{ID: "w", Conn: nc, Store: bucket, Sink: spool, Slots: testfleet.SimSlots("s", 4),
+		Topology: tc, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+
+	const run, n = "s3-outage", 40
+	jobs := testfleet.SimJobs(t, run, n, map[string]string{"sim.duration": "150ms"})
+	testfleet.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
+
+	// Stop the server once some results are in, keep it down while more
+	// jobs finish, then start it again.
+	testfleet.Eventually(t, 60*time.Second, "first results in the bucket", func() bool {
+		rs, _, _ := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
+		return len(rs) >= 4
+	})
+	s3.Stop()
+	testfleet.Eventually(t, 60*time.Second, "results to spool during the outage", func() bool { return spool.Pending() >= 4 })
+	s3.Start()
+
+	testfleet.Eventually(t, 90*time.Second, "every result in the bucket and the spool drained", func() bool {
+		rs, _, err := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
+		return err == nil && len(rs) == n && spool.Pending() == 0
+	})
+	results := testfleet.Results(t, bucket, run)
+	for _, j := range jobs {
+		r, ok := results[j.ID]
+		if !ok {
+			t.Fatalf("job %s has no result", j.ID)
+		}
+		if r.Status != protocol.StatusPassed {
+			t.Errorf("job %s: %s %v", j.ID, r.Status, r.Error)
+		}
+		if len(r.Artifacts) == 0 {
+			t.Errorf("job %s: no artifacts recorded", j.ID)
+		}
+		for _, a := range r.Artifacts {
+			if ok, err := bucket.Exists(ctx, a.Key); err != nil || !ok {
+				t.Errorf("job %s: artifact %s missing (%v)", j.ID, a.Key, err)
+			}
+		}
+	}
+}
