@@ -1,0 +1,513 @@
+package storage
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// The index (DESIGN §5) is Hive-partitioned Parquet under index/v1/:
+//
+//	index/v1/date=<YYYY-MM-DD>/part-<id>.parquet
+//
+// one part file per date partition holding one row per result of that date,
+// flat columns (docs/schema-parquet.md) plus the exact result document in
+// the column doc. <id> is the first 16 hex digits of the SHA-256 of the
+// sorted result keys the part covers, so the name itself is the manifest: a
+// partition is up to date exactly when its only part is named after the
+// result keys listed under results/v1/date=<date>/ now. Compaction is
+// therefore idempotent (same keys, same name, nothing to do) and a result
+// that arrives late for a compacted date changes the expected name, so both
+// compact (rewrite) and Query (read the JSON the part does not cover) notice.
+//
+// Compact writes the new part before it deletes the old ones. A reader that
+// finds a part gone, unreadable or stale reads that partition's JSON instead,
+// so the index can only make a query faster, never lose a result.
+
+// IndexSchemaVersion is recorded in every part's key-value metadata.
+const IndexSchemaVersion = "benchfleet.index/v1"
+
+// indexRow is one row of the index: one result. Column names are the
+// contract documented in docs/schema-parquet.md.
+type indexRow struct {
+	Run          string    `parquet:"run,dict,zstd"`
+	Job          string    `parquet:"job,zstd"`
+	RunCreatedAt time.Time `parquet:"run_created_at,timestamp(microsecond:utc)"`
+	Date         string    `parquet:"date,dict"`
+	Pool         string    `parquet:"pool,dict"`
+	Runner       string    `parquet:"runner,dict"`
+	Status       string    `parquet:"status,dict"`
+	ErrorClass   string    `parquet:"error_class,optional,dict"`
+	ErrorMessage string    `parquet:"error_message,optional,zstd"`
+	Attempt      int32     `parquet:"attempt"`
+	StartedAt    time.Time `parquet:"started_at,timestamp(microsecond:utc)"`
+	FinishedAt   time.Time `parquet:"finished_at,timestamp(microsecond:utc)"`
+	WorkerID     string    `parquet:"worker_id,dict"`
+	WorkerHost   string    `parquet:"worker_host,dict"`
+	DeviceID     string    `parquet:"device_id,dict"`
+	DeviceArch   string    `parquet:"device_arch,optional,dict"`
+	Model        string    `parquet:"model,dict"`
+	Test         string    `parquet:"test,optional,dict"`
+	BatchSize    int32     `parquet:"batch_size"`
+	LoopCount    int32     `parquet:"loop_count"`
+	WarmupCount  int32     `parquet:"warmup_count"`
+	DataFormat   string    `parquet:"data_format,dict"`
+	InputSize    int32     `parquet:"input_size"`
+	Project      string    `parquet:"project,optional,dict"`
+	Repo         string    `parquet:"repo,optional,dict"`
+	Commit       string    `parquet:"commit,optional,dict"`
+	Branch       string    `parquet:"branch,optional,dict"`
+	CompileS     float64   `parquet:"compile_s"`
+	WarmupS      float64   `parquet:"warmup_s"`
+	TimingS      float64   `parquet:"timing_s"`
+	PCCS         float64   `parquet:"pcc_s"`
+	UploadS      float64   `parquet:"upload_s"`
+	TotalSamples int64     `parquet:"total_samples"`
+	TotalTimeS   float64   `parquet:"total_time_s"`
+	SamplesPerS  float64   `parquet:"samples_per_sec"`
+	IterMinMS    float64   `parquet:"iter_min_ms"`
+	IterP50MS    float64   `parquet:"iter_p50_ms"`
+	IterP90MS    float64   `parquet:"iter_p90_ms"`
+	IterP99MS    float64   `parquet:"iter_p99_ms"`
+	IterMaxMS    float64   `parquet:"iter_max_ms"`
+	IterMeanMS   float64   `parquet:"iter_mean_ms"`
+	IterStdMS    float64   `parquet:"iter_stddev_ms"`
+	PCCValue     float64   `parquet:"pcc_value"`
+	PCCMin       float64   `parquet:"pcc_min"`
+	PCCPassed    bool      `parquet:"pcc_passed"`
+	Upstream     string    `parquet:"upstream,optional,zstd"`
+	Labels       string    `parquet:"labels,optional,zstd"`
+	Doc          string    `parquet:"doc,zstd"`
+}
+
+// newIndexRow flattens r; doc is its JSON document as stored.
+func newIndexRow(r *protocol.Result, doc []byte) (indexRow, error) {
+	row := indexRow{
+		Run: r.Run, Job: r.Job, RunCreatedAt: r.RunCreatedAt.UTC(), Date: DatePartition(r.RunCreatedAt),
+		Pool: r.Pool, Runner: r.Runner, Status: string(r.Status), Attempt: int32(r.Attempt),
+		StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt.UTC(),
+		WorkerID: r.Worker.ID, WorkerHost: r.Worker.Host, DeviceID: r.Device.ID, DeviceArch: r.Device.Arch,
+		Model: r.Benchmark.Model, Test: r.Benchmark.Test, BatchSize: int32(r.Benchmark.BatchSize),
+		LoopCount: int32(r.Benchmark.LoopCount), WarmupCount: int32(r.Benchmark.WarmupCount),
+		DataFormat: r.Benchmark.DataFormat, InputSize: int32(r.Benchmark.InputSize),
+		Project: r.Source.Project, Repo: r.Source.Repo, Commit: r.Source.Commit, Branch: r.Source.Branch,
+		CompileS: r.Phases.CompileS, WarmupS: r.Phases.WarmupS, TimingS: r.Phases.TimingS, PCCS: r.Phases.PCCS,
+		UploadS: r.Phases.UploadS, TotalSamples: r.Measurements.TotalSamples, TotalTimeS: r.Measurements.TotalTimeS,
+		SamplesPerS: r.Measurements.SamplesPerSec,
+		IterMinMS:   r.Measurements.IterationMS.Min, IterP50MS: r.Measurements.IterationMS.P50,
+		IterP90MS: r.Measurements.IterationMS.P90, IterP99MS: r.Measurements.IterationMS.P99,
+		IterMaxMS: r.Measurements.IterationMS.Max, IterMeanMS: r.Measurements.IterationMS.Mean,
+		IterStdMS: r.Measurements.IterationMS.Stddev,
+		PCCValue:  r.PCC.Value, PCCMin: r.PCC.Min, PCCPassed: r.PCC.Passed, Upstream: r.Upstream,
+	}
+	if r.Error != nil {
+		row.ErrorClass, row.ErrorMessage = r.Error.Class, r.Error.Message
+	}
+	if len(r.Labels) > 0 {
+		l, err := json.Marshal(r.Labels) // map keys sorted: deterministic
+		if err != nil {
+			return row, err
+		}
+		row.Labels = string(l)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, doc); err != nil {
+		return row, err
+	}
+	row.Doc = buf.String()
+	return row, nil
+}
+
+// IndexPartKey is the key of the part of date whose id is id.
+func IndexPartKey(date, id string) string {
+	return fmt.Sprintf("%sdate=%s/part-%s.parquet", PrefixIndex, date, id)
+}
+
+// IndexPartID names the part covering exactly keys (in any order).
+func IndexPartID(keys []string) string {
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	h := sha256.New()
+	for _, k := range sorted {
+		h.Write([]byte(k))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// indexPartParts splits an index key into its date and part id.
+func indexPartParts(key string) (date, id string, ok bool) {
+	rest, found := strings.CutPrefix(key, PrefixIndex)
+	if !found {
+		return "", "", false
+	}
+	d, file, found := strings.Cut(rest, "/")
+	if !found || !strings.HasPrefix(d, "date=") || strings.Contains(file, "/") {
+		return "", "", false
+	}
+	id, found = strings.CutPrefix(file, "part-")
+	if !found {
+		return "", "", false
+	}
+	id, found = strings.CutSuffix(id, ".parquet")
+	if !found || id == "" {
+		return "", "", false
+	}
+	return d[5:], id, true
+}
+
+// partition is what the store holds for one date: the JSON result keys and
+// the index parts.
+type partition struct {
+	date  string
+	keys  []string // results/v1/date=<date>/..., sorted
+	parts []string // index/v1/date=<date>/part-*.parquet, sorted
+}
+
+// current reports whether the partition's index covers exactly its JSON
+// results: one part, named after the keys listed now.
+func (p *partition) current() bool {
+	return len(p.parts) == 1 && len(p.keys) > 0 && p.parts[0] == IndexPartKey(p.date, IndexPartID(p.keys))
+}
+
+// listPartitions lists the results and the index parts of every date
+// partition on or after since (all when since is empty), by date.
+func listPartitions(ctx context.Context, b Bucket, since string) ([]*partition, error) {
+	byDate := map[string]*partition{}
+	var mu sync.Mutex
+	get := func(date string) *partition {
+		p := byDate[date]
+		if p == nil {
+			p = &partition{date: date}
+			byDate[date] = p
+		}
+		return p
+	}
+	var prefixes []string
+	if since == "" {
+		prefixes = []string{""}
+	} else {
+		prefixes = datePrefixesFrom(since)
+	}
+	type job struct {
+		prefix string
+		index  bool
+	}
+	var jobs []job
+	for _, pre := range prefixes {
+		jobs = append(jobs, job{PrefixResults + "date=" + pre, false}, job{PrefixIndex + "date=" + pre, true})
+	}
+	err := parallel(ctx, len(jobs), 8, func(i int) error {
+		j := jobs[i]
+		var keys []string
+		for key, err := range b.List(ctx, j.prefix) {
+			if err != nil {
+				return err
+			}
+			keys = append(keys, key)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, key := range keys {
+			if j.index {
+				if date, _, ok := indexPartParts(key); ok && date >= since {
+					p := get(date)
+					p.parts = append(p.parts, key)
+				}
+				continue
+			}
+			if date, _, _, ok := ResultKeyParts(key); ok && date >= since {
+				p := get(date)
+				p.keys = append(p.keys, key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*partition, 0, len(byDate))
+	for _, p := range byDate {
+		slices.Sort(p.keys)
+		slices.Sort(p.parts)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *partition) int { return cmp.Compare(a.date, b.date) })
+	return out, nil
+}
+
+// datePrefixesFrom returns string prefixes whose union is exactly the set of
+// dates (YYYY-MM-DD) on or after d, each ending in "/" when it names a whole
+// date, so that a listing per prefix visits no partition before d. Dates in
+// the far future are covered too: nothing is assumed about the clock.
+func datePrefixesFrom(d string) []string {
+	out := []string{d + "/"}
+	for i := len(d) - 1; i >= 0; i-- {
+		c := d[i]
+		if c < '0' || c > '9' {
+			continue
+		}
+		for n := c + 1; n <= '9'; n++ {
+			p := d[:i] + string(n)
+			if i == len(d)-1 {
+				p += "/"
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parallel runs fn(0..n-1) on at most workers goroutines and returns the
+// first error; after an error or a done ctx no new calls start.
+func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
+	if workers > n {
+		workers = n
+	}
+	var (
+		mu    sync.Mutex
+		next  int
+		first error
+		wg    sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if first == nil && ctx.Err() != nil {
+					first = ctx.Err()
+				}
+				if first != nil || next >= n {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// CompactOptions modify Compact. The zero value compacts every partition
+// that changed.
+type CompactOptions struct {
+	// Since limits compaction to date partitions on or after this time's UTC
+	// date; zero means all.
+	Since time.Time
+	// Force rewrites every partition even when its part is current (to
+	// repair a damaged part file).
+	Force bool
+	// Workers is the number of partitions compacted at once; 0 means 4.
+	Workers int
+}
+
+// CompactStats say what Compact did.
+type CompactStats struct {
+	// Partitions is the number of date partitions examined.
+	Partitions int
+	// Written is the number of partitions whose part was (re)written.
+	Written int
+	// Current is the number of partitions whose part was already current.
+	Current int
+	// Rows is the number of rows in the parts written.
+	Rows int
+	// Removed is the number of stale part files deleted.
+	Removed int
+	// Unreadable are the result keys that could not be decoded and were left
+	// out of the index (QueryJSON skips them the same way).
+	Unreadable []string
+}
+
+// Compact brings the index up to date: for every date partition whose part
+// does not cover exactly the JSON results of that date, it writes one new
+// part covering all of them and then deletes the old parts. Running it again
+// without new results changes nothing. Safe to run while results are being
+// written and queried; two concurrent compactions may leave two parts for a
+// date, which readers handle and the next compaction merges.
+func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, error) {
+	var st CompactStats
+	since := ""
+	if !opts.Since.IsZero() {
+		since = DatePartition(opts.Since)
+	}
+	parts, err := listPartitions(ctx, b, since)
+	if err != nil {
+		return st, fmt.Errorf("storage: compact: %w", err)
+	}
+	st.Partitions = len(parts)
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 4
+	}
+	var mu sync.Mutex
+	err = parallel(ctx, len(parts), workers, func(i int) error {
+		p := parts[i]
+		if !opts.Force && p.current() {
+			mu.Lock()
+			st.Current++
+			mu.Unlock()
+			return nil
+		}
+		rows, bad, err := compactPartition(ctx, b, p)
+		mu.Lock()
+		defer mu.Unlock()
+		st.Unreadable = append(st.Unreadable, bad...)
+		if err != nil {
+			return err
+		}
+		if len(p.keys) > 0 {
+			st.Written++
+			st.Rows += rows
+			st.Removed += len(p.parts) - btoi(slices.Contains(p.parts, IndexPartKey(p.date, IndexPartID(p.keys))))
+		} else {
+			st.Removed += len(p.parts)
+		}
+		return nil
+	})
+	slices.Sort(st.Unreadable)
+	if err != nil {
+		return st, fmt.Errorf("storage: compact: %w", err)
+	}
+	return st, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compactPartition writes the part covering p.keys, then deletes p's other
+// parts. A partition without results loses its parts.
+func compactPartition(ctx context.Context, b Bucket, p *partition) (rows int, bad []string, err error) {
+	var key string
+	if len(p.keys) > 0 {
+		key = IndexPartKey(p.date, IndexPartID(p.keys))
+		data, n, unreadable, err := buildPart(ctx, b, p)
+		if err != nil {
+			return 0, unreadable, err
+		}
+		bad, rows = unreadable, n
+		if err := b.Put(ctx, key, bytes.NewReader(data), ContentType("application/vnd.apache.parquet"), Size(int64(len(data)))); err != nil {
+			return 0, bad, err
+		}
+	}
+	for _, old := range p.parts {
+		if old == key {
+			continue
+		}
+		if err := b.Delete(ctx, old); err != nil {
+			return rows, bad, err
+		}
+	}
+	return rows, bad, nil
+}
+
+// buildPart reads every JSON result of p and encodes the part file. Rows are
+// sorted by model, pool, branch, run creation time, run and job, so rows a
+// typical history query wants sit together in few pages.
+func buildPart(ctx context.Context, b Bucket, p *partition) (data []byte, n int, bad []string, err error) {
+	rows := make([]indexRow, len(p.keys))
+	ok := make([]bool, len(p.keys))
+	var mu sync.Mutex
+	err = parallel(ctx, len(p.keys), 8, func(i int) error {
+		key := p.keys[i]
+		doc, err := getBytes(ctx, b, key)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r, derr := protocol.DecodeResult(doc)
+		var row indexRow
+		if derr == nil {
+			row, derr = newIndexRow(r, doc)
+		}
+		if derr != nil {
+			mu.Lock()
+			bad = append(bad, key)
+			mu.Unlock()
+			return nil
+		}
+		rows[i], ok[i] = row, true
+		return nil
+	})
+	if err != nil {
+		return nil, 0, bad, err
+	}
+	kept := rows[:0]
+	for i := range rows {
+		if ok[i] {
+			kept = append(kept, rows[i])
+		}
+	}
+	slices.SortFunc(kept, func(a, b indexRow) int {
+		return cmp.Or(cmp.Compare(a.Model, b.Model), cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Branch, b.Branch),
+			a.RunCreatedAt.Compare(b.RunCreatedAt), cmp.Compare(a.Run, b.Run), cmp.Compare(a.Job, b.Job))
+	})
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[indexRow](&buf,
+		parquet.CreatedBy("benchfleet", "", ""),
+		parquet.KeyValueMetadata("benchfleet.schema", IndexSchemaVersion),
+		parquet.KeyValueMetadata("benchfleet.date", p.date),
+		parquet.PageBufferSize(indexPageSize),
+		parquet.MaxRowsPerRowGroup(indexRowGroupRows),
+	)
+	if _, err := w.Write(kept); err != nil {
+		return nil, 0, bad, fmt.Errorf("encode part for date %s: %w", p.date, err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, 0, bad, fmt.Errorf("encode part for date %s: %w", p.date, err)
+	}
+	return buf.Bytes(), len(kept), bad, nil
+}
+
+const (
+	// indexPageSize bounds a page: small enough that a query decompresses
+	// only the doc pages holding the rows it wants.
+	indexPageSize = 32 << 10
+	// indexRowGroupRows bounds a row group, so column statistics can prune
+	// row groups of large partitions.
+	indexRowGroupRows = 8192
+)
+
+// getBytes reads the whole object at key.
+func getBytes(ctx context.Context, b Bucket, key string) ([]byte, error) {
+	rc, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(rc); err != nil {
+		return nil, fmt.Errorf("storage: read %q: %w", key, err)
+	}
+	return buf.Bytes(), nil
+}

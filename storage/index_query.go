@@ -1,0 +1,439 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// QueryStats say how a Query was answered.
+type QueryStats struct {
+	// Partitions is the number of date partitions on or after Since that
+	// hold results or index parts.
+	Partitions int
+	// IndexPartitions is the number of partitions whose index part was
+	// current, so no JSON result of theirs was read.
+	IndexPartitions int
+	// PartsRead is the number of index part files opened.
+	PartsRead int
+	// IndexRows is the number of rows in the row groups scanned (after
+	// statistics pruning); DocsDecoded how many of them had their doc
+	// column decoded.
+	IndexRows, DocsDecoded int
+	// JSONRead is the number of JSON result objects read.
+	JSONRead int
+	// Bad is the number of JSON result objects that failed to decode and
+	// were skipped (as QueryJSON counts them).
+	Bad int
+	// Warnings name index parts that could not be used (damaged, of an
+	// unknown schema); their partitions were answered from the JSON
+	// results instead. `benchfleet results compact --force` rewrites them.
+	Warnings []string
+}
+
+// Query returns the results matching f, oldest run first, then by job id:
+// the same rows and documents as QueryJSON, faster. It lists the date
+// partitions on or after f.Since; a partition whose index part is current is
+// answered from the part alone (filter columns read first, the doc column
+// decoded only for matching rows); for any other partition it reads the
+// part(s) it has and the JSON results they do not cover. A job found in both
+// is returned once. A part that cannot be read is reported in
+// QueryStats.Warnings and its partition is read from JSON: the index is a
+// cache of the JSON results, never their only copy.
+func Query(ctx context.Context, b Bucket, f Filter) ([]*protocol.Result, QueryStats, error) {
+	var st QueryStats
+	since := ""
+	if !f.Since.IsZero() {
+		since = DatePartition(f.Since)
+	}
+	parts, err := listPartitions(ctx, b, since)
+	if err != nil {
+		return nil, st, fmt.Errorf("storage: query: %w", err)
+	}
+	st.Partitions = len(parts)
+	var (
+		mu   sync.Mutex
+		byID = map[string]*protocol.Result{}
+	)
+	add := func(rs []*protocol.Result, ps partStats) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rs {
+			byID[r.Job] = r
+		}
+		st.merge(ps)
+	}
+	workers := 2 * runtime.GOMAXPROCS(0)
+	err = parallel(ctx, len(parts), max(workers, 4), func(i int) error {
+		rs, ps, err := queryPartition(ctx, b, parts[i], f)
+		if err != nil {
+			return err
+		}
+		add(rs, ps)
+		return nil
+	})
+	if err != nil {
+		return nil, st, fmt.Errorf("storage: query: %w", err)
+	}
+	var out []*protocol.Result // nil when empty, as QueryJSON
+	for _, r := range byID {
+		out = append(out, r)
+	}
+	SortResults(out)
+	slices.Sort(st.Warnings)
+	return out, st, nil
+}
+
+// partStats are one partition's contribution to QueryStats.
+type partStats struct {
+	current                                  bool
+	parts, rows, docs, jsonRead, bad, broken int
+	warnings                                 []string
+}
+
+func (st *QueryStats) merge(ps partStats) {
+	if ps.current {
+		st.IndexPartitions++
+	}
+	st.PartsRead += ps.parts
+	st.IndexRows += ps.rows
+	st.DocsDecoded += ps.docs
+	st.JSONRead += ps.jsonRead
+	st.Bad += ps.bad
+	st.Warnings = append(st.Warnings, ps.warnings...)
+}
+
+// queryPartition answers f for one date partition.
+func queryPartition(ctx context.Context, b Bucket, p *partition, f Filter) ([]*protocol.Result, partStats, error) {
+	var ps partStats
+	var out []*protocol.Result
+	if p.current() {
+		rs, _, rows, docs, err := readPart(ctx, b, p.parts[0], f, false)
+		if err == nil {
+			ps.current, ps.parts, ps.rows, ps.docs = true, 1, rows, docs
+			return rs, ps, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ps, err
+		}
+		if !errors.Is(err, ErrNotFound) { // a part replaced under us is normal
+			ps.warnings = append(ps.warnings, err.Error())
+		}
+		return queryJSONKeys(ctx, b, p.keys, nil, f, ps)
+	}
+	// Stale partition: take what the parts have, read the JSON for the rest.
+	covered := map[string]bool{}
+	for _, key := range p.parts {
+		rs, cov, rows, docs, err := readPart(ctx, b, key, f, true)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ps, err
+			}
+			if !errors.Is(err, ErrNotFound) {
+				ps.warnings = append(ps.warnings, err.Error())
+			}
+			continue
+		}
+		ps.parts++
+		ps.rows += rows
+		ps.docs += docs
+		out = append(out, rs...)
+		for _, k := range cov {
+			covered[k] = true
+		}
+	}
+	rs, ps, err := queryJSONKeys(ctx, b, p.keys, covered, f, ps)
+	return append(out, rs...), ps, err
+}
+
+// queryJSONKeys reads the JSON results at keys not in covered that may
+// match f.
+func queryJSONKeys(ctx context.Context, b Bucket, keys []string, covered map[string]bool, f Filter, ps partStats) ([]*protocol.Result, partStats, error) {
+	var out []*protocol.Result
+	for _, key := range keys {
+		if covered[key] {
+			continue
+		}
+		date, run, job, _ := ResultKeyParts(key)
+		if !f.keepKey(date, run, job) {
+			continue
+		}
+		r, err := ReadResult(ctx, b, key)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		ps.jsonRead++
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ps, err
+			}
+			ps.bad++
+			continue
+		}
+		if f.Match(r) {
+			out = append(out, r)
+		}
+	}
+	return out, ps, nil
+}
+
+// The columns Query reads besides doc.
+var filterColumns = []string{"run", "job", "run_created_at", "pool", "status", "model", "commit", "branch"}
+
+// readPart reads the part at key and returns its rows matching f, decoded
+// from the doc column. With withKeys it also returns the result keys of all
+// its rows (the keys it covers). Errors name the key.
+func readPart(ctx context.Context, b Bucket, key string, f Filter, withKeys bool) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
+	data, err := getBytes(ctx, b, key)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
+	}
+	if v, _ := pf.Lookup("benchfleet.schema"); v != IndexSchemaVersion {
+		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q has schema %q, want %q", key, v, IndexSchemaVersion)
+	}
+	col := map[string]int{}
+	for _, name := range append(filterColumns, "doc", "date") {
+		leaf, ok := pf.Schema().Lookup(name)
+		if !ok {
+			return nil, nil, 0, 0, fmt.Errorf("storage: index part %q has no column %q", key, name)
+		}
+		col[name] = leaf.ColumnIndex
+	}
+	var date string
+	if d, _, ok := indexPartParts(key); ok {
+		date = d
+	}
+	rs, keys, rows, docs, err = scanPart(pf, col, date, f, withKeys)
+	if err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
+	}
+	return rs, keys, rows, docs, nil
+}
+
+// rowTest is one filter condition on one column.
+type rowTest struct {
+	column string
+	test   func(v parquet.Value) bool
+	// eq is the value the column must equal, for row group pruning by
+	// statistics; empty when the test is not an equality.
+	eq string
+}
+
+func (f Filter) rowTests() []rowTest {
+	var ts []rowTest
+	eq := func(column, want string) {
+		if want != "" {
+			ts = append(ts, rowTest{column: column, eq: want, test: func(v parquet.Value) bool {
+				return !v.IsNull() && string(v.ByteArray()) == want
+			}})
+		}
+	}
+	eq("model", f.Model)
+	eq("pool", f.Pool)
+	eq("branch", f.Branch)
+	eq("status", string(f.Status))
+	eq("run", f.Run)
+	eq("job", f.Job)
+	if f.Commit != "" {
+		prefix := []byte(f.Commit)
+		ts = append(ts, rowTest{column: "commit", test: func(v parquet.Value) bool {
+			return !v.IsNull() && bytes.HasPrefix(v.ByteArray(), prefix)
+		}})
+	}
+	if !f.Since.IsZero() {
+		// The column holds microseconds, truncated: a row at or after Since
+		// is at or after Since truncated. f.Match decides exactly later.
+		min := f.Since.UnixMicro() - 1
+		ts = append(ts, rowTest{column: "run_created_at", test: func(v parquet.Value) bool {
+			return !v.IsNull() && v.Int64() >= min
+		}})
+	}
+	return ts
+}
+
+// scanPart filters pf's rows by the filter columns, then decodes the doc
+// column of the rows left, and checks each with f.Match.
+func scanPart(pf *parquet.File, col map[string]int, date string, f Filter, withKeys bool) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
+	tests := f.rowTests()
+	md := pf.Metadata()
+	for gi, rg := range pf.RowGroups() {
+		n := int(rg.NumRows())
+		if !withKeys && gi < len(md.RowGroups) && prunedByStats(&md.RowGroups[gi], col, tests) {
+			continue
+		}
+		rows += n
+		keep := make([]bool, n)
+		for i := range keep {
+			keep[i] = true
+		}
+		for _, t := range tests {
+			err := readColumn(rg, col[t.column], func(i int, v parquet.Value) {
+				if keep[i] && !t.test(v) {
+					keep[i] = false
+				}
+			})
+			if err != nil {
+				return nil, nil, 0, 0, fmt.Errorf("column %s: %w", t.column, err)
+			}
+		}
+		if withKeys {
+			runs := make([]string, n)
+			err := readColumn(rg, col["run"], func(i int, v parquet.Value) { runs[i] = string(v.ByteArray()) })
+			if err == nil {
+				err = readColumn(rg, col["job"], func(i int, v parquet.Value) {
+					keys = append(keys, fmt.Sprintf("%sdate=%s/run=%s/%s.json", PrefixResults, date, runs[i], v.ByteArray()))
+				})
+			}
+			if err != nil {
+				return nil, nil, 0, 0, fmt.Errorf("run/job columns: %w", err)
+			}
+		}
+		var idx []int64
+		for i, k := range keep {
+			if k {
+				idx = append(idx, int64(i))
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		var decodeErr error
+		err := readRows(rg, col["doc"], idx, func(v parquet.Value) {
+			docs++
+			r, err := protocol.DecodeResult(v.ByteArray())
+			if err != nil {
+				if decodeErr == nil {
+					decodeErr = fmt.Errorf("doc column: %w", err)
+				}
+				return
+			}
+			if f.Match(r) {
+				rs = append(rs, r)
+			}
+		})
+		if err == nil {
+			err = decodeErr
+		}
+		if err != nil {
+			return nil, nil, 0, 0, err
+		}
+	}
+	return rs, keys, rows, docs, nil
+}
+
+// prunedByStats reports whether a row group's min/max statistics prove that
+// no row passes an equality test.
+func prunedByStats(rg *format.RowGroup, col map[string]int, tests []rowTest) bool {
+	for _, t := range tests {
+		if t.eq == "" {
+			continue
+		}
+		c := col[t.column]
+		if c >= len(rg.Columns) {
+			continue
+		}
+		s := rg.Columns[c].MetaData.Statistics
+		if s.MinValue == nil || s.MaxValue == nil {
+			continue
+		}
+		if t.eq < string(s.MinValue) || t.eq > string(s.MaxValue) {
+			return true
+		}
+	}
+	return false
+}
+
+// readColumn calls fn with the row index and value of every value of a flat
+// column in rg.
+func readColumn(rg parquet.RowGroup, column int, fn func(i int, v parquet.Value)) error {
+	pages := rg.ColumnChunks()[column].Pages()
+	defer pages.Close()
+	buf := make([]parquet.Value, 512)
+	row := 0
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		vr := p.Values()
+		for {
+			n, err := vr.ReadValues(buf)
+			for _, v := range buf[:n] {
+				fn(row, v)
+				row++
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				parquet.Release(p)
+				return err
+			}
+		}
+		parquet.Release(p)
+	}
+}
+
+// readRows calls fn with the value of each row in idx (ascending) of a flat
+// column, reading only the pages that hold them (the offset index locates
+// them).
+func readRows(rg parquet.RowGroup, column int, idx []int64, fn func(v parquet.Value)) error {
+	pages := rg.ColumnChunks()[column].Pages()
+	defer pages.Close()
+	buf := make([]parquet.Value, 64)
+	for i := 0; i < len(idx); {
+		start := idx[i]
+		if err := pages.SeekToRow(start); err != nil {
+			return err
+		}
+		p, err := pages.ReadPage()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		end := start + p.NumRows()
+		vr := p.Values()
+		row := start
+		for i < len(idx) && idx[i] < end {
+			n, err := vr.ReadValues(buf)
+			for _, v := range buf[:n] {
+				if i < len(idx) && idx[i] == row {
+					fn(v)
+					i++
+				}
+				row++
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				parquet.Release(p)
+				return err
+			}
+		}
+		parquet.Release(p)
+		if row == start { // an empty page: avoid looping forever
+			return io.ErrUnexpectedEOF
+		}
+	}
+	return nil
+}
