@@ -1,0 +1,134 @@
+package producer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// WriteMarkdown writes r as a GitHub step summary: a heading with the
+// outcome in one clear word (PASS, FAIL or REGRESSION), the counts, the
+// regressions and failures named with their reasons, then one table of
+// every job with regressions first, then jobs that did not pass, then the
+// rest (each group in manifest order). Columns: model, pool, batch,
+// format, samples/sec, PCC, status, change vs baseline, verdict.
+func WriteMarkdown(w io.Writer, r *RunReport) error {
+	var b strings.Builder
+	m := r.Manifest
+	out := r.Outcome()
+	passed, failed, regressions, improved := r.Counts()
+	fmt.Fprintf(&b, "## benchfleet run `%s`: %s\n\n", m.Run, out)
+	fmt.Fprintf(&b, "**%s**: %d jobs, %d passed, %d failed", out, len(r.Rows), passed, failed)
+	if r.Verdicts != nil {
+		fmt.Fprintf(&b, "; %d %s, %d improved", regressions, plural(regressions, "regression", "regressions"), improved)
+		if !r.GateOn && regressions > 0 {
+			b.WriteString(" (gate off: reported, not enforced)")
+		}
+	}
+	b.WriteString(".\n")
+	if m.Source.Commit != "" || m.Source.Branch != "" {
+		b.WriteString("\nSource:")
+		if m.Source.Repo != "" {
+			fmt.Fprintf(&b, " %s", mdCell(m.Source.Repo))
+		}
+		if m.Source.Branch != "" {
+			fmt.Fprintf(&b, " branch `%s`", mdCode(m.Source.Branch))
+		}
+		if m.Source.Commit != "" {
+			fmt.Fprintf(&b, " commit `%s`", mdCode(shortCommit(m.Source.Commit)))
+		}
+		b.WriteString(".\n")
+	}
+	if r.Verdicts != nil {
+		fmt.Fprintf(&b, "\nGate: %s.\n", mdCell(r.Gate.String()))
+	}
+	names := caseNames(r.Rows)
+	nameOf := map[string]string{}
+	for i, row := range r.Rows {
+		nameOf[row.Job] = names[i]
+	}
+	ordered := markdownOrder(r.Rows)
+	if regressions > 0 {
+		b.WriteString("\n### Regressions\n\n")
+		for _, row := range ordered {
+			if row.Verdict == string(VerdictRegression) {
+				fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(nameOf[row.Job]), mdCell(regressionText(r.verdictOf(row.Job), r.Gate)))
+			}
+		}
+	}
+	if failed > 0 {
+		b.WriteString("\n### Failures\n\n")
+		for _, row := range ordered {
+			if row.Status != protocol.StatusPassed {
+				fmt.Fprintf(&b, "- `%s` (%s): %s\n", mdCode(nameOf[row.Job]), statusWord(row.Status), mdCell(oneLine(reasonOf(row))))
+			}
+		}
+	}
+	b.WriteString("\n| model | pool | batch | format | samples/sec | PCC | status | change vs baseline | verdict |\n")
+	b.WriteString("| --- | --- | ---: | --- | ---: | ---: | --- | ---: | --- |\n")
+	for _, row := range ordered {
+		verdict := row.Verdict
+		if verdict == "" {
+			verdict = "-"
+		} else if verdict == string(VerdictRegression) || verdict == string(VerdictFailed) {
+			verdict = "**" + verdict + "**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", mdCell(row.Model), mdCell(row.Pool), row.BatchSize,
+			mdCell(row.DataFormat), fmtRate(row.SamplesPerSec), fmtPCC(row.PCC), statusWord(row.Status), FmtChange(row.Change), verdict)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// markdownOrder puts regressions first, then jobs that did not pass, then
+// the rest, each group in its original order.
+func markdownOrder(rows []Row) []Row {
+	rank := func(r Row) int {
+		switch {
+		case r.Verdict == string(VerdictRegression):
+			return 0
+		case r.Status != protocol.StatusPassed:
+			return 1
+		default:
+			return 2
+		}
+	}
+	out := make([]Row, 0, len(rows))
+	for k := 0; k <= 2; k++ {
+		for _, r := range rows {
+			if rank(r) == k {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// mdCell makes s safe inside a table cell or a list item: one line, pipes
+// and angle brackets escaped.
+func mdCell(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`, "<", "&lt;", ">", "&gt;").Replace(s)
+	return s
+}
+
+// mdCode makes s safe inside a `code span`.
+func mdCode(s string) string {
+	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(s)
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
