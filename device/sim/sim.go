@@ -8,6 +8,9 @@
 //	sim.fail           none | transient | permanent | hang | crash | pcc
 //	sim.fail_attempts  fail only the first N attempts (default: every attempt)
 //	sim.pcc            the PCC value to report (default 0.999)
+//	sim.samples_per_sec  the throughput to report: the timed loop's synthetic
+//	                   iteration times become batch/rate ± 0.1% jitter (the
+//	                   wall-clock phases still follow sim.duration)
 //
 // The attempt number comes from the worker through device.WithAttempt.
 package sim
@@ -25,10 +28,11 @@ import (
 
 // Label names the sim runner reads.
 const (
-	LabelDuration     = "sim.duration"
-	LabelFail         = "sim.fail"
-	LabelFailAttempts = "sim.fail_attempts"
-	LabelPCC          = "sim.pcc"
+	LabelDuration      = "sim.duration"
+	LabelFail          = "sim.fail"
+	LabelFailAttempts  = "sim.fail_attempts"
+	LabelPCC           = "sim.pcc"
+	LabelSamplesPerSec = "sim.samples_per_sec"
 )
 
 // Fault kinds for LabelFail.
@@ -55,6 +59,7 @@ type params struct {
 	fail         string
 	failAttempts int
 	pcc          float64
+	rate         float64 // samples/sec to report; 0 = derived from duration
 }
 
 func parse(labels map[string]string) (params, error) {
@@ -87,6 +92,13 @@ func parse(labels map[string]string) (params, error) {
 			return p, device.Invalid("label %s: %q is not a number in [-1, 1]", LabelPCC, v)
 		}
 		p.pcc = f
+	}
+	if v, ok := labels[LabelSamplesPerSec]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) || f > 1e9 {
+			return p, device.Invalid("label %s: %q is not a number above 0 and at most 1e9", LabelSamplesPerSec, v)
+		}
+		p.rate = f
 	}
 	return p, nil
 }
@@ -129,11 +141,17 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	rec.Phase(device.PhaseTiming)
 	loop := job.Benchmark.LoopCount
 	per := (p.duration * 3 / 5) / time.Duration(max(loop, 1))
+	jitter := 0.1 // ±5%
+	if p.rate > 0 {
+		// The iteration time that makes batch/iteration = rate, ±0.1%.
+		per = time.Duration(float64(max(job.Benchmark.BatchSize, 1)) / p.rate * float64(time.Second))
+		jitter = 0.002
+	}
 	iters := make([]time.Duration, 0, min(loop, 1<<16))
 	start := time.Now()
 	for i := 0; i < loop && i < 1<<16; i++ {
-		// Synthetic timing: the iteration time with ±5% jitter.
-		iters = append(iters, per+time.Duration(float64(per)*(rand.Float64()-0.5)*0.1))
+		// Synthetic timing: the iteration time with jitter.
+		iters = append(iters, per+time.Duration(float64(per)*(rand.Float64()-0.5)*jitter))
 	}
 	if err := sleep(ctx, p.duration*3/5-time.Since(start)); err != nil {
 		return nil, err
