@@ -1,13 +1,118 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// reportRun writes the JUnit and Markdown reports and applies the gate.
+// reportRun compares the run's jobs with their baseline history when a
+// store is configured (setting each row's Change and Verdict), prints the
+// gate's verdicts when o.gate, writes the JUnit (o.junit) and Markdown
+// (o.summaryMD, appended) reports, and returns the exit code: 1 when any
+// job did not pass — a failure takes precedence over a regression in the
+// same run — else 2 when the gate is on and a job regressed, else 0.
+//
+// The gate's tuning comes from ctx (submit's flags, withGateConfig), else
+// the defaults. Without a store there is no history: every passed job is
+// insufficient-history.
 func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []producer.Row, o waitOptions) (int, error) {
-	return ExitOK, usageErr("--junit, --summary-md and --gate are not available yet")
+	rep := &producer.RunReport{Manifest: m, Rows: rows, GateOn: o.gate}
+	var history producer.HistoryFunc
+	if a.storeURL != "" {
+		b, err := a.openStore(ctx)
+		if err != nil {
+			return ExitFailed, err
+		}
+		defer b.Close()
+		history = a.historyFrom(ctx, b)
+	}
+	if history != nil || o.gate {
+		g, err := producer.NewGate(gateConfigFrom(ctx), history)
+		if err != nil {
+			return ExitUsage, usageErr("%v", err)
+		}
+		verdicts, err := g.Evaluate(ctx, m, rows)
+		switch {
+		case err != nil && o.gate:
+			return ExitFailed, fmt.Errorf("regression gate: %w", err)
+		case err != nil:
+			a.log.Warn().Err(err).Str("run", m.Run).Msg("no comparison with the baseline: history unreadable")
+		default:
+			producer.ApplyVerdicts(rows, verdicts)
+			rep.Verdicts, rep.Gate = verdicts, g.Config()
+		}
+	}
+	if o.gate && rep.Verdicts != nil {
+		fmt.Fprintln(a.stdout)
+		if err := writeGateTable(a.stdout, rep); err != nil {
+			return ExitFailed, err
+		}
+	}
+	if err := writeReports(rep, o.junit, o.summaryMD); err != nil {
+		return ExitFailed, err
+	}
+	return outcomeCode(rep.Outcome()), nil
+}
+
+// writeReports writes the JUnit report to junitPath (replacing it) and
+// appends the Markdown summary to mdPath, as GitHub expects of
+// $GITHUB_STEP_SUMMARY. Empty paths are skipped.
+func writeReports(rep *producer.RunReport, junitPath, mdPath string) error {
+	if junitPath != "" {
+		var buf bytes.Buffer
+		if err := producer.WriteJUnit(&buf, rep); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(junitPath, buf.Bytes()); err != nil {
+			return fmt.Errorf("--junit %s: %w", junitPath, err)
+		}
+	}
+	if mdPath != "" {
+		var buf bytes.Buffer
+		if err := producer.WriteMarkdown(&buf, rep); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(mdPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("--summary-md %s: %w", mdPath, err)
+		}
+		_, werr := f.Write(buf.Bytes())
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("--summary-md %s: %w", mdPath, werr)
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data through a temporary file in the
+// same directory, so a reader never sees half a report.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(name, 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		os.Remove(name)
+	}
+	return werr
 }

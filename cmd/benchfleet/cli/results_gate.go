@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// gateFlags are the regression gate's tuning flags, shared by `submit`
+// and `results gate`.
+type gateFlags struct {
+	baseline   string
+	window     int
+	threshold  string
+	minHistory int
+	noiseK     float64
+}
+
+func (g *gateFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&g.baseline, "baseline-branch", producer.DefaultBaselineBranch, "branch whose passed results are the baseline")
+	fs.IntVar(&g.window, "window", producer.DefaultWindow, "baseline: median of the last N passed results of each series")
+	fs.StringVar(&g.threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
+	fs.IntVar(&g.minHistory, "min-history", producer.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
+	fs.Float64Var(&g.noiseK, "noise-k", producer.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
+}
+
+// config validates the flags; every error is a usage error naming its flag.
+func (g *gateFlags) config() (producer.GateConfig, error) {
+	th, err := producer.ParseThreshold(g.threshold)
+	if err != nil {
+		return producer.GateConfig{}, usageErr("--threshold: %v", err)
+	}
+	switch {
+	case g.baseline == "":
+		return producer.GateConfig{}, usageErr("--baseline-branch: must not be empty")
+	case g.window < 1 || g.window > 1000:
+		return producer.GateConfig{}, usageErr("--window %d: must be between 1 and 1000", g.window)
+	case g.minHistory < 1 || g.minHistory > g.window:
+		return producer.GateConfig{}, usageErr("--min-history %d: must be between 1 and --window (%d)", g.minHistory, g.window)
+	case !(g.noiseK > 0) || g.noiseK > 100:
+		return producer.GateConfig{}, usageErr("--noise-k %v: must be above 0 and at most 100 (a small value like 0.01 leaves the threshold alone to decide)", g.noiseK)
+	}
+	cfg := producer.GateConfig{BaselineBranch: g.baseline, Window: g.window, Threshold: th, NoiseK: g.noiseK, MinHistory: g.minHistory}
+	if _, err := cfg.WithDefaults(); err != nil {
+		return producer.GateConfig{}, usageErr("%v", err)
+	}
+	return cfg, nil
+}
+
+// gateConfigKey carries submit's gate flags through waitRun to reportRun.
+type gateConfigKey struct{}
+
+func withGateConfig(ctx context.Context, cfg producer.GateConfig) context.Context {
+	return context.WithValue(ctx, gateConfigKey{}, cfg)
+}
+
+// gateConfigFrom returns the gate configuration put in ctx by submit, or the
+// defaults.
+func gateConfigFrom(ctx context.Context) producer.GateConfig {
+	if cfg, ok := ctx.Value(gateConfigKey{}).(producer.GateConfig); ok {
+		return cfg
+	}
+	return producer.GateConfig{}
+}
+
+// historyFrom reads baseline history through the CLI's results query
+// (which uses the Parquet index where there is one).
+func (a *app) historyFrom(ctx context.Context, b storage.Bucket) producer.HistoryFunc {
+	qc := &cobra.Command{}
+	qc.SetContext(ctx)
+	return func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
+		qc.SetContext(ctx)
+		return a.query(qc, b, f)
+	}
+}
+
+// outcomeCode maps a run's outcome to the exit code: 1 when any job did
+// not pass (even if another regressed), else 2 on a regression with the
+// gate on, else 0.
+func outcomeCode(o producer.Outcome) int {
+	switch o {
+	case producer.OutcomeFail:
+		return ExitFailed
+	case producer.OutcomeRegression:
+		return ExitGate
+	}
+	return ExitOK
+}
+
+const gateHelp = `The gate compares each job's samples/sec with the history of its series
+(same test/model, batch size, data format, pool and runner) on the baseline
+branch, excluding the run itself and later runs: the baseline is the median
+of the last --window passed results, the noise band is --noise-k × σ with
+σ = 1.4826 × the median absolute deviation of those results. A job is a
+regression when it is slower than the baseline by more than BOTH
+--threshold and the noise band; improved when faster by more than both;
+insufficient-history when the series has fewer than --min-history results
+(reported, never a failure); failed when the job did not pass.
+
+Exit codes: 0 no regression and every job passed; 1 a job failed (PCC,
+harness, infrastructure, no result) — this takes precedence over a
+regression in the same run; 2 the gate tripped (a regression, no failures);
+64 bad flag or input.`
+
+func (a *app) resultsGateCmds() []*cobra.Command {
+	return []*cobra.Command{a.resultsGateCmd(), a.resultsCompareCmd()}
+}
+
+func (a *app) resultsGateCmd() *cobra.Command {
+	var (
+		gf                     gateFlags
+		run, format            string
+		junitPath, summaryPath string
+	)
+	cmd := &cobra.Command{
+		Use:   "gate --run RUN",
+		Short: "Apply the regression gate to a finished run (exit 2 on a regression)",
+		Long: `Apply the regression gate to a run whose results are in the store.
+
+` + gateHelp + `
+
+JSON output: an array of {job, model, pool, batch_size, data_format,
+baseline, value, change, verdict}; baseline and change are null without
+history. The run's manifest is read from the store (runs/<run>/manifest.json),
+so only --store is needed; without a manifest the run's results are used.`,
+		Example: `  benchfleet results gate --run ci-fleet-3f2a9c1e0b7d-1a2b3c
+  benchfleet results gate --run RUN --threshold 3% --window 20 --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
+			if run == "" {
+				return usageErr("--run: give the run to gate")
+			}
+			if err := protocol.ValidID("run", run); err != nil {
+				return usageErr("--run: %v", err)
+			}
+			cfg, err := gf.config()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			b, err := a.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			rs, err := a.query(cmd, b, storage.Filter{Run: run})
+			if err != nil {
+				return err
+			}
+			m, err := storedManifest(ctx, b, run, rs)
+			if err != nil {
+				return err
+			}
+			rows := producer.RowsFromResults(m, rs)
+			g, err := producer.NewGate(cfg, a.historyFrom(ctx, b))
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			verdicts, err := g.Evaluate(ctx, m, rows)
+			if err != nil {
+				return err
+			}
+			producer.ApplyVerdicts(rows, verdicts)
+			rep := &producer.RunReport{Manifest: m, Rows: rows, Verdicts: verdicts, Gate: g.Config(), GateOn: true}
+			if format == "json" {
+				if verdicts == nil {
+					verdicts = []producer.GateRow{}
+				}
+				if err := writeJSON(a.stdout, verdicts); err != nil {
+					return err
+				}
+			} else if err := writeGateTable(a.stdout, rep); err != nil {
+				return err
+			}
+			if err := writeReports(rep, junitPath, summaryPath); err != nil {
+				return err
+			}
+			if code := outcomeCode(rep.Outcome()); code != ExitOK {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&run, "run", "", "the run to gate (required)")
+	fl.StringVar(&format, "format", "table", "table or json")
+	fl.StringVar(&junitPath, "junit", "", "also write a JUnit XML report here")
+	fl.StringVar(&summaryPath, "summary-md", "", "also append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
+	gf.register(fl)
+	return cmd
+}
+
+// storedManifest reads a run's manifest from the store, or rebuilds it
+// from the run's results. A run with neither is a usage error.
+func storedManifest(ctx context.Context, b storage.Bucket, run string, rs []*protocol.Result) (*protocol.RunManifest, error) {
+	var m protocol.RunManifest
+	err := storage.GetJSON(ctx, b, storage.ManifestKey(run), &m)
+	switch {
+	case err == nil && m.Run == run:
+		return &m, nil
+	case err == nil:
+		return nil, fmt.Errorf("run %s: the stored manifest names run %q", run, m.Run)
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, err
+	case len(rs) == 0:
+		return nil, usageErr("run %q: no manifest and no results in the store", run)
+	}
+	return producer.ManifestFromResults(run, rs), nil
+}
+
+func (a *app) resultsCompareCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "compare RUN_A RUN_B",
+		Short: "Compare two runs series by series: samples/sec in A and B and the change",
+		Long: `Compare two runs whose results are in the store. Results are matched by
+series (test/model, batch size, data format, pool, runner); a series with
+several passed results in a run counts with their median. change is
+(B - A) / A.
+
+JSON output: an array of {model, pool, runner, test, batch_size,
+data_format, a, b, change, a_status, b_status}.`,
+		Example: `  benchfleet results compare nightly-20261129 nightly-20261130`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
+			for _, r := range args {
+				if err := protocol.ValidID("run", r); err != nil {
+					return usageErr("%v", err)
+				}
+			}
+			ctx := cmd.Context()
+			b, err := a.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			var sets [2][]*protocol.Result
+			for i, r := range args {
+				rs, err := a.query(cmd, b, storage.Filter{Run: r})
+				if err != nil {
+					return err
+				}
+				if len(rs) == 0 {
+					return usageErr("run %q: no results in the store", r)
+				}
+				sets[i] = rs
+			}
+			c := producer.Compare(sets[0], sets[1])
+			if format == "json" {
+				rows := c.Rows
+				if rows == nil {
+					rows = []producer.CompareRow{}
+				}
+				return writeJSON(a.stdout, rows)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "MODEL\tPOOL\tBATCH\tFORMAT\tRUNNER\t%s\t%s\tCHANGE\n", shortRun(args[0]), shortRun(args[1]))
+			for _, r := range c.Rows {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Model, r.Pool, r.BatchSize, r.DataFormat, r.Runner,
+					rateOrStatus(r.A, r.AStatus), rateOrStatus(r.B, r.BStatus), producer.FmtChange(r.Change))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "(%d series in both runs", len(c.Rows))
+			if len(c.OnlyA) > 0 {
+				fmt.Fprintf(a.stdout, "; %d only in %s", len(c.OnlyA), args[0])
+			}
+			if len(c.OnlyB) > 0 {
+				fmt.Fprintf(a.stdout, "; %d only in %s", len(c.OnlyB), args[1])
+			}
+			fmt.Fprintln(a.stdout, ")")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	return cmd
+}
+
+func shortRun(r string) string {
+	if len(r) > 24 {
+		return r[:24]
+	}
+	return r
+}
+
+func rateOrStatus(v float64, s protocol.Status) string {
+	if v > 0 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	if s == "" {
+		return "-"
+	}
+	return string(s)
+}
+
+// writeGateTable prints the gate's verdicts and a closing line with the
+// counts and the outcome.
+func writeGateTable(w io.Writer, rep *producer.RunReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tMODEL\tPOOL\tBATCH\tFORMAT\tBASELINE\tVALUE\tCHANGE\tBAND\tHISTORY\tVERDICT")
+	for _, v := range rep.Verdicts {
+		base, band := "-", "-"
+		if v.Baseline != nil {
+			base = strconv.FormatFloat(*v.Baseline, 'f', 1, 64)
+			band = "±" + strconv.FormatFloat(v.Band, 'f', 1, 64)
+		}
+		val := "-"
+		if v.Value > 0 {
+			val = strconv.FormatFloat(v.Value, 'f', 1, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.Job, v.Model, v.Pool, v.BatchSize, v.DataFormat,
+			base, val, producer.FmtChange(v.Change), band, v.History, v.Verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c := producer.CountVerdicts(rep.Verdicts)
+	_, err := fmt.Fprintf(w, "gate %s: %d regression(s), %d failed, %d improved, %d ok, %d insufficient-history (%s)\n",
+		rep.Outcome(), c.Regressions, c.Failed, c.Improved, c.OK, c.InsufficientHistory, rep.Gate)
+	return err
+}
