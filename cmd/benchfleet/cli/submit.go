@@ -42,6 +42,7 @@ type submitFlags struct {
 	branch      string
 	repo        string
 	project     string
+	gateFlags   gateFlags
 }
 
 func (a *app) submitCmd() *cobra.Command {
@@ -54,8 +55,20 @@ func (a *app) submitCmd() *cobra.Command {
 Job ids are derived from the run and each matrix cell, so submitting the
 same run again publishes nothing new and re-attaches to it.
 
-Exit codes: 0 every job passed; 1 a job failed; 2 the regression gate
-tripped; 3 timed out waiting; 64 bad flag or input.`,
+CI: with a commit (--commit, default $GITHUB_SHA) and no --run, the run id
+is derived from the repository, the commit and the matrix, so a re-triggered
+CI job for the same commit re-attaches to its run (and waits for it) instead
+of running it twice; pass --run to force a fresh run. A run with a commit
+and no priority (neither --priority nor the matrix's defaults.priority)
+runs at high priority; nightly sweeps set priority: low in their matrix.
+
+With --wait and a store (--store), each job is compared with the history of
+its series on --baseline-branch; --gate makes a regression fail the run.
+` + gateHelp + `
+
+Exit codes: 0 every job passed (and, with --gate, no regression); 1 a job
+failed — also when another job regressed; 2 the regression gate tripped; 3
+timed out waiting; 64 bad flag or input.`,
 		Example: `  benchfleet submit --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait
   benchfleet submit --matrix nightly.yaml --priority low
   benchfleet submit --matrix ci.yaml --commit $GITHUB_SHA --wait --junit report.xml --summary-md $GITHUB_STEP_SUMMARY`,
@@ -84,11 +97,12 @@ tripped; 3 timed out waiting; 64 bad flag or input.`,
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Hour, "with --wait: give up after this long (exit 3)")
 	fl.StringVar(&f.junit, "junit", "", "with --wait: write a JUnit XML report here")
 	fl.StringVar(&f.summaryMD, "summary-md", "", "with --wait: write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
-	fl.BoolVar(&f.gate, "gate", false, "with --wait: apply the regression gate (exit 2 on a regression)")
+	fl.BoolVar(&f.gate, "gate", false, "with --wait: apply the regression gate (exit 2 on a regression; needs --store)")
 	fl.StringVar(&f.commit, "commit", os.Getenv("GITHUB_SHA"), "source commit (env GITHUB_SHA)")
 	fl.StringVar(&f.branch, "branch", os.Getenv("GITHUB_REF_NAME"), "source branch (env GITHUB_REF_NAME)")
 	fl.StringVar(&f.repo, "repo", os.Getenv("GITHUB_REPOSITORY"), "source repository (env GITHUB_REPOSITORY)")
 	fl.StringVar(&f.project, "project", "", "source project, e.g. tt-forge/tt-forge-onnx")
+	f.gateFlags.register(fl)
 	a.topologyFlags(cmd)
 	return cmd
 }
@@ -171,6 +185,10 @@ func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
 	if f.project != "" {
 		m.Source.Project = f.project
 	}
+	if m.Defaults.Priority == "" && m.Source.Commit != "" {
+		// CI for one commit: someone is waiting on it.
+		m.Defaults.Priority = string(protocol.PriorityHigh)
+	}
 	run := f.run
 	if run == "" {
 		run = m.Run
@@ -207,6 +225,14 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if f.timeout <= 0 {
 		return usageErr("--timeout %s: must be positive", f.timeout)
 	}
+	if f.gate && a.storeURL == "" {
+		return usageErr("--gate needs --store (or BENCHFLEET_STORE): the baseline history is read from the result store")
+	}
+	gateCfg, err := f.gateFlags.config()
+	if err != nil {
+		return err
+	}
+	ctx = withGateConfig(ctx, gateCfg)
 	sub, err := a.buildSubmission(f)
 	if err != nil {
 		return err
