@@ -25,6 +25,13 @@ const (
 	SubjectEventsPrefix = "bench.events"
 	// SubjectDeadPrefix prefixes dead-letter subjects: bench.dead.<pool>.
 	SubjectDeadPrefix = "bench.dead"
+
+	// HeaderPriorAttempts is set by `dlq retry` on a re-queued job: the
+	// attempts the job already had before it was dead-lettered. Workers
+	// number attempts on from there (so a result's attempt, its events and
+	// its artifacts/<run>/<job>/attempt-<n>/ keys stay unique across a
+	// retry) while the re-queued message gets a fresh MaxDeliver budget.
+	HeaderPriorAttempts = "Benchfleet-Prior-Attempts"
 )
 
 // Priority is the queue a job waits in. Workers drain high before normal

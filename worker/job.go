@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +27,12 @@ type attemptState struct {
 	raw     []byte
 	job     *protocol.Job
 	attempt int
-	log     zerolog.Logger
-	started time.Time
+	// deliveries is this message's delivery count, which MaxDeliver bounds.
+	// It equals attempt unless the job was re-queued by `dlq retry`, whose
+	// message carries the attempts made before (protocol.HeaderPriorAttempts).
+	deliveries int
+	log        zerolog.Logger
+	started    time.Time
 }
 
 // handle processes one delivery. It always settles the message (ack, nak,
@@ -35,10 +40,11 @@ type attemptState struct {
 // back. It returns true after an infrastructure failure so the slot checks
 // its device.
 func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
-	a := &attemptState{s: s, msg: msg, raw: msg.Data(), attempt: 1, log: s.log, started: time.Now().UTC()}
+	a := &attemptState{s: s, msg: msg, raw: msg.Data(), deliveries: 1, log: s.log, started: time.Now().UTC()}
 	if meta, err := msg.Metadata(); err == nil {
-		a.attempt = int(meta.NumDelivered)
+		a.deliveries = int(meta.NumDelivered)
 	}
+	a.attempt = priorAttempts(msg) + a.deliveries
 	ctx := s.w.runCtx
 	pool, _, _ := protocol.ParseJobSubject(msg.Subject())
 
@@ -54,7 +60,7 @@ func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
 	a.job = job
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
 
-	if a.attempt > s.w.cfg.MaxDeliver {
+	if a.deliveries > s.w.cfg.MaxDeliver {
 		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt never reported (worker crash or lost connection)", s.w.cfg.MaxDeliver))
 		return false
 	}
@@ -183,6 +189,20 @@ func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
 	return true
 }
 
+// priorAttempts reads protocol.HeaderPriorAttempts (0 when absent or not a
+// small non-negative number: a bad header never makes a job invalid).
+func priorAttempts(msg jetstream.Msg) int {
+	h := msg.Headers()
+	if h == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(h.Get(protocol.HeaderPriorAttempts))
+	if err != nil || n < 0 || n > 10000 {
+		return 0
+	}
+	return n
+}
+
 // safeRun turns a runner panic into an infrastructure error with a stack.
 func safeRun(ctx context.Context, r device.Runner, job *protocol.Job, dev device.Device, rec device.Recorder) (out *device.Outcome, err error) {
 	defer func() {
@@ -251,7 +271,7 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	case err != nil:
 		a.log.Error().Err(err).Msg("result not durable; handing the job back")
 		a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: "result not stored: " + err.Error()})
-		_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.attempt))
+		_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.deliveries))
 		return
 	}
 	kind := map[protocol.Status]protocol.EventKind{
@@ -286,11 +306,11 @@ func (a *attemptState) ack(ctx context.Context) {
 // retry handles an infrastructure failure: redeliver with backoff, or dead
 // letter after MaxDeliver.
 func (a *attemptState) retry(ctx context.Context, cause error) {
-	if a.attempt >= a.s.w.cfg.MaxDeliver {
+	if a.deliveries >= a.s.w.cfg.MaxDeliver {
 		a.dead(ctx, fmt.Sprintf("infrastructure failure on the last of %d attempts: %v", a.s.w.cfg.MaxDeliver, cause))
 		return
 	}
-	delay := a.s.w.cfg.backoff(a.attempt)
+	delay := a.s.w.cfg.backoff(a.deliveries)
 	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
 	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
 	if err := a.msg.NakWithDelay(delay); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -161,6 +162,8 @@ func retryDead(ctx context.Context, js jetstream.JetStream, id string) (*protoco
 	m := nats.NewMsg(protocol.JobSubject(job.Pool, job.Priority))
 	m.Data = e.dl.Payload
 	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s-retry-%d", job.ID, time.Now().UnixNano()))
+	// Attempts go on from the dead letter's count (a fresh MaxDeliver budget).
+	m.Header.Set(protocol.HeaderPriorAttempts, strconv.Itoa(e.Attempts))
 	if _, err := js.PublishMsg(ctx, m); err != nil {
 		return nil, fmt.Errorf("dlq retry %s: %w", id, err)
 	}
