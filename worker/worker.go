@@ -214,10 +214,15 @@ func (w *Worker) kickStatus() {
 	}
 }
 
-// heartbeatLoop writes the worker status to bench-workers every Heartbeat
-// and whenever a slot changes state (at most every 200ms).
+// statusEvery is the longest gap between two heartbeats in bench-workers;
+// it stays well inside the bucket's TTL whatever the ack-wait.
+const statusEvery = 10 * time.Second
+
+// heartbeatLoop writes the worker status to bench-workers every
+// min(Heartbeat, statusEvery) and whenever a slot changes state (at most
+// every 200ms).
 func (w *Worker) heartbeatLoop() {
-	t := time.NewTicker(w.cfg.Heartbeat)
+	t := time.NewTicker(min(w.cfg.Heartbeat, statusEvery))
 	defer t.Stop()
 	slotsDone := make(chan struct{})
 	go func() {
