@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/testfleet"
@@ -35,15 +36,12 @@ func TestTwoWorkersTwoHundredJobsOneStopped(t *testing.T) {
 	_, js := testfleet.Connect(t, srv.ClientURL())
 	topo := testfleet.Topology(t, js, tc)
 
-	cfg := func(id string, nc any) worker.Config {
-		return worker.Config{ID: id, Store: store, Topology: tc, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()}
+	cfg := func(id string, nc *nats.Conn, slots []worker.Slot) worker.Config {
+		return worker.Config{ID: id, Conn: nc, Store: store, Slots: slots, Topology: tc,
+			Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()}
 	}
-	ca := cfg("worker-a", nil)
-	ca.Conn, ca.Slots = ncA, testfleet.SimSlots("a", 4)
-	cb := cfg("worker-b", nil)
-	cb.Conn, cb.Slots = ncB, testfleet.SimSlots("b", 4)
-	wa := testfleet.StartWorker(t, ca)
-	testfleet.StartWorker(t, cb)
+	wa := testfleet.StartWorker(t, cfg("worker-a", ncA, testfleet.SimSlots("a", 4)))
+	testfleet.StartWorker(t, cfg("worker-b", ncB, testfleet.SimSlots("b", 4)))
 
 	const run = "e2e-200"
 	jobs := testfleet.SimJobs(t, run, 200, map[string]string{"sim.duration": "40ms"})
