@@ -1,0 +1,71 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `benchfleet devices` lists discovered Tenstorrent boards (stand-in
+// tt-smi) and built-in slots in the JSON shape of DESIGN §7.
+func TestDevicesJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	devRoot := filepath.Join(dir, "dev")
+	if err := os.MkdirAll(devRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"0", "1"} {
+		if err := os.WriteFile(filepath.Join(devRoot, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	standin, _ := filepath.Abs("../../../worker/testdata/fake-tt-smi")
+	ttsmi := filepath.Join(dir, "tt-smi")
+	if err := os.WriteFile(ttsmi, []byte(fmt.Sprintf("#!/bin/sh\nFAKE_DEV_ROOT=%q exec %q \"$@\"\n", devRoot, standin)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "worker.yaml")
+	body := fmt.Sprintf("discovery:\n  enabled: true\n  tt_smi: %s\n  dev_root: %s\nforge:\n  workdir: %s\n", ttsmi, devRoot, dir)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "devices", "--config", cfg, "--slots", "cpu=1", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var devs []struct {
+		ID      string `json:"id"`
+		Pool    string `json:"pool"`
+		Arch    string `json:"arch"`
+		Chips   int    `json:"chips"`
+		Path    string `json:"path"`
+		Healthy bool   `json:"healthy"`
+	}
+	if err := json.Unmarshal([]byte(out), &devs); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(devs) != 3 {
+		t.Fatalf("want cpu-0, tt0, tt1: %+v", devs)
+	}
+	for _, d := range devs[1:] {
+		if d.Pool != "n150" || d.Arch != "wormhole" || d.Chips != 1 || !d.Healthy || d.Path == "" {
+			t.Errorf("device %+v", d)
+		}
+	}
+	if devs[0].ID != "cpu-0" || devs[0].Pool != "cpu" {
+		t.Errorf("built-in slot %+v", devs[0])
+	}
+
+	// An unknown key in the config is an error naming it.
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("discovery:\n  enabeld: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "devices", "--config", bad); code != 64 || !strings.Contains(errOut, "enabeld") {
+		t.Fatalf("bad config: exit %d: %s", code, errOut)
+	}
+}
