@@ -31,10 +31,12 @@ type faultFleet struct {
 	tc    topology.Config
 }
 
-func newFaultFleet(t *testing.T) *faultFleet {
+func newFaultFleet(t *testing.T) *faultFleet { return newFaultFleetAckWait(t, 3*time.Second) }
+
+func newFaultFleetAckWait(t *testing.T, ackWait time.Duration) *faultFleet {
 	t.Helper()
 	srv := testfleet.Server(t)
-	f := &faultFleet{url: srv.ClientURL(), store: newStore(t), tc: topology.Config{AckWait: 3 * time.Second}}
+	f := &faultFleet{url: srv.ClientURL(), store: newStore(t), tc: topology.Config{AckWait: ackWait}}
 	_, f.js = testfleet.Connect(t, f.url)
 	f.topo = testfleet.Topology(t, f.js, f.tc)
 	return f
