@@ -121,7 +121,17 @@ func (a *app) runsCmd() *cobra.Command {
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
 			}
-			return a.waitRun(ctx, js, m, waitOptions{timeout: 2 * time.Second, quiet: true})
+			w := &producer.Watcher{JS: js, Manifest: m}
+			states, err := w.Snapshot(ctx)
+			if err != nil {
+				return err
+			}
+			rows := producer.Rows(m, states, a.loadResults(ctx, m, states))
+			if err := producer.WriteTable(a.stdout, rows); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, progressText(producer.ProgressOf(m, states)))
+			return nil
 		},
 	}
 	show.Flags().StringVar(&showFormat, "format", "table", "table or json (the manifest)")
