@@ -532,12 +532,10 @@ func regressionText(v *GateRow, cfg GateConfig) string {
 	if v.Change != nil {
 		pct = math.Abs(*v.Change)
 	}
-	return fmt.Sprintf("%s samples/sec is %s %s the baseline %s (median of the last %d passed results on %s; threshold %s, noise band ±%s)",
-		fmtRate(v.Value), FmtPercent(round4(pct)), dir, fmtRate(*v.Baseline), v.History, cfg.BaselineBranch,
-		FmtPercent(cfg.Threshold), fmtRate(v.Band))
+	return fmt.Sprintf("%s samples/sec is %.1f%% %s the baseline %s (median of the last %d passed results on %s; threshold %s, noise band ±%.1f)",
+		fmtRate(v.Value), pct*100, dir, fmtRate(*v.Baseline), v.History, cfg.BaselineBranch,
+		FmtPercent(cfg.Threshold), v.Band)
 }
-
-func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 
 // RowsFromResults builds summary rows from a run's stored results, in
 // manifest order; a job of the manifest without a result is a row with no

@@ -139,7 +139,7 @@ func caseProperties(row Row) []junitProperty {
 		p = append(p, junitProperty{"runner", row.Runner})
 	}
 	if row.SamplesPerSec > 0 {
-		p = append(p, junitProperty{"samples_per_sec", strconv.FormatFloat(row.SamplesPerSec, 'f', -1, 64)})
+		p = append(p, junitProperty{"samples_per_sec", strconv.FormatFloat(row.SamplesPerSec, 'f', 3, 64)})
 	}
 	if row.PCC != 0 {
 		p = append(p, junitProperty{"pcc", strconv.FormatFloat(row.PCC, 'f', -1, 64)})

@@ -104,7 +104,7 @@ func TestWriteJUnit(t *testing.T) {
 		byName[c.Name] = c
 	}
 	ok := byName["resnet50/n150/bs8/bfloat16"]
-	if ok.Failure != nil || ok.Error != nil || ok.prop("samples_per_sec") != "1000" || ok.prop("pcc") != "0.995" || ok.prop("verdict") != "ok" {
+	if ok.Failure != nil || ok.Error != nil || ok.prop("samples_per_sec") != "1000.000" || ok.prop("pcc") != "0.995" || ok.prop("verdict") != "ok" {
 		t.Errorf("passing case: %+v", ok)
 	}
 	pcc := byName["resnet50/n150/bs1/float32"]
@@ -115,7 +115,7 @@ func TestWriteJUnit(t *testing.T) {
 		t.Errorf("infra error: %+v", e)
 	}
 	reg := byName["resnet50/p150/bs8/bfloat16"]
-	if reg.Failure == nil || reg.Failure.Type != "regression" || !strings.Contains(reg.Failure.Message, "10% below the baseline 1000.0") {
+	if reg.Failure == nil || reg.Failure.Type != "regression" || !strings.Contains(reg.Failure.Message, "10.0% below the baseline 1000.0") {
 		t.Errorf("regression: %+v", reg.Failure)
 	}
 	// With the gate off, the regression is reported but is not a failure.
