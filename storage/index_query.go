@@ -198,7 +198,7 @@ func readPart(ctx context.Context, b Bucket, key string, f Filter, withKeys bool
 	if err != nil {
 		return nil, nil, 0, 0, err
 	}
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
 	}
@@ -395,7 +395,11 @@ func readColumn(rg parquet.RowGroup, column int, fn func(i int, v parquet.Value)
 // column, reading only the pages that hold them (the offset index locates
 // them).
 func readRows(rg parquet.RowGroup, column int, idx []int64, fn func(v parquet.Value)) error {
-	pages := rg.ColumnChunks()[column].Pages()
+	chunk := rg.ColumnChunks()[column]
+	// Parts are opened without their page index (most columns are read
+	// whole); load it for this column so SeekToRow can jump to a page.
+	_, _ = chunk.OffsetIndex()
+	pages := chunk.Pages()
 	defer pages.Close()
 	buf := make([]parquet.Value, 64)
 	for i := 0; i < len(idx); {

@@ -124,13 +124,17 @@ func TestQueryMatchesJSON(t *testing.T) {
 			if err != nil || bad != 0 {
 				t.Fatalf("QueryJSON: %v (bad %d)", err, bad)
 			}
-			got, st, err := Query(t.Context(), b, tc.f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameResults(t, got, want)
-			if st.JSONRead != 0 || st.IndexPartitions != st.Partitions || len(st.Warnings) > 0 {
-				t.Fatalf("stats %+v: want every partition answered from the index", st)
+			// Through the file bucket's folder listing, and through the
+			// plain Bucket interface (date prefixes), as on S3.
+			for _, bk := range []Bucket{b, plainBucket{b}} {
+				got, st, err := Query(t.Context(), bk, tc.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameResults(t, got, want)
+				if st.JSONRead != 0 || st.IndexPartitions != st.Partitions || len(st.Warnings) > 0 {
+					t.Fatalf("stats %+v: want every partition answered from the index", st)
+				}
 			}
 		})
 	}
@@ -138,6 +142,9 @@ func TestQueryMatchesJSON(t *testing.T) {
 		t.Fatal("the synthetic history has no resnet50 on n150: the table test proves little")
 	}
 }
+
+// plainBucket hides the optional interfaces of the bucket it wraps.
+type plainBucket struct{ Bucket }
 
 func mustQuery(t testing.TB, b Bucket, f Filter) []*protocol.Result {
 	t.Helper()
@@ -361,11 +368,13 @@ func TestSinceLimitsListing(t *testing.T) {
 	t.Parallel()
 	b, _ := newSynthStore(t, 100, 10)
 	mustCompact(t, b, CompactOptions{})
-	_, st, err := Query(t.Context(), b, Filter{Since: synthEnd.AddDate(0, 0, -2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Partitions != 3 {
-		t.Fatalf("stats %+v: want only the 3 partitions since the date", st)
+	for _, bk := range []Bucket{b, plainBucket{b}} {
+		_, st, err := Query(t.Context(), bk, Filter{Since: synthEnd.AddDate(0, 0, -2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Partitions != 3 {
+			t.Fatalf("stats %+v: want only the 3 partitions since the date", st)
+		}
 	}
 }

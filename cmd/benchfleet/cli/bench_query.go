@@ -1,9 +1,252 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
 
-// benchQueryCmd is being written.
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+type benchQueryFlags struct {
+	results, days, repeat int
+	keep                  bool
+	format                string
+	q                     queryFlags
+}
+
+// benchQueryReport is the JSON output of bench query.
+type benchQueryReport struct {
+	Store          string             `json:"store"`
+	Results        int                `json:"results"`
+	Days           int                `json:"days"`
+	Filter         string             `json:"filter"`
+	Matched        int                `json:"matched"`
+	GenerateS      float64            `json:"generate_s"`
+	CompactS       float64            `json:"compact_s"`
+	JSONS          float64            `json:"json_s"`
+	IndexS         float64            `json:"index_s"`
+	Ratio          float64            `json:"ratio"`
+	JSONRuns       []float64          `json:"json_runs_s"`
+	IndexRuns      []float64          `json:"index_runs_s"`
+	Stats          storage.QueryStats `json:"index_stats"`
+	SameResultsSet bool               `json:"same_results"`
+}
+
+// benchQueryCmd measures history queries through the Parquet index against
+// the raw JSON scan on a synthetic store.
 func (a *app) benchQueryCmd() *cobra.Command {
-	return &cobra.Command{Use: "query", Short: "(not built yet)", Hidden: true,
-		RunE: func(*cobra.Command, []string) error { return usageErr("bench query is not built yet") }}
+	var fl benchQueryFlags
+	cmd := &cobra.Command{
+		Use:   "query",
+		Short: "Measure a filtered history query: Parquet index vs raw JSON scan",
+		Long: `bench query fills a store with a synthetic history (--results results over
+--days date partitions, several models, pools and branches), compacts it,
+then runs the same filtered query over the raw JSON results
+(storage.QueryJSON) and through the index (storage.Query), --repeat times
+each, alternating. It checks that both return the same jobs with the same
+documents and prints the median times and their ratio.
+
+The store is a fresh temporary directory (removed unless --keep) or, with
+an explicit --store, that store, which must not hold results yet.`,
+		Example: `  benchfleet bench query
+  benchfleet bench query --results 20000 --format json
+  benchfleet bench query --model mlp --pool cpu --since 30d`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runBenchQuery(cmd, &fl)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&fl.results, "results", 100000, "synthetic results to generate")
+	f.IntVar(&fl.days, "days", 365, "date partitions the results are spread over")
+	f.IntVar(&fl.repeat, "repeat", 3, "timed runs of each query (the median is reported)")
+	f.BoolVar(&fl.keep, "keep", false, "keep the temporary store and print its path")
+	f.StringVar(&fl.format, "format", "table", "table or json")
+	f.StringVar(&fl.q.model, "model", "resnet50", "query filter: model")
+	f.StringVar(&fl.q.pool, "pool", "n150", "query filter: pool")
+	f.StringVar(&fl.q.branch, "branch", "main", "query filter: branch")
+	f.StringVar(&fl.q.since, "since", "90d", "query filter: since")
+	f.StringVar(&fl.q.status, "status", "", "query filter: status")
+	f.StringVar(&fl.q.commit, "commit", "", "query filter: commit prefix")
+	return cmd
+}
+
+func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
+	if err := checkFormat(fl.format, "table", "json"); err != nil {
+		return err
+	}
+	if fl.results < 1 || fl.days < 1 || fl.repeat < 1 {
+		return usageErr("--results, --days and --repeat must be positive")
+	}
+	filter, err := fl.q.filter()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	// Only an explicit --store flag is used: a BENCHFLEET_STORE in the
+	// environment must not receive synthetic data by accident.
+	var (
+		b     storage.Bucket
+		where string
+	)
+	if cmd.Flags().Changed("store") {
+		b, err = a.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		where = storage.Redact(a.storeURL)
+		if nonEmpty, err := hasKeys(ctx, b, storage.PrefixResults, storage.PrefixIndex); err != nil {
+			b.Close()
+			return err
+		} else if nonEmpty {
+			b.Close()
+			return usageErr("--store %s already holds results or an index; bench query needs an empty store", where)
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "benchfleet-bench-query-")
+		if err != nil {
+			return err
+		}
+		if !fl.keep {
+			defer os.RemoveAll(dir)
+		}
+		fb, err := storage.NewFileBucket(dir)
+		if err != nil {
+			return err
+		}
+		b, where = fb, dir
+	}
+	defer b.Close()
+
+	rep := benchQueryReport{Store: where, Results: fl.results, Days: fl.days, Filter: describeFilter(fl.q)}
+	fmt.Fprintf(a.stderr, "generating %d results over %d days in %s ...\n", fl.results, fl.days, where)
+	start := time.Now()
+	if err := storage.WriteSynth(ctx, b, storage.SynthOptions{Results: fl.results, Days: fl.days, End: time.Now()}); err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	rep.GenerateS = time.Since(start).Seconds()
+	fmt.Fprintf(a.stderr, "compacting ...\n")
+	start = time.Now()
+	cst, err := storage.Compact(ctx, b, storage.CompactOptions{})
+	if err != nil {
+		return err
+	}
+	rep.CompactS = time.Since(start).Seconds()
+	if cst.Rows != fl.results {
+		return fmt.Errorf("compact indexed %d rows, want %d", cst.Rows, fl.results)
+	}
+
+	fmt.Fprintf(a.stderr, "querying (%s), %d runs each ...\n", rep.Filter, fl.repeat)
+	var viaJSON, viaIndex []*protocol.Result
+	for range fl.repeat {
+		start = time.Now()
+		rs, bad, err := storage.QueryJSON(ctx, b, filter)
+		if err != nil {
+			return err
+		}
+		if bad > 0 {
+			return fmt.Errorf("json query: %d unreadable results", bad)
+		}
+		rep.JSONRuns = append(rep.JSONRuns, time.Since(start).Seconds())
+		viaJSON = rs
+
+		start = time.Now()
+		rs, st, err := storage.Query(ctx, b, filter)
+		if err != nil {
+			return err
+		}
+		rep.IndexRuns = append(rep.IndexRuns, time.Since(start).Seconds())
+		viaIndex, rep.Stats = rs, st
+	}
+	if err := sameResults(viaJSON, viaIndex); err != nil {
+		return err
+	}
+	rep.SameResultsSet = true
+	rep.Matched = len(viaIndex)
+	rep.JSONS, rep.IndexS = median(rep.JSONRuns), median(rep.IndexRuns)
+	if rep.IndexS > 0 {
+		rep.Ratio = rep.JSONS / rep.IndexS
+	}
+	if fl.keep && !cmd.Flags().Changed("store") {
+		fmt.Fprintf(a.stderr, "kept the store: --store file://%s\n", where)
+	}
+	if fl.format == "json" {
+		return writeJSON(a.stdout, rep)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "store        %s (%d results over %d date partitions)\n", rep.Store, rep.Results, rep.Days)
+	fmt.Fprintf(w, "generate     %.2fs\n", rep.GenerateS)
+	fmt.Fprintf(w, "compact      %.2fs (%d parts, %d rows)\n", rep.CompactS, cst.Written, cst.Rows)
+	fmt.Fprintf(w, "query        %s -> %d results, identical via JSON and index\n", rep.Filter, rep.Matched)
+	fmt.Fprintf(w, "json scan    %8.1f ms  (median of %d)\n", rep.JSONS*1000, fl.repeat)
+	fmt.Fprintf(w, "index        %8.1f ms  (median of %d; %d partitions, %d rows scanned, %d docs decoded, %d JSON read)\n",
+		rep.IndexS*1000, fl.repeat, rep.Stats.Partitions, rep.Stats.IndexRows, rep.Stats.DocsDecoded, rep.Stats.JSONRead)
+	fmt.Fprintf(w, "ratio        %.1fx faster through the index\n", rep.Ratio)
+	return nil
+}
+
+// sameResults checks that two queries returned the same jobs, in the same
+// order, with the same documents.
+func sameResults(viaJSON, viaIndex []*protocol.Result) error {
+	ids := func(rs []*protocol.Result) []string {
+		out := make([]string, len(rs))
+		for i, r := range rs {
+			out[i] = r.Job
+		}
+		return out
+	}
+	if !slices.Equal(ids(viaJSON), ids(viaIndex)) {
+		return fmt.Errorf("index query returned %d jobs, JSON query %d: the job lists differ", len(viaIndex), len(viaJSON))
+	}
+	for i := range viaJSON {
+		x, _ := json.Marshal(viaJSON[i])
+		y, _ := json.Marshal(viaIndex[i])
+		if !bytes.Equal(x, y) {
+			return fmt.Errorf("job %s: the index returned a different document than the JSON result", viaJSON[i].Job)
+		}
+	}
+	return nil
+}
+
+func hasKeys(ctx context.Context, b storage.Bucket, prefixes ...string) (bool, error) {
+	for _, p := range prefixes {
+		for _, err := range b.List(ctx, p) {
+			if err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func describeFilter(q queryFlags) string {
+	s := ""
+	for _, kv := range [][2]string{{"model", q.model}, {"pool", q.pool}, {"branch", q.branch}, {"since", q.since},
+		{"status", q.status}, {"commit", q.commit}} {
+		if kv[1] != "" {
+			s += fmt.Sprintf(" --%s %s", kv[0], kv[1])
+		}
+	}
+	if s == "" {
+		return "(no filter)"
+	}
+	return s[1:]
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+func (a *app) resultsCompactCmd() *cobra.Command {
+	var (
+		since string
+		force bool
+	)
+	cmd := &cobra.Command{
+		Use:   "compact",
+		Short: "Bring the Parquet index (index/v1/date=.../part-*.parquet) up to date",
+		Long: `Compact writes, for every date partition whose results changed since the last
+compaction, one Parquet part covering all of that date's results, then
+deletes the part it replaces. Running it again without new results does
+nothing. Queries read the index for compacted dates and the JSON results
+for everything the index does not cover yet, so compaction never hides a
+result. The parts are Hive-partitioned: DuckDB, Spark, Trino or Athena can
+read index/v1/ in place (columns: docs/schema-parquet.md).`,
+		Example: `  benchfleet results compact
+  benchfleet results compact --since 7d
+  benchfleet results compact --force     # rewrite every part (repairs a damaged one)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := storage.CompactOptions{Force: force}
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return usageErr("--since %q: %v", since, err)
+				}
+				opts.Since = t
+			}
+			ctx := cmd.Context()
+			b, err := a.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			start := time.Now()
+			st, err := storage.Compact(ctx, b, opts)
+			for _, k := range st.Unreadable {
+				a.log.Warn().Str("key", k).Msg("result could not be decoded; left out of the index")
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current, %d stale parts removed) in %s\n",
+				st.Written, st.Partitions, st.Rows, st.Current, st.Removed, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only partitions since a date (2026-11-01), a time, or an age (72h, 30d)")
+	cmd.Flags().BoolVar(&force, "force", false, "rewrite every partition's part even when it is current")
+	return cmd
+}
+
+func (a *app) resultsExportCmd() *cobra.Command {
+	var (
+		q   queryFlags
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "export --format benchmark-jsonl",
+		Short: "Export results as Tenstorrent CompleteBenchmarkRun JSON lines",
+		Long: `Export writes one JSON object per line in the shape of Tenstorrent's
+CompleteBenchmarkRun record (run_start_ts, run_end_ts, run_type, git_*,
+device_hostname, device_info, ml_model_name, ..., measurements[...]), so the
+results can be loaded into their benchmark database and dashboards.
+
+By default only passed results are exported (the upstream harness writes a
+report only for a passing test); --status all exports every status. The
+other filters are those of 'results query'.`,
+		Example: `  benchfleet results export --format benchmark-jsonl --since 1d --out runs.jsonl
+  benchfleet results export --format benchmark-jsonl --run RUN --status all`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(q.format, "benchmark-jsonl"); err != nil {
+				return err
+			}
+			if q.status == "all" {
+				q.status = ""
+			}
+			f, err := q.filter()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			b, err := a.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			rs, err := a.query(cmd, b, f)
+			if err != nil {
+				return err
+			}
+			return writeExport(a.stdout, out, rs)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&q.format, "format", "benchmark-jsonl", "export format: benchmark-jsonl")
+	fl.StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")
+	fl.StringVar(&q.model, "model", "", "model name")
+	fl.StringVar(&q.pool, "pool", "", "pool (board kind)")
+	fl.StringVar(&q.run, "run", "", "run id")
+	fl.StringVar(&q.commit, "commit", "", "source commit (a prefix matches)")
+	fl.StringVar(&q.branch, "branch", "", "source branch")
+	fl.StringVar(&q.since, "since", "", "runs created since a date (2026-11-01), a time, or an age (72h, 30d)")
+	fl.StringVar(&q.status, "status", "passed", "passed, failed, error, timeout, cancelled or all")
+	return cmd
+}
+
+// writeExport writes rs as benchmark JSON lines to path, or to stdout when
+// path is empty. A file is written to a temporary name and renamed, so a
+// reader never sees half an export.
+func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
+	if path == "" {
+		return storage.WriteBenchmarkJSONL(stdout, rs)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return usageErr("--out %q: %v", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := storage.WriteBenchmarkJSONL(tmp, rs); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--out %q: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--out %q: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "exported %d results to %s\n", len(rs), path)
+	return nil
+}

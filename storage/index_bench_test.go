@@ -1,0 +1,56 @@
+package storage
+
+import (
+	"testing"
+	"time"
+)
+
+// benchQueryStore is a compacted 5k-result history over 365 days.
+func benchQueryStore(b *testing.B) *FileBucket {
+	b.Helper()
+	fb, err := NewFileBucket(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := WriteSynth(b.Context(), fb, SynthOptions{Results: 5000, Days: 365, End: synthEnd}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := Compact(b.Context(), fb, CompactOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return fb
+}
+
+var benchFilter = Filter{Model: "resnet50", Pool: "n150", Branch: "main", Since: synthEnd.AddDate(0, 0, -90)}
+
+// BenchmarkQueryJSON and BenchmarkQueryIndex run the same history query
+// (resnet50 on n150, main, last 90 days) over the raw JSON results and
+// through the Parquet index; compare their ns/op.
+func BenchmarkQueryJSON(b *testing.B) {
+	fb := benchQueryStore(b)
+	for b.Loop() {
+		if _, _, err := QueryJSON(b.Context(), fb, benchFilter); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkQueryIndex(b *testing.B) {
+	fb := benchQueryStore(b)
+	for b.Loop() {
+		rs, st, err := Query(b.Context(), fb, benchFilter)
+		if err != nil || st.JSONRead != 0 || len(rs) == 0 {
+			b.Fatalf("query: %v, %d results, stats %+v", err, len(rs), st)
+		}
+	}
+}
+
+func BenchmarkCompactOnePartition(b *testing.B) {
+	fb := benchQueryStore(b)
+	since := synthEnd.Add(-time.Hour)
+	for b.Loop() {
+		if _, err := Compact(b.Context(), fb, CompactOptions{Since: since, Force: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package storage
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// listPartitions lists the results and the index parts of every date
+// partition on or after since (all when since is empty), by date.
+//
+// It lists one prefix per date partition it wants. The dates come from the
+// bucket's folders where it can name them cheaply (folderLister); otherwise
+// from datePrefixesFrom, a handful of prefixes whose union is exactly the
+// dates on or after since.
+func listPartitions(ctx context.Context, b Bucket, since string) ([]*partition, error) {
+	var prefixes []string // after "<tree>date="
+	if fl, ok := b.(folderLister); ok {
+		seen := map[string]bool{}
+		for _, tree := range []string{PrefixResults, PrefixIndex} {
+			names, err := fl.listFolders(ctx, tree)
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range names {
+				if d, ok := strings.CutPrefix(n, "date="); ok && d >= since && !seen[d] {
+					seen[d] = true
+					prefixes = append(prefixes, d+"/")
+				}
+			}
+		}
+	} else if since == "" {
+		prefixes = []string{""}
+	} else {
+		prefixes = datePrefixesFrom(since)
+	}
+
+	byDate := map[string]*partition{}
+	var mu sync.Mutex
+	get := func(date string) *partition {
+		p := byDate[date]
+		if p == nil {
+			p = &partition{date: date}
+			byDate[date] = p
+		}
+		return p
+	}
+	type job struct {
+		prefix string
+		index  bool
+	}
+	var jobs []job
+	for _, pre := range prefixes {
+		jobs = append(jobs, job{PrefixResults + "date=" + pre, false}, job{PrefixIndex + "date=" + pre, true})
+	}
+	err := parallel(ctx, len(jobs), 8, func(i int) error {
+		j := jobs[i]
+		var keys []string
+		for key, err := range b.List(ctx, j.prefix) {
+			if err != nil {
+				return err
+			}
+			keys = append(keys, key)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, key := range keys {
+			if j.index {
+				if date, _, ok := indexPartParts(key); ok && date >= since {
+					p := get(date)
+					p.parts = append(p.parts, key)
+				}
+				continue
+			}
+			if date, _, _, ok := ResultKeyParts(key); ok && date >= since {
+				p := get(date)
+				p.keys = append(p.keys, key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*partition, 0, len(byDate))
+	for _, p := range byDate {
+		slices.Sort(p.keys)
+		slices.Sort(p.parts)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *partition) int { return cmp.Compare(a.date, b.date) })
+	return out, nil
+}
+
+// folderLister is implemented by buckets that can name the folders directly
+// under a folder prefix (ending in "/") in one cheap call. Listing then
+// visits only the date partitions a query wants.
+type folderLister interface {
+	listFolders(ctx context.Context, prefix string) ([]string, error)
+}
+
+// listFolders implements folderLister: one directory read.
+func (b *FileBucket) listFolders(ctx context.Context, prefix string) ([]string, error) {
+	dir := strings.TrimSuffix(prefix, "/")
+	if err := CheckKey(dir); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(filepath.Join(b.root, filepath.FromSlash(dir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".tmp-") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// datePrefixesFrom returns string prefixes whose union is exactly the set of
+// dates (YYYY-MM-DD) on or after d, each ending in "/" when it names a whole
+// date, so that a listing per prefix visits no partition before d. Dates in
+// the far future are covered too: nothing is assumed about the clock.
+func datePrefixesFrom(d string) []string {
+	out := []string{d + "/"}
+	for i := len(d) - 1; i >= 0; i-- {
+		c := d[i]
+		if c < '0' || c > '9' {
+			continue
+		}
+		for n := c + 1; n <= '9'; n++ {
+			p := d[:i] + string(n)
+			if i == len(d)-1 {
+				p += "/"
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
