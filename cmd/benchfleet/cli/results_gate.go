@@ -105,9 +105,9 @@ of the last --window passed results, the noise band is --noise-k × σ with
 regression when it is slower than the baseline by more than BOTH
 --threshold and the noise band; improved when faster by more than both;
 insufficient-history when the series has fewer than --min-history results
-(reported, never a failure); failed when the job did not pass.
+(reported, never a failure); failed when the job did not pass.`
 
-Exit codes: 0 no regression and every job passed; 1 a job failed (PCC,
+const gateExitHelp = `Exit codes: 0 no regression and every job passed; 1 a job failed (PCC,
 harness, infrastructure, no result) — this takes precedence over a
 regression in the same run; 2 the gate tripped (a regression, no failures);
 64 bad flag or input.`
@@ -128,6 +128,8 @@ func (a *app) resultsGateCmd() *cobra.Command {
 		Long: `Apply the regression gate to a run whose results are in the store.
 
 ` + gateHelp + `
+
+` + gateExitHelp + `
 
 JSON output: an array of {job, model, pool, batch_size, data_format,
 baseline, value, change, verdict}; baseline and change are null without

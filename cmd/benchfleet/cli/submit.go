@@ -62,16 +62,16 @@ of running it twice; pass --run to force a fresh run. A run with a commit
 and no priority (neither --priority nor the matrix's defaults.priority)
 runs at high priority; nightly sweeps set priority: low in their matrix.
 
-With --wait and a store (--store), each job is compared with the history of
-its series on --baseline-branch; --gate makes a regression fail the run.
-` + gateHelp + `
+With --wait and a store (--store), the reports (--junit, --summary-md) show
+each job's change against its baseline; --gate also makes a regression fail
+the run (exit 2). ` + gateHelp + `
 
 Exit codes: 0 every job passed (and, with --gate, no regression); 1 a job
 failed — also when another job regressed; 2 the regression gate tripped; 3
 timed out waiting; 64 bad flag or input.`,
 		Example: `  benchfleet submit --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait
   benchfleet submit --matrix nightly.yaml --priority low
-  benchfleet submit --matrix ci.yaml --commit $GITHUB_SHA --wait --junit report.xml --summary-md $GITHUB_STEP_SUMMARY`,
+  benchfleet submit --matrix ci.yaml --commit $GITHUB_SHA --wait --gate --junit report.xml --summary-md $GITHUB_STEP_SUMMARY`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runSubmit(cmd, &f)
