@@ -1,13 +1,24 @@
 package storage
 
 import (
+	"os"
 	"testing"
 	"time"
 )
 
-// benchQueryStore is a compacted 5k-result history over 365 days.
+// benchQueryStore is a compacted 5k-result history over 365 days, or the
+// store in BENCHFLEET_BENCH_STORE (a directory, e.g. one kept by
+// `benchfleet bench query --keep`; its newest day must be today).
 func benchQueryStore(b *testing.B) *FileBucket {
 	b.Helper()
+	if dir := os.Getenv("BENCHFLEET_BENCH_STORE"); dir != "" {
+		fb, err := NewFileBucket(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchFilter.Since = time.Now().AddDate(0, 0, -90)
+		return fb
+	}
 	fb, err := NewFileBucket(b.TempDir())
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime"
 	"slices"
 	"sync"
@@ -194,11 +195,12 @@ var filterColumns = []string{"run", "job", "run_created_at", "pool", "status", "
 // from the doc column. With withKeys it also returns the result keys of all
 // its rows (the keys it covers). Errors name the key.
 func readPart(ctx context.Context, b Bucket, key string, f Filter, withKeys bool) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
-	data, err := getBytes(ctx, b, key)
+	ra, size, closeFn, err := openReaderAt(ctx, b, key)
 	if err != nil {
 		return nil, nil, 0, 0, err
 	}
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	defer closeFn()
+	pf, err := parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
 	}
@@ -222,6 +224,31 @@ func readPart(ctx context.Context, b Bucket, key string, f Filter, withKeys bool
 		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
 	}
 	return rs, keys, rows, docs, nil
+}
+
+// openReaderAt opens the object at key for random access. A backend whose
+// objects are seekable files (the file bucket) is read in place, so only the
+// footer, the filter columns and the doc pages a query needs are read;
+// others are read into memory.
+func openReaderAt(ctx context.Context, b Bucket, key string) (io.ReaderAt, int64, func(), error) {
+	rc, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if f, ok := rc.(interface {
+		io.ReaderAt
+		Stat() (fs.FileInfo, error)
+	}); ok {
+		if st, err := f.Stat(); err == nil {
+			return f, st.Size(), func() { rc.Close() }, nil
+		}
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(rc); err != nil {
+		return nil, 0, nil, fmt.Errorf("storage: read %q: %w", key, err)
+	}
+	return bytes.NewReader(buf.Bytes()), int64(buf.Len()), func() {}, nil
 }
 
 // rowTest is one filter condition on one column.
