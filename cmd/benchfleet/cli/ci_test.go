@@ -466,7 +466,7 @@ func TestCIHighPriorityJumpsTheQueue(t *testing.T) {
 	lows := testfleet.SimJobs(t, "nightly-low", 50, map[string]string{"sim.duration": "20ms"})
 	// The first low job runs long enough for the CI job to queue behind
 	// the other 49 while it runs.
-	lows[0].Labels["sim.duration"] = "1500ms"
+	lows[0].Labels["sim.duration"] = "3s"
 	lows[0].ID = protocol.JobID("nightly-low", lows[0].Cell())
 	testfleet.Submit(t, js, topo, f.store, "nightly-low", protocol.PriorityLow, lows)
 	testfleet.Eventually(t, 20*time.Second, "the first low job to run", func() bool {
