@@ -92,32 +92,58 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		futures = append(futures, f)
 	}
 	published := 0
+	// An async publish whose stream leader dies before acking never hears
+	// back (nats.go sets no async timeout), so Submit does not wait on the
+	// futures forever: once no ack has come for ackStall, every job still
+	// unacknowledged is re-published synchronously, with retries while
+	// the cluster elects a new leader. The message id keeps it idempotent.
+	stall := time.NewTimer(ackStall)
+	defer stall.Stop()
+	stalled := false
 	for i, f := range futures {
-		select {
-		case ack := <-f.Ok():
-			if !ack.Duplicate {
-				published++
+		var ack *jetstream.PubAck
+		var err error
+		if stalled {
+			select {
+			case ack = <-f.Ok():
+			case err = <-f.Err():
+			default:
+				err = errNoAck
 			}
-		case err := <-f.Err():
-			// One retry through the synchronous path (e.g. during a leader
-			// change); the message id keeps it idempotent.
-			ack, err2 := p.JS.PublishMsg(ctx, f.Msg())
-			if err2 != nil {
+		} else {
+			select {
+			case ack = <-f.Ok():
+				stall.Reset(ackStall)
+			case err = <-f.Err():
+			case <-stall.C:
+				stalled, err = true, errNoAck
+			case <-ctx.Done():
+				return nil, fmt.Errorf("submit: %w", ctx.Err())
+			}
+		}
+		if err != nil {
+			// Re-published (e.g. during a leader change): a duplicate ack
+			// means the first publish of this Submit landed, so it counts.
+			if _, err2 := p.republish(ctx, f.Msg()); err2 != nil {
 				return nil, fmt.Errorf("submit: publish job %s: %w (retry: %v)", s.Jobs[i].ID, err, err2)
 			}
-			if !ack.Duplicate {
-				published++
-			}
-		case <-ctx.Done():
-			return nil, fmt.Errorf("submit: %w", ctx.Err())
+			published++
+			continue
+		}
+		if !ack.Duplicate {
+			published++
 		}
 	}
 	for _, j := range s.Jobs {
 		publishEvent(p.JS, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: created,
 			Kind: protocol.EventQueued, Pool: j.Pool, Message: string(j.Priority)})
 	}
+	// Queued events are informational: wait for them, but not forever (an
+	// event whose ack was lost in a leader change would block here).
 	select {
 	case <-p.JS.PublishAsyncComplete():
+	case <-time.After(eventsWait):
+		p.Log.Warn().Str("run", s.Run).Msg("some queued events not confirmed; submitting anyway")
 	case <-ctx.Done():
 		return nil, fmt.Errorf("submit: %w", ctx.Err())
 	}
@@ -134,6 +160,43 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		}
 	}
 	return &SubmitResult{Manifest: man, Published: published}, nil
+}
+
+// Bounds of Submit's waits during a NATS failover.
+const (
+	// ackStall: no publish ack for this long means the acks are lost.
+	ackStall = 5 * time.Second
+	// republishFor bounds the synchronous retries of one job (a leader
+	// election takes seconds).
+	republishFor = 30 * time.Second
+	// eventsWait bounds the wait for queued events' acks.
+	eventsWait = 10 * time.Second
+)
+
+var errNoAck = errors.New("no publish ack")
+
+// republish publishes m synchronously, retrying with backoff for up to
+// republishFor while the stream has no leader.
+func (p *Submitter) republish(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+	deadline := time.Now().Add(republishFor)
+	wait := 100 * time.Millisecond
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ack, err := p.JS.PublishMsg(pctx, m)
+		cancel()
+		if err == nil {
+			return ack, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // Manifest reads a run's manifest from bench-runs. A missing run is
