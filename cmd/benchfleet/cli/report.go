@@ -18,29 +18,28 @@ import (
 // job did not pass — a failure takes precedence over a regression in the
 // same run — else 2 when the gate is on and a job regressed, else 0.
 //
-// The gate's tuning comes from ctx (submit's flags, withGateConfig), else
-// the defaults. Without a store there is no history: every passed job is
-// insufficient-history.
-func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []producer.Row, o waitOptions) (int, error) {
+// The gate's tuning comes from o.gateConfig (zero: the defaults). Without a
+// store there is no history: every passed job is insufficient-history.
+func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []producer.Row, o waitOptions) (*producer.RunReport, int, error) {
 	rep := &producer.RunReport{Manifest: m, Rows: rows, GateOn: o.gate}
 	var history producer.HistoryFunc
 	if a.storeURL != "" {
 		b, err := a.openStore(ctx)
 		if err != nil {
-			return ExitFailed, err
+			return nil, ExitFailed, err
 		}
 		defer b.Close()
 		history = a.historyFrom(ctx, b)
 	}
 	if history != nil || o.gate {
-		g, err := producer.NewGate(gateConfigFrom(ctx), history)
+		g, err := producer.NewGate(o.gateConfig, history)
 		if err != nil {
-			return ExitUsage, usageErr("%v", err)
+			return nil, ExitUsage, usageErr("%v", err)
 		}
 		verdicts, err := g.Evaluate(ctx, m, rows)
 		switch {
 		case err != nil && o.gate:
-			return ExitFailed, fmt.Errorf("regression gate: %w", err)
+			return nil, ExitFailed, fmt.Errorf("regression gate: %w", err)
 		case err != nil:
 			a.log.Warn().Err(err).Str("run", m.Run).Msg("no comparison with the baseline: history unreadable")
 		default:
@@ -48,16 +47,10 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []pro
 			rep.Verdicts, rep.Gate = verdicts, g.Config()
 		}
 	}
-	if o.gate && rep.Verdicts != nil {
-		fmt.Fprintln(a.stdout)
-		if err := writeGateTable(a.stdout, rep); err != nil {
-			return ExitFailed, err
-		}
-	}
 	if err := writeReports(rep, o.junit, o.summaryMD); err != nil {
-		return ExitFailed, err
+		return nil, ExitFailed, err
 	}
-	return outcomeCode(rep.Outcome()), nil
+	return rep, outcomeCode(rep.Outcome()), nil
 }
 
 // writeReports writes the JUnit report to junitPath (replacing it) and

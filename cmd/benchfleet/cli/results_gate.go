@@ -57,22 +57,6 @@ func (g *gateFlags) config() (producer.GateConfig, error) {
 	return cfg, nil
 }
 
-// gateConfigKey carries submit's gate flags through waitRun to reportRun.
-type gateConfigKey struct{}
-
-func withGateConfig(ctx context.Context, cfg producer.GateConfig) context.Context {
-	return context.WithValue(ctx, gateConfigKey{}, cfg)
-}
-
-// gateConfigFrom returns the gate configuration put in ctx by submit, or the
-// defaults.
-func gateConfigFrom(ctx context.Context) producer.GateConfig {
-	if cfg, ok := ctx.Value(gateConfigKey{}).(producer.GateConfig); ok {
-		return cfg
-	}
-	return producer.GateConfig{}
-}
-
 // historyFrom reads baseline history through the CLI's results query
 // (which uses the Parquet index where there is one).
 func (a *app) historyFrom(ctx context.Context, b storage.Bucket) producer.HistoryFunc {

@@ -232,7 +232,6 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx = withGateConfig(ctx, gateCfg)
 	sub, err := a.buildSubmission(f)
 	if err != nil {
 		return err
@@ -276,7 +275,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate})
+	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg})
 }
 
 func submitter() string {

@@ -20,7 +20,9 @@ type waitOptions struct {
 	junit     string
 	summaryMD string
 	gate      bool
-	quiet     bool
+	// gateConfig tunes the regression gate (zero: the defaults).
+	gateConfig producer.GateConfig
+	quiet      bool
 }
 
 // waitRun follows a run to its end with progress, prints the results table
@@ -48,18 +50,25 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 	}
 	results := a.loadResults(ctx, m, states)
 	rows := producer.Rows(m, states, results)
+	code := verdictCode(rows)
+	// The comparison with the baseline fills each row's change and verdict,
+	// so it runs before the table is printed.
+	var rep *producer.RunReport
+	if a.storeURL != "" || o.gate || o.junit != "" || o.summaryMD != "" {
+		r, gcode, err := a.reportRun(ctx, m, rows, o)
+		if err != nil {
+			return err
+		}
+		code, rep = gcode, r
+	}
 	fmt.Fprintln(a.stdout)
 	if err := producer.WriteTable(a.stdout, rows); err != nil {
 		return err
 	}
-	code := verdictCode(rows)
-	if o.gate || o.junit != "" || o.summaryMD != "" {
-		gcode, err := a.reportRun(ctx, m, rows, o)
-		if err != nil {
+	if o.gate && rep != nil && rep.Verdicts != nil {
+		fmt.Fprintln(a.stdout)
+		if err := writeGateTable(a.stdout, rep); err != nil {
 			return err
-		}
-		if gcode > code {
-			code = gcode
 		}
 	}
 	if timedOut {
