@@ -333,7 +333,10 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 		return
 	}
 	a.log.Warn().Str("reason", reason).Msg("invalid job dead-lettered")
-	a.deadLetterPool(ctx, pool, reason)
+	if !a.deadLetterPool(ctx, pool, reason) {
+		a.handBack()
+		return
+	}
 	_ = a.msg.TermWithReason(truncate(reason, 200))
 }
 
@@ -341,20 +344,33 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 // deliberate `dlq retry` can still produce one) and terminates the message.
 func (a *attemptState) dead(ctx context.Context, reason string) {
 	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
-	a.deadLetter(ctx, reason)
+	if !a.deadLetter(ctx, reason) {
+		a.handBack()
+		return
+	}
 	a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: reason})
 	_ = a.msg.TermWithReason(truncate(reason, 200))
 }
 
-func (a *attemptState) deadLetter(ctx context.Context, reason string) {
+// handBack returns a job whose dead letter could not be stored (e.g. while
+// BENCH_DEAD elects a leader): terminating it would lose it, with neither a
+// result nor a dead letter. A later delivery dead-letters it again.
+func (a *attemptState) handBack() {
+	a.log.Warn().Msg("dead letter not stored; job handed back to dead-letter it again later")
+	_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.attempt))
+}
+
+// deadLetter publishes a dead letter for the job; it reports whether the
+// dead letter is stored.
+func (a *attemptState) deadLetter(ctx context.Context, reason string) bool {
 	pool := ""
 	if a.job != nil {
 		pool = a.job.Pool
 	}
-	a.deadLetterPool(ctx, pool, reason)
+	return a.deadLetterPool(ctx, pool, reason)
 }
 
-func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) {
+func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) bool {
 	dl := protocol.DeadLetter{
 		Schema: protocol.SchemaDead, Pool: pool, Reason: reason, Attempts: a.attempt,
 		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: a.raw,
@@ -373,7 +389,7 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 	}
 	data, err := json.Marshal(dl)
 	if err != nil {
-		return
+		return false
 	}
 	m := nats.NewMsg(protocol.DeadSubject(pool))
 	m.Data = data
@@ -382,7 +398,9 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 	defer cancel()
 	if _, err := a.s.w.js.PublishMsg(pctx, m); err != nil {
 		a.log.Error().Err(err).Msg("dead letter not published")
+		return false
 	}
+	return true
 }
 
 // event publishes a job event; failures are logged, never fatal.
