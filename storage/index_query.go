@@ -384,12 +384,17 @@ func prunedByStats(rg *format.RowGroup, col map[string]int, tests []rowTest) boo
 	return false
 }
 
+// valuePool holds value buffers for readColumn and readRows.
+var valuePool = sync.Pool{New: func() any { b := make([]parquet.Value, 512); return &b }}
+
 // readColumn calls fn with the row index and value of every value of a flat
 // column in rg.
 func readColumn(rg parquet.RowGroup, column int, fn func(i int, v parquet.Value)) error {
 	pages := rg.ColumnChunks()[column].Pages()
 	defer pages.Close()
-	buf := make([]parquet.Value, 512)
+	bufp := valuePool.Get().(*[]parquet.Value)
+	defer valuePool.Put(bufp)
+	buf := *bufp
 	row := 0
 	for {
 		p, err := pages.ReadPage()
@@ -428,7 +433,9 @@ func readRows(rg parquet.RowGroup, column int, idx []int64, fn func(v parquet.Va
 	_, _ = chunk.OffsetIndex()
 	pages := chunk.Pages()
 	defer pages.Close()
-	buf := make([]parquet.Value, 64)
+	bufp := valuePool.Get().(*[]parquet.Value)
+	defer valuePool.Put(bufp)
+	buf := (*bufp)[:64]
 	for i := 0; i < len(idx); {
 		start := idx[i]
 		if err := pages.SeekToRow(start); err != nil {
