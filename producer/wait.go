@@ -52,16 +52,47 @@ type Progress struct {
 type Watcher struct {
 	JS       jetstream.JetStream
 	Manifest *protocol.RunManifest
+	// Stored are results already in the store, by job. Their jobs count as
+	// ended from the start, so waiting on a run older than the events'
+	// retention still ends.
+	Stored map[string]*protocol.Result
+}
+
+// initial is the state of every job before any event is read.
+func (w *Watcher) initial() map[string]*JobState {
+	states := map[string]*JobState{}
+	for _, j := range w.Manifest.Jobs {
+		st := &JobState{Job: j}
+		if r, ok := w.Stored[j.ID]; ok && r != nil {
+			apply(st, &protocol.Event{Kind: terminalKind(r.Status), Status: r.Status, Time: r.FinishedAt,
+				Attempt: r.Attempt, Worker: r.Worker.ID, Device: r.Device.ID,
+				SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
+			if r.Error != nil {
+				st.Message = r.Error.Message
+			}
+		}
+		states[j.ID] = st
+	}
+	return states
+}
+
+// terminalKind is the terminal event kind of a result status.
+func terminalKind(s protocol.Status) protocol.EventKind {
+	switch s {
+	case protocol.StatusPassed:
+		return protocol.EventPassed
+	case protocol.StatusCancelled:
+		return protocol.EventCancelled
+	default:
+		return protocol.EventFailed
+	}
 }
 
 // Wait follows the run until every job of the manifest has ended or ctx
 // ends (then it returns the states so far and ctx's error). onUpdate, if
 // not nil, is called after each event with the new progress.
 func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string]*JobState, error) {
-	states := map[string]*JobState{}
-	for _, j := range w.Manifest.Jobs {
-		states[j.ID] = &JobState{Job: j}
-	}
+	states := w.initial()
 	cons, err := w.JS.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.RunEventsFilter(w.Manifest.Run)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -84,7 +115,12 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
 	defer cc.Stop()
-	remaining := len(states)
+	remaining := 0
+	for _, st := range states {
+		if !st.Terminal() {
+			remaining++
+		}
+	}
 	if onUpdate != nil {
 		onUpdate(progress(w.Manifest.Run, states, nil))
 	}
@@ -196,10 +232,7 @@ func Sorted(m *protocol.RunManifest, states map[string]*JobState) []*JobState {
 // Snapshot returns the current state of every job of the run: the events
 // stored so far, without waiting for more.
 func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
-	states := map[string]*JobState{}
-	for _, j := range w.Manifest.Jobs {
-		states[j.ID] = &JobState{Job: j}
-	}
+	states := w.initial()
 	cons, err := w.JS.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.RunEventsFilter(w.Manifest.Run)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,

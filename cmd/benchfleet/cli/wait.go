@@ -31,7 +31,9 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	pr := newProgressPrinter(a.stdout, a.isTTY())
-	w := &producer.Watcher{JS: js, Manifest: m}
+	// Results already stored end their jobs at once (events expire after a
+	// week; a re-attached wait on an old run must still finish).
+	w := &producer.Watcher{JS: js, Manifest: m, Stored: a.loadResults(ctx, m, nil)}
 	states, err := w.Wait(wctx, func(p producer.Progress) {
 		if !o.quiet {
 			pr.update(p)
@@ -91,8 +93,9 @@ func verdictCode(rows []producer.Row) int {
 	return ExitOK
 }
 
-// loadResults reads the stored results of ended jobs when a store is
-// configured (best effort: the events already carry the figures).
+// loadResults reads the stored results of the run's jobs when a store is
+// configured: of the jobs that ended when states is given, else of all
+// (best effort: the events carry the figures too).
 func (a *app) loadResults(ctx context.Context, m *protocol.RunManifest, states map[string]*producer.JobState) map[string]*protocol.Result {
 	if a.storeURL == "" {
 		return nil
@@ -103,13 +106,14 @@ func (a *app) loadResults(ctx context.Context, m *protocol.RunManifest, states m
 	}
 	defer b.Close()
 	out := map[string]*protocol.Result{}
-	for id, st := range states {
-		if !st.Terminal() || st.Kind == protocol.EventDead {
+	for _, j := range m.Jobs {
+		// With states, read only the results of jobs that ended.
+		if st, ok := states[j.ID]; states != nil && (!ok || !st.Terminal() || st.Kind == protocol.EventDead) {
 			continue
 		}
-		r, err := storage.ReadResult(ctx, b, storage.ResultKey(m.CreatedAt, m.Run, id))
+		r, err := storage.ReadResult(ctx, b, storage.ResultKey(m.CreatedAt, m.Run, j.ID))
 		if err == nil {
-			out[id] = r
+			out[j.ID] = r
 		}
 	}
 	return out
