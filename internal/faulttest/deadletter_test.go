@@ -1,0 +1,88 @@
+//go:build unix
+
+package faulttest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// A job runs out of deliveries while BENCH_DEAD cannot take its dead
+// letter (the stream is gone, as during an election with no leader). The
+// job must not be terminated with neither a result nor a dead letter: the
+// worker hands it back, and once BENCH_DEAD is back the job is
+// dead-lettered.
+func TestDeadLetterNotStoredJobHandedBack(t *testing.T) {
+	t.Parallel()
+	srv := testfleet.Server(t)
+	tc := topology.Config{AckWait: 3 * time.Second}
+	fb, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, js := testfleet.Connect(t, srv.ClientURL())
+	topo := testfleet.Topology(t, js, tc)
+	testfleet.StartWorker(t, worker.Config{
+		ID: "w", Conn: nc, Store: fb, Slots: testfleet.SimSlots("w", 1), Topology: tc, MaxDeliver: 1,
+		Backoff: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
+	})
+	// Worker.Start ensured the topology; take BENCH_DEAD away now.
+	if err := js.DeleteStream(t.Context(), protocol.StreamDead); err != nil {
+		t.Fatal(err)
+	}
+	const run = "dead-unstored"
+	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.fail": "transient", "sim.duration": "10ms"})
+	testfleet.Submit(t, js, topo, fb, run, protocol.PriorityNormal, jobs)
+
+	// The worker tries, fails to dead-letter, and must keep the job queued.
+	cons, err := js.Consumer(t.Context(), protocol.StreamJobs, protocol.ConsumerName("sim", protocol.PriorityNormal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "two deliveries without a dead letter", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.Delivered.Consumer >= 2
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	si, err := topo.Jobs.Info(ctx)
+	cancel()
+	if err != nil || si.State.Msgs != 1 {
+		t.Fatalf("BENCH_JOBS holds %v jobs (%v), want the job still queued", si.State.Msgs, err)
+	}
+
+	// BENCH_DEAD returns; the next delivery dead-letters the job.
+	testfleet.Topology(t, js, tc)
+	var dl protocol.DeadLetter
+	testfleet.Eventually(t, 30*time.Second, "the job's dead letter", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		m, err := js.Stream(ctx, protocol.StreamDead)
+		if err != nil {
+			return false
+		}
+		raw, err := m.GetLastMsgForSubject(ctx, protocol.DeadSubject("sim"))
+		return err == nil && json.Unmarshal(raw.Data, &dl) == nil
+	})
+	if dl.ID != jobs[0].ID || dl.Run != run {
+		t.Fatalf("dead letter for %s/%s, want %s/%s", dl.Run, dl.ID, run, jobs[0].ID)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the job to leave BENCH_JOBS", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		si, err := topo.Jobs.Info(ctx)
+		return err == nil && si.State.Msgs == 0
+	})
+	t.Logf("dead-lettered after %d attempts: %s", dl.Attempts, dl.Reason)
+}
