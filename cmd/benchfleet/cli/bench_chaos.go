@@ -360,7 +360,7 @@ func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store stor
 	}
 	rep.results = len(byJob)
 	dead := map[string]bool{}
-	err = readAll(ctx, js, protocol.StreamDead, protocol.SubjectDeadPrefix+".>", func(data []byte) {
+	err = chaosReadStream(ctx, js, protocol.StreamDead, protocol.SubjectDeadPrefix+".>", func(data []byte) {
 		var dl protocol.DeadLetter
 		if json.Unmarshal(data, &dl) == nil && dl.Run == run {
 			dead[dl.ID] = true
@@ -384,7 +384,7 @@ func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store stor
 	for _, r := range results {
 		wrote(r.Job, r.Worker.ID, r.Attempt)
 	}
-	err = readAll(ctx, js, protocol.StreamEvents, protocol.RunEventsFilter(run), func(data []byte) {
+	err = chaosReadStream(ctx, js, protocol.StreamEvents, protocol.RunEventsFilter(run), func(data []byte) {
 		e, err := protocol.DecodeEvent(data)
 		if err == nil && e.Kind.Terminal() && e.Kind != protocol.EventDead {
 			wrote(e.Job, e.Worker, e.Attempt)
@@ -395,7 +395,7 @@ func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store stor
 	}
 	for _, w := range c.workers {
 		rep.unexpectedExits += w.exits
-		if err := scanWorkerLog(w.log.Name(), run, wrote, &rep.caught); err != nil {
+		if err := chaosScanLog(w.log.Name(), run, wrote, &rep.caught); err != nil {
 			return nil, err
 		}
 	}
@@ -413,10 +413,10 @@ func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store stor
 	return rep, nil
 }
 
-// scanWorkerLog reads a worker's JSON log: "job finished" lines are result
+// chaosScanLog reads a worker's JSON log: "job finished" lines are result
 // writes; "result already recorded" lines are duplicate deliveries the
 // write-once result caught.
-func scanWorkerLog(path, run string, wrote func(job, worker string, attempt int), caught *int) error {
+func chaosScanLog(path, run string, wrote func(job, worker string, attempt int), caught *int) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
@@ -446,8 +446,8 @@ func scanWorkerLog(path, run string, wrote func(job, worker string, attempt int)
 	return nil
 }
 
-// readAll reads every message of stream matching filter, oldest first.
-func readAll(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func([]byte)) error {
+// chaosReadStream reads every message of stream matching filter, oldest first.
+func chaosReadStream(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func([]byte)) error {
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
@@ -501,7 +501,7 @@ func (c *chaosRun) start(w *chaosWorker) error {
 	return nil
 }
 
-func exited(w *chaosWorker) bool {
+func chaosExited(w *chaosWorker) bool {
 	select {
 	case <-w.done:
 		return true
@@ -514,7 +514,7 @@ func exited(w *chaosWorker) bool {
 // did not ask for, so it is counted).
 func (c *chaosRun) restartExited() {
 	for _, w := range c.workers {
-		if exited(w) {
+		if chaosExited(w) {
 			w.exits++
 			c.log.Warn().Str("worker", w.id).Msg("worker exited on its own; restarting it")
 			if err := c.start(w); err != nil {
@@ -529,7 +529,7 @@ func (c *chaosRun) restartExited() {
 func (c *chaosRun) killOne(ctx context.Context, kv jetstream.KeyValue) error {
 	var busy []*chaosWorker
 	for _, w := range c.workers {
-		if exited(w) {
+		if chaosExited(w) {
 			continue
 		}
 		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -573,7 +573,7 @@ func (c *chaosRun) waitHeartbeats(ctx context.Context, kv jetstream.KeyValue, d 
 			if err == nil {
 				break
 			}
-			if exited(w) {
+			if chaosExited(w) {
 				return fmt.Errorf("chaos: worker %s exited at start; see %s", w.id, w.log.Name())
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
@@ -594,7 +594,7 @@ func (c *chaosRun) stopWorkers() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, w := range c.workers {
-		if w.cmd != nil && !exited(w) {
+		if w.cmd != nil && !chaosExited(w) {
 			_ = w.cmd.Process.Signal(os.Interrupt)
 		}
 	}
