@@ -175,6 +175,38 @@ type partition struct {
 	date  string
 	keys  []string // results/v1/date=<date>/..., sorted
 	parts []string // index/v1/date=<date>/part-*.parquet, sorted
+	// stamp is the settled partition stamp taken before keys were listed
+	// ("" when the bucket has none or the partition is still changing).
+	stamp string
+}
+
+// stampKey is the part metadata key holding the partition stamp.
+const stampKey = "benchfleet.stamp"
+
+// restamp reports whether a current part should be rewritten to record the
+// partition's settled stamp (it was written without one, or before a change
+// that left the same keys).
+func (p *partition) restamp(ctx context.Context, b Bucket) bool {
+	if p.stamp == "" || len(p.parts) != 1 {
+		return false
+	}
+	recorded, err := partMetadata(ctx, b, p.parts[0], stampKey)
+	return err == nil && recorded != p.stamp
+}
+
+// partMetadata reads one key of a part's file metadata.
+func partMetadata(ctx context.Context, b Bucket, key, name string) (string, error) {
+	ra, size, closeFn, err := openReaderAt(ctx, b, key)
+	if err != nil {
+		return "", err
+	}
+	defer closeFn()
+	pf, err := parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	if err != nil {
+		return "", fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
+	}
+	v, _ := pf.Lookup(name)
+	return v, nil
 }
 
 // current reports whether the partition's index covers exactly its JSON
@@ -267,11 +299,34 @@ func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, 
 	if !opts.Since.IsZero() {
 		since = DatePartition(opts.Since)
 	}
+	// Stamps are taken before the keys are listed: a result written in
+	// between changes the stamp, so the part never claims more than it has.
+	stamps := map[string]string{}
+	if sb, ok := b.(stamper); ok {
+		if fl, ok := b.(folderLister); ok {
+			dates, err := folderDates(ctx, fl, since)
+			if err != nil {
+				return st, fmt.Errorf("storage: compact: %w", err)
+			}
+			for _, d := range dates {
+				stamp, settled, err := sb.partitionStamp(ctx, d)
+				if err != nil {
+					return st, fmt.Errorf("storage: compact: %w", err)
+				}
+				if settled && stamp != "" {
+					stamps[d] = stamp
+				}
+			}
+		}
+	}
 	parts, err := listPartitions(ctx, b, since)
 	if err != nil {
 		return st, fmt.Errorf("storage: compact: %w", err)
 	}
 	st.Partitions = len(parts)
+	for _, p := range parts {
+		p.stamp = stamps[p.date]
+	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 4
@@ -279,7 +334,7 @@ func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, 
 	var mu sync.Mutex
 	err = parallel(ctx, len(parts), workers, func(i int) error {
 		p := parts[i]
-		if !opts.Force && p.current() {
+		if !opts.Force && p.current() && !p.restamp(ctx, b) {
 			mu.Lock()
 			st.Current++
 			mu.Unlock()
@@ -389,6 +444,7 @@ func buildPart(ctx context.Context, b Bucket, p *partition) (data []byte, n int,
 		parquet.CreatedBy("benchfleet", "", ""),
 		parquet.KeyValueMetadata("benchfleet.schema", IndexSchemaVersion),
 		parquet.KeyValueMetadata("benchfleet.date", p.date),
+		parquet.KeyValueMetadata(stampKey, p.stamp),
 		parquet.PageBufferSize(indexPageSize),
 		parquet.MaxRowsPerRowGroup(indexRowGroupRows),
 	)

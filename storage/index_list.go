@@ -22,24 +22,46 @@ import (
 func listPartitions(ctx context.Context, b Bucket, since string) ([]*partition, error) {
 	var prefixes []string // after "<tree>date="
 	if fl, ok := b.(folderLister); ok {
-		seen := map[string]bool{}
-		for _, tree := range []string{PrefixResults, PrefixIndex} {
-			names, err := fl.listFolders(ctx, tree)
-			if err != nil {
-				return nil, err
-			}
-			for _, n := range names {
-				if d, ok := strings.CutPrefix(n, "date="); ok && d >= since && !seen[d] {
-					seen[d] = true
-					prefixes = append(prefixes, d+"/")
-				}
-			}
+		dates, err := folderDates(ctx, fl, since)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range dates {
+			prefixes = append(prefixes, d+"/")
 		}
 	} else if since == "" {
 		prefixes = []string{""}
 	} else {
 		prefixes = datePrefixesFrom(since)
 	}
+	return listPartitionPrefixes(ctx, b, prefixes, since)
+}
+
+// folderDates names the date partitions on or after since that hold results
+// or index parts, sorted.
+func folderDates(ctx context.Context, fl folderLister, since string) ([]string, error) {
+	seen := map[string]bool{}
+	var dates []string
+	for _, tree := range []string{PrefixResults, PrefixIndex} {
+		names, err := fl.listFolders(ctx, tree)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if d, ok := strings.CutPrefix(n, "date="); ok && d >= since && !seen[d] {
+				seen[d] = true
+				dates = append(dates, d)
+			}
+		}
+	}
+	slices.Sort(dates)
+	return dates, nil
+}
+
+// listPartitionPrefixes lists the results and index parts under each
+// "<tree>date=<prefix>" and groups them by date (dates before since are
+// dropped).
+func listPartitionPrefixes(ctx context.Context, b Bucket, prefixes []string, since string) ([]*partition, error) {
 
 	byDate := map[string]*partition{}
 	var mu sync.Mutex

@@ -57,11 +57,6 @@ func Query(ctx context.Context, b Bucket, f Filter) ([]*protocol.Result, QuerySt
 	if !f.Since.IsZero() {
 		since = DatePartition(f.Since)
 	}
-	parts, err := listPartitions(ctx, b, since)
-	if err != nil {
-		return nil, st, fmt.Errorf("storage: query: %w", err)
-	}
-	st.Partitions = len(parts)
 	var (
 		mu   sync.Mutex
 		byID = map[string]*protocol.Result{}
@@ -74,15 +69,26 @@ func Query(ctx context.Context, b Bucket, f Filter) ([]*protocol.Result, QuerySt
 		}
 		st.merge(ps)
 	}
-	workers := 2 * runtime.GOMAXPROCS(0)
-	err = parallel(ctx, len(parts), max(workers, 4), func(i int) error {
-		rs, ps, err := queryPartition(ctx, b, parts[i], f)
+	workers := max(2*runtime.GOMAXPROCS(0), 4)
+	var err error
+	if sb, ok := b.(stamper); ok {
+		err = queryStamped(ctx, b, sb, since, f, workers, add, &st)
+	} else {
+		var parts []*partition
+		parts, err = listPartitions(ctx, b, since)
 		if err != nil {
-			return err
+			return nil, st, fmt.Errorf("storage: query: %w", err)
 		}
-		add(rs, ps)
-		return nil
-	})
+		st.Partitions = len(parts)
+		err = parallel(ctx, len(parts), workers, func(i int) error {
+			rs, ps, err := queryPartition(ctx, b, parts[i], f)
+			if err != nil {
+				return err
+			}
+			add(rs, ps)
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, st, fmt.Errorf("storage: query: %w", err)
 	}
@@ -112,6 +118,64 @@ func (st *QueryStats) merge(ps partStats) {
 	st.JSONRead += ps.jsonRead
 	st.Bad += ps.bad
 	st.Warnings = append(st.Warnings, ps.warnings...)
+}
+
+// queryStamped answers f partition by partition on a bucket with stamps: a
+// date whose one part records the date's current stamp is answered from the
+// part alone, without listing its result keys; any other date is listed and
+// answered by queryPartition.
+func queryStamped(ctx context.Context, b Bucket, sb stamper, since string, f Filter, workers int,
+	add func([]*protocol.Result, partStats), st *QueryStats) error {
+	fl, ok := b.(folderLister)
+	if !ok {
+		return fmt.Errorf("storage: query: bucket has stamps but no folders")
+	}
+	dates, err := folderDates(ctx, fl, since)
+	if err != nil {
+		return err
+	}
+	st.Partitions = len(dates)
+	return parallel(ctx, len(dates), workers, func(i int) error {
+		date := dates[i]
+		var parts []string
+		for key, err := range b.List(ctx, PrefixIndex+"date="+date+"/") {
+			if err != nil {
+				return err
+			}
+			if d, _, ok := indexPartParts(key); ok && d == date {
+				parts = append(parts, key)
+			}
+		}
+		if len(parts) == 1 {
+			stamp, _, err := sb.partitionStamp(ctx, date)
+			if err != nil {
+				return err
+			}
+			if stamp != "" {
+				rs, _, rows, docs, err := readPartStamped(ctx, b, parts[0], f, false, stamp)
+				if err == nil {
+					add(rs, partStats{current: true, parts: 1, rows: rows, docs: docs})
+					return nil
+				}
+				if ctx.Err() != nil {
+					return err
+				}
+				// Stale stamp, damaged or replaced part: list the date.
+			}
+		}
+		ps, err := listPartitionPrefixes(ctx, b, []string{date + "/"}, date)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			rs, pst, err := queryPartition(ctx, b, p, f)
+			if err != nil {
+				return err
+			}
+			add(rs, pst)
+		}
+		return nil
+	})
 }
 
 // queryPartition answers f for one date partition.
@@ -195,6 +259,12 @@ var filterColumns = []string{"run", "job", "run_created_at", "pool", "status", "
 // from the doc column. With withKeys it also returns the result keys of all
 // its rows (the keys it covers). Errors name the key.
 func readPart(ctx context.Context, b Bucket, key string, f Filter, withKeys bool) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
+	return readPartStamped(ctx, b, key, f, withKeys, "")
+}
+
+// readPartStamped is readPart that first checks, when wantStamp is set, that
+// the part records that partition stamp; errStaleStamp when it does not.
+func readPartStamped(ctx context.Context, b Bucket, key string, f Filter, withKeys bool, wantStamp string) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
 	ra, size, closeFn, err := openReaderAt(ctx, b, key)
 	if err != nil {
 		return nil, nil, 0, 0, err
@@ -206,6 +276,11 @@ func readPart(ctx context.Context, b Bucket, key string, f Filter, withKeys bool
 	}
 	if v, _ := pf.Lookup("benchfleet.schema"); v != IndexSchemaVersion {
 		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q has schema %q, want %q", key, v, IndexSchemaVersion)
+	}
+	if wantStamp != "" {
+		if v, _ := pf.Lookup(stampKey); v != wantStamp {
+			return nil, nil, 0, 0, errStaleStamp
+		}
 	}
 	col := map[string]int{}
 	for _, name := range append(filterColumns, "doc", "date") {
