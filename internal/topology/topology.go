@@ -214,6 +214,10 @@ func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 	return kv, nil
 }
 
+// errCodeNoPeers is JetStream's error code for "no suitable peers for
+// placement".
+const errCodeNoPeers jetstream.ErrorCode = 10005
+
 // retryConflict retries fn while the server is electing leaders or another
 // process is creating the same object at the same moment.
 func retryConflict(ctx context.Context, fn func() error) error {
@@ -226,7 +230,10 @@ func retryConflict(ctx context.Context, fn func() error) error {
 		var apiErr *jetstream.APIError
 		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
 			errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-			(errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.Code == 500))
+			(errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.Code == 500 ||
+				// "no suitable peers for placement": a cluster whose nodes
+				// have not all joined JetStream yet (starting, restarting).
+				apiErr.ErrorCode == errCodeNoPeers))
 		if !transient || ctx.Err() != nil {
 			return err
 		}

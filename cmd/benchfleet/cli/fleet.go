@@ -27,15 +27,11 @@ func (a *app) fleetCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-fleet")
+			nc, topo, err := a.openTopology(ctx, "benchfleet-fleet")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			topo, err := topology.Open(ctx, js)
-			if err != nil {
-				return err
-			}
 			for {
 				sts, err := fleetStatus(cmd, topo)
 				if err != nil {

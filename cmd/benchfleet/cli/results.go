@@ -87,13 +87,7 @@ func (a *app) resultsQueryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			b, err := a.openStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			rs, err := a.query(cmd, b, f)
+			rs, err := a.queryStore(cmd, f)
 			if err != nil {
 				return err
 			}
@@ -119,13 +113,7 @@ func (a *app) resultsShowCmd() *cobra.Command {
 			if err := protocol.ValidID("job", args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			ctx := cmd.Context()
-			b, err := a.openStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			rs, err := a.query(cmd, b, storage.Filter{Job: args[0]})
+			rs, err := a.queryStore(cmd, storage.Filter{Job: args[0]})
 			if err != nil {
 				return err
 			}

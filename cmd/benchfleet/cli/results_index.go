@@ -95,13 +95,7 @@ other filters are those of 'results query'.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			b, err := a.openStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			rs, err := a.query(cmd, b, f)
+			rs, err := a.queryStore(cmd, f)
 			if err != nil {
 				return err
 			}

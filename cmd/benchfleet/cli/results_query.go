@@ -7,6 +7,16 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
+// queryStore opens --store, runs one results query and closes the store.
+func (a *app) queryStore(cmd *cobra.Command, f storage.Filter) ([]*protocol.Result, error) {
+	b, err := a.openStore(cmd.Context())
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	return a.query(cmd, b, f)
+}
+
 // query runs a results query against the store: through the Parquet index
 // for compacted dates, the JSON results for the rest (storage.Query). Index
 // parts it could not use are logged; their dates were read from JSON.

@@ -237,6 +237,22 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 	return nc, js, nil
 }
 
+// openTopology connects and opens the existing topology without changing
+// it, for commands that only read or flag (a reader credential may not
+// create streams). The caller closes the connection.
+func (a *app) openTopology(ctx context.Context, name string) (*nats.Conn, *topology.Handles, error) {
+	nc, js, err := a.connect(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	topo, err := topology.Open(ctx, js)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, topo, nil
+}
+
 // openStore opens --store; required says whether a missing flag is an error.
 func (a *app) openStore(ctx context.Context) (storage.Bucket, error) {
 	if a.storeURL == "" {

@@ -27,15 +27,11 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-runs")
+			nc, topo, err := a.openTopology(ctx, "benchfleet-runs")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			topo, err := topology.Open(ctx, js)
-			if err != nil {
-				return err
-			}
 			keys, err := topo.Runs.ListKeys(ctx)
 			if err != nil {
 				return fmt.Errorf("list runs: %w", err)
@@ -143,15 +139,11 @@ func (a *app) runsCmd() *cobra.Command {
 			if err := protocol.ValidID("run", args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			nc, js, err := a.connect(ctx, "benchfleet-cancel")
+			nc, topo, err := a.openTopology(ctx, "benchfleet-cancel")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			topo, err := topology.Open(ctx, js)
-			if err != nil {
-				return err
-			}
 			if err := producer.Cancel(ctx, topo.Runs, args[0]); err != nil {
 				if errors.Is(err, jetstream.ErrKeyNotFound) {
 					return usageErr("run %q not found", args[0])
