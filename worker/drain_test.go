@@ -128,6 +128,9 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 		"--id", "bin-w", "--ack-wait", ackWait.String(), "--log-format", "json", "--work-dir", t.TempDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	// Wait returns at most this long after the process exits, even if
+	// something still holds its stderr pipe.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +142,11 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-gone
+		select {
+		case <-gone:
+		case <-time.After(30 * time.Second):
+			t.Errorf("the worker process did not exit after SIGKILL")
+		}
 	})
 	status := func() protocol.WorkerStatus {
 		var st protocol.WorkerStatus

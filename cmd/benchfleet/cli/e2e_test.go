@@ -76,6 +76,7 @@ func TestDevSubmitWaitQuery(t *testing.T) {
 	var devOut bytes.Buffer
 	dev := exec.Command(bin, "dev", "--data", data, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--slots", "cpu=1,sim=2", "--log-format", "json")
 	dev.Stdout, dev.Stderr = &devOut, &devOut
+	dev.WaitDelay = 5 * time.Second
 	if err := dev.Start(); err != nil {
 		t.Fatal(err)
 	}
