@@ -93,7 +93,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	h.Jobs, err = ensureStream(ctx, js, jetstream.StreamConfig{
 		Name:        protocol.StreamJobs,
 		Description: "benchfleet: queued benchmark jobs",
-		Subjects:    []string{protocol.SubjectJobsPrefix + ".>"},
+		Subjects:    jobSubjects(),
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		Duplicates:  c.DuplicateWindow,
@@ -158,6 +158,19 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 		return nil, err
 	}
 	return &h, nil
+}
+
+// jobSubjects lists exactly the job subjects of the known pools and
+// priorities, so a publish for an unknown pool or priority fails at once
+// (no stream takes it) instead of waiting forever for a consumer.
+func jobSubjects() []string {
+	var out []string
+	for _, pool := range protocol.Pools {
+		for _, prio := range protocol.Priorities {
+			out = append(out, protocol.JobSubject(pool, prio))
+		}
+	}
+	return out
 }
 
 // EnsureConsumer creates or updates the durable pull consumer of one pool

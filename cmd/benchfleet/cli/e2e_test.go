@@ -158,6 +158,7 @@ func TestSubmitUsageErrors(t *testing.T) {
 		{"huge batch", []string{"--pool", "cpu", "--model", "mlp", "--batch-size", "99999999", "--loop-count", "4"}, "benchmark.batch_size"},
 		{"bad format", []string{"--pool", "cpu", "--model", "mlp", "--batch-size", "1", "--loop-count", "4", "--data-format", "int8"}, "benchmark.data_format"},
 		{"bad pool", []string{"--pool", "tpu", "--model", "mlp", "--batch-size", "1", "--loop-count", "4"}, "pool"},
+		{"unknown cpu model", []string{"--pool", "cpu", "--model", "notamodel", "--batch-size", "1", "--loop-count", "4"}, "notamodel"},
 		{"bad runner", []string{"--pool", "cpu", "--runner", "docker", "--model", "mlp", "--batch-size", "1", "--loop-count", "4"}, "runner"},
 		{"bad priority", []string{"--pool", "cpu", "--model", "mlp", "--batch-size", "1", "--loop-count", "4", "--priority", "urgent"}, "--priority"},
 		{"shell run id", []string{"--pool", "cpu", "--model", "mlp", "--batch-size", "1", "--loop-count", "4", "--run", "x;rm -rf"}, "--run"},

@@ -12,6 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/cpu"
+	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -207,6 +210,9 @@ func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
+	if err := checkBuiltin(jobs); err != nil {
+		return nil, err
+	}
 	prio := protocol.Priority(m.Defaults.Priority)
 	if prio == "" {
 		prio = protocol.PriorityNormal
@@ -276,6 +282,33 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		return nil
 	}
 	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg})
+}
+
+// checkBuiltin asks the built-in runners (cpu, sim), which every binary
+// has, whether they can run their jobs, so an unknown model or a bad size
+// is a usage error here rather than a dead letter later. Forge jobs are
+// checked by the worker, which has the harness.
+func checkBuiltin(jobs []*protocol.Job) error {
+	cpuRunner, err := cpu.New(cpu.Config{})
+	if err != nil {
+		return err
+	}
+	runners := map[string]device.Runner{protocol.RunnerCPU: cpuRunner, protocol.RunnerSim: sim.New()}
+	for _, j := range jobs {
+		r, ok := runners[j.Runner]
+		if !ok {
+			continue
+		}
+		if err := r.Check(j.Benchmark); err != nil {
+			reason := err.Error()
+			var inv *device.InvalidError
+			if errors.As(err, &inv) {
+				reason = inv.Reason
+			}
+			return usageErr("job %s: benchmark (pool %s, model %q): %s", j.ID, j.Pool, j.Benchmark.Model, reason)
+		}
+	}
+	return nil
 }
 
 func submitter() string {
