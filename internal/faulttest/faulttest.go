@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -142,6 +143,7 @@ type CountingBucket struct {
 	written   map[string]int
 	conflicts int
 	found     int
+	inflight  atomic.Int64
 }
 
 // NewCountingBucket wraps b.
@@ -152,6 +154,10 @@ func NewCountingBucket(b storage.Bucket) *CountingBucket {
 // Put implements storage.Bucket, counting conditional creates of result
 // keys: those that wrote, and those refused with ErrExists.
 func (c *CountingBucket) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) error {
+	// A result is visible to readers before Put returns; Counts waits for
+	// writes in flight so a just-visible result is counted.
+	c.inflight.Add(1)
+	defer c.inflight.Add(-1)
 	err := c.Bucket.Put(ctx, key, r, opts...)
 	if strings.HasPrefix(key, storage.PrefixResults) && storage.ApplyPutOptions(opts).IfAbsent {
 		c.mu.Lock()
@@ -183,6 +189,9 @@ func (c *CountingBucket) Exists(ctx context.Context, key string) (bool, error) {
 // conflicts is how many were refused with ErrExists; found is how many
 // existence checks found a result already there.
 func (c *CountingBucket) Counts() (written map[string]int, conflicts, found int) {
+	for deadline := time.Now().Add(10 * time.Second); c.inflight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := make(map[string]int, len(c.written))
