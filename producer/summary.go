@@ -101,8 +101,13 @@ func fmtRate(v float64) string {
 }
 
 func fmtPCC(v float64) string {
-	if v == 0 {
+	switch {
+	case v == 0:
 		return "-"
+	case v < 1 && v >= 0.9999995:
+		// Six decimals would print 1.000000 and hide that the outputs
+		// differ: show the distance from 1 instead.
+		return "1-" + strconv.FormatFloat(1-v, 'e', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 6, 64)
 }

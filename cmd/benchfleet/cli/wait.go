@@ -53,10 +53,11 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 	results := a.loadResults(ctx, m, states)
 	rows := producer.Rows(m, states, results)
 	code := verdictCode(rows)
-	// The comparison with the baseline fills each row's change and verdict,
-	// so it runs before the table is printed.
+	// The comparison with the baseline (for reports, the gate, or a run of
+	// a commit) fills each row's change and verdict, so it runs before the
+	// table is printed.
 	var rep *producer.RunReport
-	if a.storeURL != "" || o.gate || o.junit != "" || o.summaryMD != "" {
+	if o.gate || o.junit != "" || o.summaryMD != "" || (a.storeURL != "" && m.Source.Commit != "") {
 		r, gcode, err := a.reportRun(ctx, m, rows, o)
 		if err != nil {
 			return err
