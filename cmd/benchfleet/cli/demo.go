@@ -50,7 +50,8 @@ passed. Results stay in DIR/store/results/v1/...`,
 			if err != nil {
 				return err
 			}
-			defer lf.stop()
+			// The demo's run is over (or interrupted): no need to drain.
+			defer lf.kill()
 			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.url, a.storeURL)
 			m, err := producer.ParseMatrix([]byte(demoMatrix))
 			if err != nil {

@@ -88,7 +88,8 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 		lf.stop()
 		return nil, usageErr("%v", err)
 	}
-	if err := w.Start(ctx); err != nil {
+	// The worker outlives ctx: stop decides between a drain and a hard stop.
+	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		lf.stop()
 		return nil, err
 	}
@@ -96,12 +97,28 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 	return lf, nil
 }
 
+// stop drains the worker (running jobs finish, at most a minute) and
+// closes everything.
 func (lf *localFleet) stop() {
 	if lf.worker != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		_ = lf.worker.Stop(ctx)
 		cancel()
 	}
+	lf.close()
+}
+
+// kill stops the worker at once (running jobs are handed back) and closes
+// everything.
+func (lf *localFleet) kill() {
+	if lf.worker != nil {
+		lf.worker.Kill()
+		<-lf.worker.Done()
+	}
+	lf.close()
+}
+
+func (lf *localFleet) close() {
 	if lf.stopSpool != nil {
 		lf.stopSpool()
 	}
