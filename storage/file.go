@@ -52,6 +52,9 @@ func (b *FileBucket) Get(ctx context.Context, key string) (io.ReadCloser, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("storage: get %q: %w", key, err)
+	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("storage: get %q: %w", key, ErrNotFound)
@@ -135,6 +138,9 @@ func (b *FileBucket) Attributes(ctx context.Context, key string) (Attributes, er
 	if err != nil {
 		return Attributes{}, err
 	}
+	if err := ctx.Err(); err != nil {
+		return Attributes{}, fmt.Errorf("storage: attributes %q: %w", key, err)
+	}
 	st, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.IsDir()) {
 		return Attributes{}, fmt.Errorf("storage: attributes %q: %w", key, ErrNotFound)
@@ -150,6 +156,9 @@ func (b *FileBucket) Delete(ctx context.Context, key string) error {
 	p, err := b.path(key)
 	if err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage: delete %q: %w", key, err)
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("storage: delete %q: %w", key, err)
