@@ -36,5 +36,5 @@ func (a *app) query(cmd *cobra.Command, b storage.Bucket, f storage.Filter) ([]*
 
 // resultsExtraCmds are the index, export, gate and compare subcommands.
 func (a *app) resultsExtraCmds() []*cobra.Command {
-	return append([]*cobra.Command{a.resultsCompactCmd(), a.resultsExportCmd()}, a.resultsGateCmds()...)
+	return append(append([]*cobra.Command{a.resultsCompactCmd(), a.resultsExportCmd()}, a.resultsGateCmds()...), a.resultsTrendCmds()...)
 }

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// resultsTrendCmds are `results trend` and `results report`.
+func (a *app) resultsTrendCmds() []*cobra.Command {
+	return []*cobra.Command{a.resultsTrendCmd(), a.resultsReportCmd()}
+}
+
+func (a *app) resultsTrendCmd() *cobra.Command {
+	var (
+		q      queryFlags
+		metric string
+		out    string
+	)
+	cmd := &cobra.Command{
+		Use:   "trend --out FILE.svg",
+		Short: "Draw a metric over time, one line per series, as an SVG",
+		Long: `Trend draws one line per series (test and model, batch size, data format,
+pool and runner) of a metric over run creation time, through the series'
+passed results; results that did not pass are red crosses. The filters are
+those of 'results query'. The file is a self-contained SVG written
+atomically. PNG is not supported in this build.`,
+		Example: `  benchfleet results trend --model resnet50 --since 30d --out resnet50.svg
+  benchfleet results trend --pool n150 --metric pcc --out pcc.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := producer.ParseMetric(metric)
+			if err != nil {
+				return usageErr("--metric: %v", err)
+			}
+			if err := checkOut(out, ".svg"); err != nil {
+				return err
+			}
+			rs, err := a.trendResults(cmd, &q)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			if err := producer.WriteTrendSVG(&buf, rs, producer.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe()}); err != nil {
+				return err
+			}
+			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+				return fmt.Errorf("--out %q: %w", out, err)
+			}
+			fmt.Fprintf(a.stdout, "wrote the %s trend of %d results to %s\n", m, len(rs), out)
+			return nil
+		},
+	}
+	addFilterFlags(cmd, &q)
+	fl := cmd.Flags()
+	fl.StringVar(&metric, "metric", string(producer.MetricSamplesPerSec), "samples_per_sec, pcc or p50_ms")
+	fl.StringVar(&out, "out", "", "the SVG file to write (required; .svg)")
+	return cmd
+}
+
+func (a *app) resultsReportCmd() *cobra.Command {
+	var (
+		q   queryFlags
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "report --out FILE.html",
+		Short: "Write a self-contained HTML report: summary, trend and latest result per series",
+		Long: `Report writes one self-contained HTML page about the results matching the
+filters (those of 'results query'): counts by status and the date range, the
+samples/sec trend (as 'results trend' draws it) inlined, and a table of the
+latest result of every series with samples/sec, PCC, status, commit, run and
+the change against the series' previous passed result. The file is written
+atomically.`,
+		Example: `  benchfleet results report --since 30d --out report.html
+  benchfleet results report --branch main --pool n150 --out n150.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOut(out, ".html", ".htm"); err != nil {
+				return err
+			}
+			rs, err := a.trendResults(cmd, &q)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			opts := producer.ReportOptions{Query: strings.TrimPrefix(q.describe(), " — ")}
+			if err := producer.WriteReportHTML(&buf, rs, opts); err != nil {
+				return err
+			}
+			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+				return fmt.Errorf("--out %q: %w", out, err)
+			}
+			fmt.Fprintf(a.stdout, "wrote a report of %d results to %s\n", len(rs), out)
+			return nil
+		},
+	}
+	addFilterFlags(cmd, &q)
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "the HTML file to write (required; .html)")
+	return cmd
+}
+
+// addFilterFlags adds the filters of `results query` (without --format).
+func addFilterFlags(cmd *cobra.Command, q *queryFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&q.model, "model", "", "model name")
+	fl.StringVar(&q.pool, "pool", "", "pool (board kind)")
+	fl.StringVar(&q.run, "run", "", "run id")
+	fl.StringVar(&q.commit, "commit", "", "source commit (a prefix matches)")
+	fl.StringVar(&q.branch, "branch", "", "source branch")
+	fl.StringVar(&q.since, "since", "", "runs created since a date (2026-11-01), a time, or an age (72h, 30d)")
+	fl.StringVar(&q.status, "status", "", "passed, failed, error, timeout or cancelled")
+}
+
+// checkOut requires --out with one of the extensions exts.
+func checkOut(out string, exts ...string) error {
+	if out == "" {
+		return usageErr("--out is required (a %s file)", exts[0])
+	}
+	ext := strings.ToLower(filepath.Ext(out))
+	for _, e := range exts {
+		if ext == e {
+			return nil
+		}
+	}
+	if ext == ".png" && exts[0] == ".svg" {
+		return usageErr("--out %q: only .svg is supported in this build (no PNG)", out)
+	}
+	return usageErr("--out %q: want a %s file", out, exts[0])
+}
+
+// trendResults runs the filtered query; no result is a usage error.
+func (a *app) trendResults(cmd *cobra.Command, q *queryFlags) ([]*protocol.Result, error) {
+	f, err := q.filter()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := a.queryStore(cmd, f)
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		return nil, usageErr("no results match%s", q.describe())
+	}
+	return rs, nil
+}
+
+// describe lists the filters set, e.g. " — model resnet50, since 30d", or ""
+// when none is.
+func (q *queryFlags) describe() string {
+	var parts []string
+	for _, p := range []struct{ name, v string }{{"model", q.model}, {"pool", q.pool}, {"run", q.run},
+		{"commit", q.commit}, {"branch", q.branch}, {"since", q.since}, {"status", q.status}} {
+		if p.v != "" {
+			parts = append(parts, p.name+" "+p.v)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " — " + strings.Join(parts, ", ")
+}
