@@ -56,7 +56,13 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	if len(s.Jobs) == 0 {
 		return nil, fmt.Errorf("submit: run %s has no jobs", s.Run)
 	}
-	if m, err := p.Manifest(ctx, s.Run); err == nil {
+	var existing *protocol.RunManifest
+	err := retryFailover(ctx, func(ctx context.Context) error {
+		var err error
+		existing, err = p.Manifest(ctx, s.Run)
+		return err
+	}, jetstream.ErrKeyNotFound)
+	if m := existing; err == nil {
 		return &SubmitResult{Manifest: m, Attached: true}, nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, err
@@ -151,7 +157,11 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	if err != nil {
 		return nil, fmt.Errorf("submit: encode manifest: %w", err)
 	}
-	if _, err := p.Topo.Runs.Create(ctx, protocol.ManifestKey(s.Run), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	err = retryFailover(ctx, func(ctx context.Context) error {
+		_, err := p.Topo.Runs.Create(ctx, protocol.ManifestKey(s.Run), data)
+		return err
+	}, jetstream.ErrKeyExists)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)
 	}
 	if p.Store != nil {
@@ -175,28 +185,47 @@ const (
 
 var errNoAck = errors.New("no publish ack")
 
-// republish publishes m synchronously, retrying with backoff for up to
-// republishFor while the stream has no leader.
-func (p *Submitter) republish(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+// retryFailover calls fn (each call bounded to 5s) until it succeeds,
+// fails with one of the final errors, or republishFor passes: during a NATS
+// leader election a KV read or write times out or finds no responder for a
+// few seconds.
+func retryFailover(ctx context.Context, fn func(context.Context) error, final ...error) error {
 	deadline := time.Now().Add(republishFor)
 	wait := 100 * time.Millisecond
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		ack, err := p.JS.PublishMsg(pctx, m)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := fn(cctx)
 		cancel()
 		if err == nil {
-			return ack, nil
+			return nil
+		}
+		for _, f := range final {
+			if errors.Is(err, f) {
+				return err
+			}
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return nil, err
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return err
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// republish publishes m synchronously, retrying with backoff for up to
+// republishFor while the stream has no leader.
+func (p *Submitter) republish(ctx context.Context, m *nats.Msg) (*jetstream.PubAck, error) {
+	var ack *jetstream.PubAck
+	err := retryFailover(ctx, func(ctx context.Context) error {
+		var err error
+		ack, err = p.JS.PublishMsg(ctx, m)
+		return err
+	})
+	return ack, err
 }
 
 // Manifest reads a run's manifest from bench-runs. A missing run is
