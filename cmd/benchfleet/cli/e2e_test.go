@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -182,5 +183,25 @@ func TestSubmitUsageErrors(t *testing.T) {
 				t.Fatalf("stderr does not name %q: %s", c.want, stderr)
 			}
 		})
+	}
+}
+
+// The README's local example matrix expands into the jobs it promises.
+func TestLocalExampleMatrix(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../../deploy/examples/matrix-local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := producer.ParseMatrix(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := m.Jobs("example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 6 {
+		t.Fatalf("%d jobs, want 6 (4 cpu, 2 sim)", len(jobs))
 	}
 }
