@@ -24,15 +24,14 @@ import (
 // workerFile is the worker's YAML config (DESIGN §7). Decoding is strict:
 // an unknown key is an error naming it.
 type workerFile struct {
-	NATS      string         `yaml:"nats"`
-	Store     string         `yaml:"store"`
-	ID        string         `yaml:"id"`
-	Slots     []slotSpec     `yaml:"slots"`
-	Discovery discoverySpec  `yaml:"discovery"`
-	Forge     forgeSpec      `yaml:"forge"`
-	Spool     string         `yaml:"spool"`
-	Timeouts  timeoutsSpec   `yaml:"timeouts"`
-	Labels    map[string]any `yaml:"labels"`
+	NATS      string        `yaml:"nats"`
+	Store     string        `yaml:"store"`
+	ID        string        `yaml:"id"`
+	Slots     []slotSpec    `yaml:"slots"`
+	Discovery discoverySpec `yaml:"discovery"`
+	Forge     forgeSpec     `yaml:"forge"`
+	Spool     string        `yaml:"spool"`
+	Timeouts  timeoutsSpec  `yaml:"timeouts"`
 }
 
 type slotSpec struct {
