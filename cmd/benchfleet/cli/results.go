@@ -87,13 +87,21 @@ func (a *app) resultsQueryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rs, err := a.queryStore(cmd, f)
+			rs, err := a.queryStore(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
 			return writeResults(a.stdout, rs, q.format)
 		},
 	}
+	addFilterFlags(cmd, &q, "", "passed, failed, error, timeout or cancelled")
+	cmd.Flags().StringVar(&q.format, "format", "table", "table, json (an array of Result documents) or csv")
+	return cmd
+}
+
+// addFilterFlags adds the filters of `results query` (without --format);
+// --status defaults to status with the given help.
+func addFilterFlags(cmd *cobra.Command, q *queryFlags, status, statusHelp string) {
 	fl := cmd.Flags()
 	fl.StringVar(&q.model, "model", "", "model name")
 	fl.StringVar(&q.pool, "pool", "", "pool (board kind)")
@@ -101,9 +109,7 @@ func (a *app) resultsQueryCmd() *cobra.Command {
 	fl.StringVar(&q.commit, "commit", "", "source commit (a prefix matches)")
 	fl.StringVar(&q.branch, "branch", "", "source branch")
 	fl.StringVar(&q.since, "since", "", "runs created since a date (2026-11-01), a time, or an age (72h, 30d)")
-	fl.StringVar(&q.status, "status", "", "passed, failed, error, timeout or cancelled")
-	fl.StringVar(&q.format, "format", "table", "table, json (an array of Result documents) or csv")
-	return cmd
+	fl.StringVar(&q.status, "status", status, statusHelp)
 }
 
 func (a *app) resultsShowCmd() *cobra.Command {
@@ -113,7 +119,7 @@ func (a *app) resultsShowCmd() *cobra.Command {
 			if err := protocol.ValidID("job", args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			rs, err := a.queryStore(cmd, storage.Filter{Job: args[0]})
+			rs, err := a.queryStore(cmd.Context(), storage.Filter{Job: args[0]})
 			if err != nil {
 				return err
 			}

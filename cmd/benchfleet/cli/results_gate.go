@@ -60,11 +60,8 @@ func (g *gateFlags) config() (producer.GateConfig, error) {
 // historyFrom reads baseline history through the CLI's results query
 // (which uses the Parquet index where there is one).
 func (a *app) historyFrom(ctx context.Context, b storage.Bucket) producer.HistoryFunc {
-	qc := &cobra.Command{}
-	qc.SetContext(ctx)
 	return func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
-		qc.SetContext(ctx)
-		return a.query(qc, b, f)
+		return a.query(ctx, b, f)
 	}
 }
 
@@ -142,7 +139,7 @@ so only --store is needed; without a manifest the run's results are used.`,
 				return err
 			}
 			defer b.Close()
-			rs, err := a.query(cmd, b, storage.Filter{Run: run})
+			rs, err := a.query(cmd.Context(), b, storage.Filter{Run: run})
 			if err != nil {
 				return err
 			}
@@ -238,7 +235,7 @@ data_format, a, b, change, a_status, b_status}.`,
 			defer b.Close()
 			var sets [2][]*protocol.Result
 			for i, r := range args {
-				rs, err := a.query(cmd, b, storage.Filter{Run: r})
+				rs, err := a.query(cmd.Context(), b, storage.Filter{Run: r})
 				if err != nil {
 					return err
 				}

@@ -95,7 +95,7 @@ other filters are those of 'results query'.`,
 			if err != nil {
 				return err
 			}
-			rs, err := a.queryStore(cmd, f)
+			rs, err := a.queryStore(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
@@ -105,13 +105,9 @@ other filters are those of 'results query'.`,
 	fl := cmd.Flags()
 	fl.StringVar(&q.format, "format", "benchmark-jsonl", "export format: benchmark-jsonl")
 	fl.StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")
-	fl.StringVar(&q.model, "model", "", "model name")
-	fl.StringVar(&q.pool, "pool", "", "pool (board kind)")
-	fl.StringVar(&q.run, "run", "", "run id")
-	fl.StringVar(&q.commit, "commit", "", "source commit (a prefix matches)")
-	fl.StringVar(&q.branch, "branch", "", "source branch")
-	fl.StringVar(&q.since, "since", "", "runs created since a date (2026-11-01), a time, or an age (72h, 30d)")
-	fl.StringVar(&q.status, "status", "passed", "passed, failed, error, timeout, cancelled or all")
+	// Export defaults to passed results: upstream writes a report only for
+	// a passing test.
+	addFilterFlags(cmd, &q, "passed", "passed, failed, error, timeout, cancelled or all")
 	return cmd
 }
 

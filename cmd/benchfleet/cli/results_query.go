@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/protocol"
@@ -8,20 +10,20 @@ import (
 )
 
 // queryStore opens --store, runs one results query and closes the store.
-func (a *app) queryStore(cmd *cobra.Command, f storage.Filter) ([]*protocol.Result, error) {
-	b, err := a.openStore(cmd.Context())
+func (a *app) queryStore(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
+	b, err := a.openStore(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	return a.query(cmd, b, f)
+	return a.query(ctx, b, f)
 }
 
 // query runs a results query against the store: through the Parquet index
 // for compacted dates, the JSON results for the rest (storage.Query). Index
 // parts it could not use are logged; their dates were read from JSON.
-func (a *app) query(cmd *cobra.Command, b storage.Bucket, f storage.Filter) ([]*protocol.Result, error) {
-	rs, st, err := storage.Query(cmd.Context(), b, f)
+func (a *app) query(ctx context.Context, b storage.Bucket, f storage.Filter) ([]*protocol.Result, error) {
+	rs, st, err := storage.Query(ctx, b, f)
 	for _, w := range st.Warnings {
 		a.log.Warn().Str("component", "query").Msg(w + "; read its date from JSON instead (repair: benchfleet results compact --force)")
 	}

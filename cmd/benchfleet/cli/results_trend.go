@@ -57,7 +57,7 @@ atomically. PNG is not supported in this build.`,
 			return nil
 		},
 	}
-	addFilterFlags(cmd, &q)
+	addFilterFlags(cmd, &q, "", "passed, failed, error, timeout or cancelled")
 	fl := cmd.Flags()
 	fl.StringVar(&metric, "metric", string(producer.MetricSamplesPerSec), "samples_per_sec, pcc or p50_ms")
 	fl.StringVar(&out, "out", "", "the SVG file to write (required; .svg)")
@@ -101,22 +101,10 @@ atomically.`,
 			return nil
 		},
 	}
-	addFilterFlags(cmd, &q)
+	addFilterFlags(cmd, &q, "", "passed, failed, error, timeout or cancelled")
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "the HTML file to write (required; .html)")
 	return cmd
-}
-
-// addFilterFlags adds the filters of `results query` (without --format).
-func addFilterFlags(cmd *cobra.Command, q *queryFlags) {
-	fl := cmd.Flags()
-	fl.StringVar(&q.model, "model", "", "model name")
-	fl.StringVar(&q.pool, "pool", "", "pool (board kind)")
-	fl.StringVar(&q.run, "run", "", "run id")
-	fl.StringVar(&q.commit, "commit", "", "source commit (a prefix matches)")
-	fl.StringVar(&q.branch, "branch", "", "source branch")
-	fl.StringVar(&q.since, "since", "", "runs created since a date (2026-11-01), a time, or an age (72h, 30d)")
-	fl.StringVar(&q.status, "status", "", "passed, failed, error, timeout or cancelled")
 }
 
 // checkOut requires --out with one of the extensions exts.
@@ -142,7 +130,7 @@ func (a *app) trendResults(cmd *cobra.Command, q *queryFlags) ([]*protocol.Resul
 	if err != nil {
 		return nil, err
 	}
-	rs, err := a.queryStore(cmd, f)
+	rs, err := a.queryStore(cmd.Context(), f)
 	if err != nil {
 		return nil, err
 	}
