@@ -233,37 +233,15 @@ func Sorted(m *protocol.RunManifest, states map[string]*JobState) []*JobState {
 // stored so far, without waiting for more.
 func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 	states := w.initial()
-	cons, err := w.JS.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{protocol.RunEventsFilter(w.Manifest.Run)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
+		if e, err := protocol.DecodeEvent(m.Data()); err == nil {
+			if st, ok := states[e.Job]; ok {
+				apply(st, e)
+			}
+		}
 	})
 	if err != nil {
 		return states, fmt.Errorf("run %s: %w", w.Manifest.Run, err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return states, fmt.Errorf("run %s: %w", w.Manifest.Run, err)
-	}
-	for pending := info.NumPending; pending > 0; {
-		batch, err := cons.Fetch(int(min(pending, 512)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return states, fmt.Errorf("run %s: %w", w.Manifest.Run, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			if meta, err := m.Metadata(); err == nil {
-				pending = meta.NumPending
-			}
-			if e, err := protocol.DecodeEvent(m.Data()); err == nil {
-				if st, ok := states[e.Job]; ok {
-					apply(st, e)
-				}
-			}
-		}
-		if n == 0 {
-			break
-		}
 	}
 	return states, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -89,42 +90,20 @@ func readDead(ctx context.Context, js jetstream.JetStream) ([]dlqEntry, error) {
 	if _, err := topology.Open(ctx, js); err != nil {
 		return nil, err
 	}
-	cons, err := js.OrderedConsumer(ctx, protocol.StreamDead, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return nil, fmt.Errorf("dlq: %w", err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dlq: %w", err)
-	}
 	out := []dlqEntry{}
-	pending := info.NumPending
-	for pending > 0 {
-		batch, err := cons.Fetch(int(min(pending, 256)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("dlq: %w", err)
+	err := producer.ReadStored(ctx, js, protocol.StreamDead, nil, func(m jetstream.Msg) {
+		var dl protocol.DeadLetter
+		if err := json.Unmarshal(m.Data(), &dl); err != nil {
+			return
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			meta, _ := m.Metadata()
-			var dl protocol.DeadLetter
-			if err := json.Unmarshal(m.Data(), &dl); err != nil {
-				continue
-			}
-			e := dlqEntry{ID: dl.ID, Pool: dl.Pool, Reason: dl.Reason, Attempts: dl.Attempts, Time: dl.Time, dl: dl, Payload: rawPayload(dl.Payload)}
-			if meta != nil {
-				e.seq = meta.Sequence.Stream
-				pending = meta.NumPending
-			}
-			out = append(out, e)
+		e := dlqEntry{ID: dl.ID, Pool: dl.Pool, Reason: dl.Reason, Attempts: dl.Attempts, Time: dl.Time, dl: dl, Payload: rawPayload(dl.Payload)}
+		if meta, err := m.Metadata(); err == nil {
+			e.seq = meta.Sequence.Stream
 		}
-		if n == 0 {
-			break
-		}
-		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("dlq: %w", err)
-		}
+		out = append(out, e)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dlq: %w", err)
 	}
 	return out, nil
 }
