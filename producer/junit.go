@@ -211,5 +211,5 @@ func oneLine(s string) string {
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	return shorten(s, 200)
+	return Shorten(s, 200)
 }

@@ -37,7 +37,7 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 			fmt.Fprintf(&b, " branch `%s`", mdCode(m.Source.Branch))
 		}
 		if m.Source.Commit != "" {
-			fmt.Fprintf(&b, " commit `%s`", mdCode(shortCommit(m.Source.Commit)))
+			fmt.Fprintf(&b, " commit `%s`", mdCode(ShortCommit(m.Source.Commit)))
 		}
 		b.WriteString(".\n")
 	}
@@ -119,7 +119,8 @@ func mdCode(s string) string {
 	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(s)
 }
 
-func shortCommit(c string) string {
+// ShortCommit is the first 12 characters of a commit hash, for tables.
+func ShortCommit(c string) string {
 	if len(c) > 12 {
 		return c[:12]
 	}

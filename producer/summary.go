@@ -85,7 +85,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if withChange {
 			line += "\t" + FmtChange(r.Change) + "\t" + r.Verdict
 		}
-		fmt.Fprintln(tw, line+"\t"+shorten(r.Reason, 80))
+		fmt.Fprintln(tw, line+"\t"+Shorten(r.Reason, 80))
 	}
 	return tw.Flush()
 }
@@ -120,7 +120,8 @@ func FmtChange(c *float64) string {
 	return fmt.Sprintf("%+.1f%%", *c*100)
 }
 
-func shorten(s string, n int) string {
+// Shorten keeps the first line of s, cut to n bytes with an ellipsis.
+func Shorten(s string, n int) string {
 	for i, r := range s {
 		if r == '\n' {
 			s = s[:i]

@@ -269,7 +269,7 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 			x := xOf(r.RunCreatedAt)
 			v, ok := plotValue(o.Metric, r)
 			tip := xmlText(fmt.Sprintf("%s\nrun %s, job %s\n%s UTC\ncommit %s\n%s: %s (%s)", l.Name, r.Run, r.Job,
-				r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), shortCommit(r.Source.Commit), o.Metric.Label(),
+				r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), ShortCommit(r.Source.Commit), o.Metric.Label(),
 				strconv.FormatFloat(o.Metric.Of(r), 'g', 6, 64), r.Status))
 			if r.Status == protocol.StatusPassed {
 				p(`<circle cx="%s" cy="%s" r="3.5" fill="%s"><title>%s</title></circle>`+"\n", f1(x), f1(yOf(v)), colour, tip)
@@ -555,7 +555,7 @@ func WriteReportHTML(w io.Writer, rs []*protocol.Result, o ReportOptions) error 
 	for _, row := range rows {
 		r := row.Latest
 		v := reportRowView{Name: row.Name, Rate: fmtRate(r.Measurements.SamplesPerSec), PCC: fmtPCC(r.PCC.Value),
-			Status: string(r.Status), Commit: shortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
+			Status: string(r.Status), Commit: ShortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
 			Created: r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), Change: FmtChange(row.Change),
 			Passed: r.Status == protocol.StatusPassed}
 		if row.Change != nil {

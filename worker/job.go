@@ -257,7 +257,7 @@ func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases prot
 // result cannot be made durable the job is handed back with a delay.
 func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []storage.ArtifactFile) {
 	r.FinishedAt = time.Now().UTC()
-	if a.s.w.cfg.Store != nil && r.Upstream != "" {
+	if r.Upstream != "" {
 		r.Upstream = storage.ArtifactKey(r.Run, r.Job, r.Attempt, r.Upstream)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)

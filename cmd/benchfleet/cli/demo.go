@@ -43,9 +43,6 @@ passed. Results stay in DIR/store/results/v1/...`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			if a.ackWait < time.Second {
-				a.ackWait = topology.DefaultAckWait
-			}
 			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, slots: slots, workDir: os.TempDir()})
 			if err != nil {
 				return err

@@ -5,8 +5,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-
-	"github.com/benchfleet/benchfleet/device"
 )
 
 // deviceJSON is the JSON shape of `benchfleet devices` (DESIGN §7).
@@ -63,6 +61,5 @@ func (a *app) devicesCmd() *cobra.Command {
 	cmd.Flags().StringVar(&config, "config", "", "worker config YAML (slots and discovery)")
 	cmd.Flags().StringVar(&slots, "slots", "", "built-in slots pool=count[,pool=count]")
 	cmd.Flags().StringVar(&format, "format", "table", "table or json")
-	_ = device.AlwaysHealthy{}
 	return cmd
 }

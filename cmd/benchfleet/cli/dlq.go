@@ -56,7 +56,7 @@ func (a *app) dlqCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tPOOL\tATTEMPTS\tTIME\tREASON")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.dl.Run, e.Pool, e.Attempts, e.Time.Format(time.RFC3339), shortText(e.Reason, 100))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.dl.Run, e.Pool, e.Attempts, e.Time.Format(time.RFC3339), producer.Shorten(e.Reason, 100))
 			}
 			tw.Flush()
 			fmt.Fprintf(a.stdout, "(%d dead letters)\n", len(entries))
@@ -156,17 +156,4 @@ func retryDead(ctx context.Context, js jetstream.JetStream, id string) (*protoco
 		}
 	}
 	return job, nil
-}
-
-func shortText(s string, n int) string {
-	for i, r := range s {
-		if r == '\n' {
-			s = s[:i]
-			break
-		}
-	}
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
 }

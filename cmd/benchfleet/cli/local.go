@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -133,5 +132,3 @@ func (lf *localFleet) close() {
 		lf.server.WaitForShutdown()
 	}
 }
-
-func (lf *localFleet) String() string { return fmt.Sprintf("nats %s", lf.url) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -157,7 +158,7 @@ func writeResults(w interface{ Write([]byte) (int, error) }, rs []*protocol.Resu
 		for _, r := range rs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.3f\t%.6f\t%s\t%s\n", r.RunCreatedAt.Format("2006-01-02 15:04"),
 				r.Run, r.Job, r.Benchmark.Model, r.Pool, r.Benchmark.BatchSize, r.Benchmark.DataFormat,
-				r.Measurements.SamplesPerSec, r.PCC.Value, r.Status, shortCommit(r.Source.Commit))
+				r.Measurements.SamplesPerSec, r.PCC.Value, r.Status, producer.ShortCommit(r.Source.Commit))
 		}
 		fmt.Fprintf(tw, "(%d results)\n", len(rs))
 		return tw.Flush()

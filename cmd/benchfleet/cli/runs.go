@@ -66,7 +66,7 @@ func (a *app) runsCmd() *cobra.Command {
 					state = "cancelled"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
-					shortCommit(m.Source.Commit), m.Submitter, state)
+					producer.ShortCommit(m.Source.Commit), m.Submitter, state)
 			}
 			return tw.Flush()
 		},
@@ -187,11 +187,4 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -318,5 +317,3 @@ func submitter() string {
 	}
 	return "unknown"
 }
-
-var _ = context.Background
