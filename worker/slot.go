@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -43,19 +42,6 @@ func newSlot(w *Worker, s Slot) *slot {
 		done:  make(chan struct{}),
 		state: protocol.DeviceIdle,
 	}
-}
-
-// bind looks up the slot's consumers (created by topology.Ensure).
-func (s *slot) bind(ctx context.Context) error {
-	s.consumers = s.consumers[:0]
-	for _, prio := range protocol.Priorities {
-		c, err := topology.EnsureConsumer(ctx, s.w.js, s.dev.Pool, prio, s.w.cfg.Topology.AckWait)
-		if err != nil {
-			return fmt.Errorf("worker: slot %s: %w", s.dev.ID, err)
-		}
-		s.consumers = append(s.consumers, c)
-	}
-	return nil
 }
 
 func (s *slot) wakeUp() {

@@ -103,11 +103,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	var subs []*nats.Subscription
 	for pool, ss := range pools {
+		// The slots of a pool share its three consumers (one per priority).
+		consumers, err := w.poolConsumers(ctx, pool)
+		if err != nil {
+			stop()
+			return err
+		}
 		for _, s := range ss {
-			if err := s.bind(ctx); err != nil {
-				stop()
-				return err
-			}
+			s.consumers = consumers
 		}
 		ss := ss
 		sub, err := w.cfg.Conn.Subscribe(protocol.SubjectJobsPrefix+"."+pool+".*", func(*nats.Msg) {
@@ -148,6 +151,19 @@ func (w *Worker) Start(ctx context.Context) error {
 	}()
 	w.log.Info().Int("slots", len(w.slots)).Msg("worker started")
 	return nil
+}
+
+// poolConsumers returns the pool's consumers, highest priority first.
+func (w *Worker) poolConsumers(ctx context.Context, pool string) ([]jetstream.Consumer, error) {
+	var out []jetstream.Consumer
+	for _, prio := range protocol.Priorities {
+		c, err := topology.EnsureConsumer(ctx, w.js, pool, prio, w.cfg.Topology.AckWait)
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // Stop drains the worker: no new job is claimed, running jobs finish
