@@ -287,15 +287,19 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	if spooled {
 		msg = strings.TrimSpace(msg + " (result spooled locally; upload pending)")
 	}
+	// Ack before the terminal event: a waiter that acts on the event (and,
+	// say, stops the worker) finds the job already settled.
+	a.ack(ctx)
 	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, Message: msg,
 		SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
 	a.log.Info().Str("status", string(r.Status)).Float64("samples_per_sec", r.Measurements.SamplesPerSec).
 		Float64("pcc", r.PCC.Value).Bool("spooled", spooled).Msg("job finished")
-	a.ack(ctx)
 }
 
 func (a *attemptState) ack(ctx context.Context) {
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// The result is durable: the ack completes even when the worker is
+	// stopping hard (ctx cancelled), so the job is not delivered again.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := a.msg.DoubleAck(actx); err != nil {
 		// The result is durable; a redelivery will find it and ack.
