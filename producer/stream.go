@@ -10,38 +10,40 @@ import (
 
 // ReadStored calls fn for every message stored in stream (only those on
 // filters, when given), oldest first, and returns when it has seen the
-// messages that were there when it started; it does not wait for more.
-func ReadStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(jetstream.Msg)) error {
+// messages that were there when it started; it does not wait for more. It
+// returns the stream sequence of the last message read (0 when none).
+func ReadStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(jetstream.Msg)) (uint64, error) {
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", stream, err)
+		return 0, fmt.Errorf("read %s: %w", stream, err)
 	}
+	var last uint64
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", stream, err)
+		return last, fmt.Errorf("read %s: %w", stream, err)
 	}
 	for pending := info.NumPending; pending > 0; {
 		batch, err := cons.Fetch(int(min(pending, 512)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return fmt.Errorf("read %s: %w", stream, err)
+			return last, fmt.Errorf("read %s: %w", stream, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
 			if meta, err := m.Metadata(); err == nil {
-				pending = meta.NumPending
+				pending, last = meta.NumPending, meta.Sequence.Stream
 			}
 			fn(m)
 		}
 		if err := batch.Error(); err != nil {
-			return fmt.Errorf("read %s: %w", stream, err)
+			return last, fmt.Errorf("read %s: %w", stream, err)
 		}
 		if n == 0 {
 			break
 		}
 	}
-	return nil
+	return last, nil
 }

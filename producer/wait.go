@@ -93,10 +93,21 @@ func terminalKind(s protocol.Status) protocol.EventKind {
 // not nil, is called after each event with the new progress.
 func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string]*JobState, error) {
 	states := w.initial()
-	cons, err := w.JS.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
+	// Replay every stored event first, and only then judge whether the run
+	// has ended: a job dead-lettered and later re-queued by `dlq retry` is
+	// terminal half way through the replay.
+	last, err := w.catchUp(ctx, states)
+	if err != nil {
+		return states, err
+	}
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.RunEventsFilter(w.Manifest.Run)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	}
+	if last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
+	}
+	cons, err := w.JS.OrderedConsumer(ctx, protocol.StreamEvents, cfg)
 	if err != nil {
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
@@ -229,11 +240,10 @@ func Sorted(m *protocol.RunManifest, states map[string]*JobState) []*JobState {
 	return out
 }
 
-// Snapshot returns the current state of every job of the run: the events
-// stored so far, without waiting for more.
-func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
-	states := w.initial()
-	err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
+// catchUp applies the run's stored events to states and returns the stream
+// sequence of the last one (0 when none).
+func (w *Watcher) catchUp(ctx context.Context, states map[string]*JobState) (uint64, error) {
+	last, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(m.Data()); err == nil {
 			if st, ok := states[e.Job]; ok {
 				apply(st, e)
@@ -241,7 +251,17 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 		}
 	})
 	if err != nil {
-		return states, fmt.Errorf("run %s: %w", w.Manifest.Run, err)
+		return last, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
+	}
+	return last, nil
+}
+
+// Snapshot returns the current state of every job of the run: the events
+// stored so far, without waiting for more.
+func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
+	states := w.initial()
+	if _, err := w.catchUp(ctx, states); err != nil {
+		return states, err
 	}
 	return states, nil
 }

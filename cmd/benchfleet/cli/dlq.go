@@ -91,7 +91,7 @@ func readDead(ctx context.Context, js jetstream.JetStream) ([]dlqEntry, error) {
 		return nil, err
 	}
 	out := []dlqEntry{}
-	err := producer.ReadStored(ctx, js, protocol.StreamDead, nil, func(m jetstream.Msg) {
+	_, err := producer.ReadStored(ctx, js, protocol.StreamDead, nil, func(m jetstream.Msg) {
 		var dl protocol.DeadLetter
 		if err := json.Unmarshal(m.Data(), &dl); err != nil {
 			return
