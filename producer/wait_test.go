@@ -42,13 +42,21 @@ func TestWaitReplaysPastARequeuedDeadLetter(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || states["j1"].Kind != protocol.EventQueued {
 		t.Fatalf("wait ended with %v in state %q; want still waiting on the re-queued job", err, states["j1"].Kind)
 	}
+	// The job passes while the waiter is live.
+	published := make(chan error, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		publishEvent(t, js, protocol.Event{Run: m.Run, Job: "j1", Kind: protocol.EventPassed, Status: protocol.StatusPassed})
+		data, _ := json.Marshal(protocol.Event{Schema: protocol.SchemaEvent, Run: m.Run, Job: "j1", Time: time.Now().UTC(),
+			Kind: protocol.EventPassed, Status: protocol.StatusPassed})
+		_, err := js.Publish(context.Background(), protocol.EventSubject(m.Run, "j1"), data)
+		published <- err
 	}()
 	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	states, err = w.Wait(ctx, nil)
+	if perr := <-published; perr != nil {
+		t.Fatal(perr)
+	}
 	if err != nil || states["j1"].Status != protocol.StatusPassed {
 		t.Fatalf("wait: %v, state %+v", err, states["j1"])
 	}
