@@ -1,8 +1,9 @@
 // Package device is benchfleet's device layer: the devices a host serves
 // (discovered Tenstorrent boards and built-in cpu/sim slots), their health,
 // and the Runner interface that runs one job on one device. Runners live in
-// sub-packages: device/cpu (built-in reference engine), device/forge (the
-// upstream pytest harness) and device/sim (synthetic, for load and faults).
+// sub-packages and register their kinds (Register): device/cpu (built-in
+// reference engine), device/harness (the upstream pytest harnesses:
+// tt-forge-onnx and tt-xla) and device/sim (synthetic, for load and faults).
 package device
 
 import (
@@ -94,7 +95,13 @@ func Failed(format string, args ...any) error {
 
 // InfraError marks an infrastructure failure explicitly (hang, crash,
 // device gone). Untyped errors are treated the same way.
-type InfraError struct{ Err error }
+type InfraError struct {
+	Err error
+	// Hang is set when the failure looks like the board hung (a watchdog
+	// signal, no progress): the worker resets the board before its next
+	// job even when a health check still lists it.
+	Hang bool
+}
 
 func (e *InfraError) Error() string { return "infrastructure: " + e.Err.Error() }
 func (e *InfraError) Unwrap() error { return e.Err }
@@ -102,6 +109,31 @@ func (e *InfraError) Unwrap() error { return e.Err }
 // Infra wraps err as an *InfraError.
 func Infra(format string, args ...any) error {
 	return &InfraError{Err: fmt.Errorf(format, args...)}
+}
+
+// Hang returns an *InfraError with Hang set.
+func Hang(format string, args ...any) error {
+	return &InfraError{Err: fmt.Errorf(format, args...), Hang: true}
+}
+
+// IsHang reports whether err is an *InfraError marking a hang.
+func IsHang(err error) bool {
+	var e *InfraError
+	return errors.As(err, &e) && e.Hang
+}
+
+// HostError: the runner cannot run any job on this host (the harness's
+// environment is broken: a conftest that cannot be imported, a missing
+// wheel or driver library). It is not the job's fault and not the board's:
+// the worker takes every slot of that runner out of service with Reason and
+// hands the job back for another host.
+type HostError struct{ Reason string }
+
+func (e *HostError) Error() string { return "host cannot run the harness: " + e.Reason }
+
+// HostFault returns a *HostError.
+func HostFault(format string, args ...any) error {
+	return &HostError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // IsInvalid reports whether err is an *InvalidError.

@@ -52,7 +52,7 @@ func IterationStats(iters []time.Duration) protocol.IterationMS {
 		return ms[max(0, min(i, len(ms)-1))]
 	}
 	return protocol.IterationMS{
-		Min: ms[0], P50: rank(0.50), P90: rank(0.90), P99: rank(0.99), Max: ms[len(ms)-1],
+		Count: len(ms), Min: ms[0], P50: rank(0.50), P90: rank(0.90), P99: rank(0.99), Max: ms[len(ms)-1],
 		Mean: mean, Stddev: math.Sqrt(ss / float64(len(ms))),
 	}
 }

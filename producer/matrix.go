@@ -132,19 +132,6 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// DefaultRunner is the runner of a pool when a job names none: cpu and sim
-// pools run their built-in runners, Tenstorrent pools the forge harness.
-func DefaultRunner(pool string) string {
-	switch pool {
-	case "cpu":
-		return protocol.RunnerCPU
-	case "sim":
-		return protocol.RunnerSim
-	default:
-		return protocol.RunnerForge
-	}
-}
-
 // Jobs expands the matrix into jobs for run (ids derived from run and each
 // cell; created_at left to Submit). Every job is validated; the first bad
 // one is reported with its cell.
@@ -295,7 +282,7 @@ func (s JobSpec) Job(run string, src SourceSpec) (*protocol.Job, error) {
 		Labels: s.Labels,
 	}
 	if j.Runner == "" {
-		j.Runner = DefaultRunner(j.Pool)
+		j.Runner = protocol.DefaultRunner(j.Pool)
 	}
 	if s.Limits.Timeout != "" {
 		d, err := time.ParseDuration(s.Limits.Timeout)

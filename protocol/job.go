@@ -35,15 +35,36 @@ const (
 	DefaultPCCMin  = 0.99
 )
 
-// Runner names.
+// Names of the runners benchfleet ships. The set is open: runner kinds
+// register themselves with the device package (device.Register), and a job
+// names one by its registered name. The protocol checks only the name's
+// shape (ValidRunnerName); whether a host has the runner is the worker's
+// and submit's question.
 const (
 	RunnerForge = "forge"
+	RunnerTTXLA = "tt-xla"
 	RunnerCPU   = "cpu"
 	RunnerSim   = "sim"
 )
 
-// Runners lists every known runner.
-var Runners = []string{RunnerForge, RunnerCPU, RunnerSim}
+// DefaultHarness is the runner of a Tenstorrent pool's job that names none.
+const DefaultHarness = RunnerForge
+
+var runnerNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// ValidRunnerName reports whether name has the shape of a runner name:
+// lower-case letters, digits and '-', starting with a letter, at most 32.
+func ValidRunnerName(name string) bool { return runnerNamePattern.MatchString(name) }
+
+// DefaultRunner is the runner of a pool when a job names none: a built-in
+// pool (cpu, sim) runs its built-in runner, a Tenstorrent pool the
+// DefaultHarness.
+func DefaultRunner(pool string) string {
+	if IsBuiltinPool(pool) {
+		return pool
+	}
+	return DefaultHarness
+}
 
 // Data formats the harness accepts.
 const (
@@ -142,7 +163,12 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 var (
 	modelPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
-	testPattern  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*(::[A-Za-z0-9_.\[\]-]+)*$`)
+	// dir/test_x.py[::Class]::test_y[param id]: a relative path, then
+	// names, then an optional parametrization id in brackets that may hold
+	// spaces and a few punctuation characters (upstream ids look like
+	// "test_resnet50[50 HF]"). No shell ever sees it: runners pass it as
+	// one argv element.
+	testPattern  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py(::[A-Za-z_][A-Za-z0-9_]*)*(\[[A-Za-z0-9_ .,:+=/-]{1,128}\])?$`)
 	labelPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 )
 
@@ -188,14 +214,11 @@ func (j *Job) Validate() error {
 	if !j.Priority.Valid() {
 		return fieldErr("priority", "must be high, normal or low (got %q)", truncate(string(j.Priority), 40))
 	}
-	if !oneOf(j.Runner, Runners) {
-		return fieldErr("runner", "must be one of %s (got %q)", strings.Join(Runners, ", "), truncate(j.Runner, 40))
+	if !ValidRunnerName(j.Runner) {
+		return fieldErr("runner", "must be a runner name like forge, tt-xla, cpu or sim (got %q)", truncate(j.Runner, 40))
 	}
 	if err := j.Benchmark.Validate(); err != nil {
 		return err
-	}
-	if j.Runner == RunnerForge && j.Benchmark.Test == "" {
-		return fieldErr("benchmark.test", "is required for the forge runner")
 	}
 	if err := j.Source.validate(); err != nil {
 		return err
@@ -209,13 +232,25 @@ func (j *Job) Validate() error {
 	return ValidateLabels(j.Labels)
 }
 
+// ValidTestID reports whether id is a pytest node id a runner may pass to
+// the harness: a relative path to a .py file without "..", optional
+// "::name" parts and an optional "[param id]" (which may hold spaces), at
+// most 256 bytes, no leading '-' (never taken for an option).
+func ValidTestID(id string) bool {
+	if len(id) > 256 || !testPattern.MatchString(id) || strings.Contains(id, "..") {
+		return false
+	}
+	path, _, _ := strings.Cut(id, "::")
+	return !strings.HasPrefix(path, "/") && !strings.Contains(path, "//")
+}
+
 // Validate checks the benchmark fields (see Job.Validate).
 func (b *Benchmark) Validate() error {
 	if !modelPattern.MatchString(b.Model) {
 		return fieldErr("benchmark.model", "must match [a-z0-9][a-z0-9_.-]* up to 64 characters (got %q)", truncate(b.Model, 40))
 	}
-	if b.Test != "" && (len(b.Test) > 256 || !testPattern.MatchString(b.Test) || strings.Contains(b.Test, "..")) {
-		return fieldErr("benchmark.test", "must be a relative pytest node id like dir/test_x.py::test_y without '..' (got %q)", truncate(b.Test, 60))
+	if b.Test != "" && !ValidTestID(b.Test) {
+		return fieldErr("benchmark.test", "must be a relative pytest node id like dir/test_x.py::test_y[param id] without '..' (got %q)", truncate(b.Test, 60))
 	}
 	if err := positive("benchmark.batch_size", b.BatchSize, MaxBatchSize); err != nil {
 		return err

@@ -57,6 +57,12 @@ func (p Priority) Valid() bool {
 // served by discovered devices; cpu and sim by built-in slots.
 var Pools = []string{"n150", "n300", "p150", "p300", "llmbox", "galaxy", "cpu", "sim"}
 
+// BuiltinPools are the pools served by built-in runners of the same name.
+var BuiltinPools = []string{"cpu", "sim"}
+
+// IsBuiltinPool reports whether pool is served by a built-in runner.
+func IsBuiltinPool(pool string) bool { return pool == "cpu" || pool == "sim" }
+
 // ValidPool reports whether pool is a known board kind.
 func ValidPool(pool string) bool {
 	for _, p := range Pools {

@@ -91,8 +91,12 @@ type Measurements struct {
 	IterationMS   IterationMS `json:"iteration_ms"`
 }
 
-// IterationMS summarizes per-iteration latencies in milliseconds.
+// IterationMS summarizes per-iteration latencies in milliseconds, over the
+// timed loop only (never the warmup).
 type IterationMS struct {
+	// Count is how many timed iterations the statistics cover; absent (0)
+	// in results written before it existed or when none were printed.
+	Count  int     `json:"count,omitempty"`
 	Min    float64 `json:"min"`
 	P50    float64 `json:"p50"`
 	P90    float64 `json:"p90"`

@@ -1,17 +1,17 @@
 package worker_test
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/device/forge"
+	"github.com/benchfleet/benchfleet/device/harness"
+	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
@@ -20,58 +20,38 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-// forgeHost is a fake Tenstorrent host: device nodes under a temp dev root,
-// a stand-in tt-smi that reports the nodes still there, and the forge runner
-// pointed at a stand-in harness.
-type forgeHost struct {
-	devRoot string
-	slots   []worker.Slot
+// ttHost is a fake Tenstorrent host (harnesstest): n150 boards, tt-smi,
+// and a harness runner over a fake checkout.
+type ttHost struct {
+	*harnesstest.TTHost
+	slots []worker.Slot
 }
 
-func newForgeHost(t *testing.T, nodes int, breakDevice string) *forgeHost {
+func newTTHost(t *testing.T, nodes int, kind string, brokenEnv bool, env map[string]string, resetKills ...string) *ttHost {
 	t.Helper()
-	dir := t.TempDir()
-	devRoot := filepath.Join(dir, "dev")
-	if err := os.MkdirAll(devRoot, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < nodes; i++ {
-		if err := os.WriteFile(filepath.Join(devRoot, fmt.Sprint(i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testdata, _ := filepath.Abs("testdata")
-	ttsmi := filepath.Join(dir, "tt-smi")
-	script := fmt.Sprintf("#!/bin/sh\nFAKE_DEV_ROOT=%q exec %q \"$@\"\n", devRoot, filepath.Join(testdata, "fake-tt-smi"))
-	if err := os.WriteFile(ttsmi, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dcfg := device.DiscoverConfig{TTSMI: ttsmi, DevRoot: devRoot, SysRoot: filepath.Join(dir, "sys")}
+	h := &ttHost{TTHost: harnesstest.NewTTHost(t, nodes, resetKills...)}
+	dcfg := device.DiscoverConfig{TTSMI: h.TTSMI, DevRoot: h.DevRoot, SysRoot: h.Sys}
 	devs, err := device.Discover(t.Context(), dcfg)
+	if err != nil || len(devs) != nodes {
+		t.Fatalf("discovered %+v (%v), want %d boards", devs, err, nodes)
+	}
+	c := harnesstest.NewCheckout(t, kind, "", brokenEnv)
+	k, _ := device.Lookup(kind)
+	r, err := k.New(device.Settings{Workdir: c.Workdir, Python: c.Python, Env: env, TempDir: t.TempDir()}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(devs) != nodes {
-		t.Fatalf("discovered %d devices, want %d: %+v", len(devs), nodes, devs)
-	}
-	workdir := t.TempDir()
-	r, err := forge.New(forge.Config{Workdir: workdir, Python: filepath.Join(testdata, "fake-python"), TempDir: t.TempDir(),
-		KillGrace: time.Second, Env: map[string]string{"FAKE_BREAK_DEVICE": breakDevice, "FAKE_DEV_ROOT": devRoot}}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &forgeHost{devRoot: devRoot}
 	health := device.NewTTHealth(dcfg)
 	for _, d := range devs {
-		d.Runner = protocol.RunnerForge
+		d.Runner = kind
 		h.slots = append(h.slots, worker.Slot{Device: d, Runner: r, Health: health})
 	}
 	return h
 }
 
-func forgeJob(t *testing.T, run, test string, batch, loop int) *protocol.Job {
+func harnessJob(t *testing.T, run, runner, test string, batch, loop int, labels map[string]string) *protocol.Job {
 	t.Helper()
-	spec := producer.JobSpec{Pool: "n150", Runner: "forge",
+	spec := producer.JobSpec{Pool: "n150", Runner: runner, Labels: labels,
 		Benchmark: producer.BenchmarkSpec{Test: test, Model: "resnet50", BatchSize: batch, LoopCount: loop}}
 	j, err := spec.Job(run, producer.SourceSpec{})
 	if err != nil {
@@ -80,111 +60,200 @@ func forgeJob(t *testing.T, run, test string, batch, loop int) *protocol.Job {
 	return j
 }
 
-// A worker with a forge slot and a stand-in harness: a passing test gives a
-// passed Result whose samples/sec is total_samples / total_time of the
-// report, with the report and the log kept as artifacts; a test that writes
-// no report gives a failed Result with the reason.
-func TestForgeSlotPassAndMissingReport(t *testing.T) {
-	t.Parallel()
-	host := newForgeHost(t, 1, "none")
+type ttFleet struct {
+	srv   string
+	js    jetstream.JetStream
+	topo  *topology.Handles
+	tc    topology.Config
+	store storage.Bucket
+}
+
+func newTTFleet(t *testing.T) *ttFleet {
+	t.Helper()
 	srv := testfleet.Server(t)
-	tc := topology.Config{AckWait: 10 * time.Second}
-	store := newStore(t)
-	nc, _ := testfleet.Connect(t, srv.ClientURL())
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
-	testfleet.StartWorker(t, worker.Config{ID: "tt-host", Conn: nc, Store: store, Slots: host.slots, Topology: tc,
-		IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+	f := &ttFleet{srv: srv.ClientURL(), tc: topology.Config{AckWait: 10 * time.Second}, store: newStore(t)}
+	_, f.js = testfleet.Connect(t, f.srv)
+	f.topo = testfleet.Topology(t, f.js, f.tc)
+	return f
+}
 
-	const run = "forge-run"
-	pass := forgeJob(t, run, "forge/test/benchmark/test_vision.py::test_resnet50", 8, 32)
-	nofile := forgeJob(t, run, "forge/test/benchmark/test_vision.py::test_resnet50_nofile", 8, 32)
-	testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, []*protocol.Job{pass, nofile})
-	testfleet.Eventually(t, 60*time.Second, "two results", func() bool {
-		rs, _, _ := storage.QueryJSON(t.Context(), store, storage.Filter{Run: run})
-		return len(rs) == 2
+func (f *ttFleet) start(t *testing.T, id string, slots []worker.Slot) *worker.Worker {
+	t.Helper()
+	nc, _ := testfleet.Connect(t, f.srv)
+	return testfleet.StartWorker(t, worker.Config{ID: id, Conn: nc, Store: f.store, Slots: slots, Topology: f.tc,
+		Backoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+}
+
+func (f *ttFleet) results(t *testing.T, run string, n int) map[string]*protocol.Result {
+	t.Helper()
+	testfleet.Eventually(t, 90*time.Second, "results", func() bool {
+		rs, _, _ := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: run})
+		return len(rs) == n
 	})
-	rs := testfleet.Results(t, store, run)
+	return testfleet.Results(t, f.store, run)
+}
 
-	p := rs[pass.ID]
-	if p.Status != protocol.StatusPassed {
-		t.Fatalf("pass: status %s %+v", p.Status, p.Error)
+// A passing test gives a passed Result whose samples/sec is total_samples /
+// total_time of the report, with both artifacts; a failed PCC assertion
+// gives a failed Result carrying the harness's message.
+func TestForgeSlotPassAndFailedTest(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	good := newTTHost(t, 1, protocol.RunnerForge, false, nil)
+	f.start(t, "tt-host", good.slots)
+	const run = "forge-run"
+	pass := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 8, 32, nil)
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{pass})
+	p := f.results(t, run, 1)[pass.ID]
+	if p.Status != protocol.StatusPassed || p.Attempt != 1 {
+		t.Fatalf("status %s attempt %d %+v", p.Status, p.Attempt, p.Error)
 	}
-	// The stand-in reports total_samples = 8*32 and total_time = 32*0.004 s.
-	wantSamples, wantTime := 256.0, 0.128
-	if p.Measurements.TotalSamples != 256 || p.Measurements.TotalTimeS != wantTime ||
-		p.Measurements.SamplesPerSec != wantSamples/wantTime {
-		t.Fatalf("measurements %+v, want samples/sec %v = %v / %v", p.Measurements, wantSamples/wantTime, wantSamples, wantTime)
+	m := p.Measurements
+	if m.TotalSamples != 256 || m.TotalTimeS <= 0 || m.SamplesPerSec != 256/m.TotalTimeS || m.IterationMS.Count != 32 {
+		t.Fatalf("measurements %+v", m)
 	}
-	if p.PCC.Value != 0.9934 || !p.PCC.Passed || p.Device.Arch != "wormhole" {
+	if p.PCC.Value != 0.998765 || !p.PCC.Passed || p.Device.Arch != "wormhole" {
 		t.Fatalf("pcc %+v device %+v", p.PCC, p.Device)
 	}
 	names := map[string]protocol.Artifact{}
 	for _, a := range p.Artifacts {
 		names[a.Name] = a
-		if ok, err := store.Exists(t.Context(), a.Key); err != nil || !ok || a.Size <= 0 || len(a.SHA256) != 64 {
+		if ok, err := f.store.Exists(t.Context(), a.Key); err != nil || !ok || a.Size <= 0 || len(a.SHA256) != 64 {
 			t.Errorf("artifact %+v not stored (%v)", a, err)
 		}
 	}
-	for _, want := range []string{forge.ArtifactLog, forge.ArtifactReport} {
+	for _, want := range []string{harness.ArtifactLog, harness.ArtifactReport} {
 		if _, ok := names[want]; !ok {
 			t.Errorf("artifact %s missing: %+v", want, p.Artifacts)
 		}
 	}
-	if p.Upstream != names[forge.ArtifactReport].Key {
-		t.Errorf("upstream %q, want the report's key %q", p.Upstream, names[forge.ArtifactReport].Key)
+	if p.Upstream != names[harness.ArtifactReport].Key {
+		t.Errorf("upstream %q, want the report's key %q", p.Upstream, names[harness.ArtifactReport].Key)
 	}
 
-	f := rs[nofile.ID]
-	if f.Status != protocol.StatusFailed || f.Error == nil || f.Error.Class != protocol.ClassBenchmark {
-		t.Fatalf("missing report: status %s error %+v", f.Status, f.Error)
-	}
-	if !strings.Contains(f.Error.Message, "AssertionError: PCC check failed") {
-		t.Fatalf("missing report: the reason does not carry the log tail: %q", f.Error.Message)
+	f2 := newTTFleet(t) // a fleet of its own, so the low-PCC host takes the job
+	low := newTTHost(t, 1, protocol.RunnerForge, false, map[string]string{"FAKE_PCC": "0.41"})
+	f2.start(t, "tt-host-low", low.slots)
+	const run2 = "forge-low-pcc"
+	j := harnessJob(t, run2, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
+	testfleet.Submit(t, f2.js, f2.topo, f2.store, run2, protocol.PriorityNormal, []*protocol.Job{j})
+	failed := f2.results(t, run2, 1)[j.ID]
+	if failed.Status != protocol.StatusFailed || failed.Error == nil || failed.Error.Class != protocol.ClassBenchmark ||
+		!strings.Contains(failed.Error.Message, "Golden comparison failed (compare_with_golden). PCC=0.410000") {
+		t.Fatalf("low PCC: status %s error %+v", failed.Status, failed.Error)
 	}
 }
 
-// A device whose job breaks it, and whose reset "succeeds" while the device
-// node stays gone, is quarantined (and shown so in the heartbeat); the job
-// goes to the other device and passes.
-func TestForgeResetThatLiesQuarantinesDevice(t *testing.T) {
+// Two n150 boards; the harness hangs on board 0 (the job times out) and
+// the reset leaves board 0 gone while tt-smi exits 0. `tt-smi -r 0` is
+// called, board 0 is quarantined (and so in bench-workers, what `fleet
+// status` reads), and the hung job passes on board 1 at its second attempt.
+func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 	t.Parallel()
-	host := newForgeHost(t, 2, "0")
-	srv := testfleet.Server(t)
-	tc := topology.Config{AckWait: 10 * time.Second}
-	store := newStore(t)
-	nc, _ := testfleet.Connect(t, srv.ClientURL())
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
-
-	// Only tt0 serves at first, so the job lands on the device that breaks.
-	w0 := testfleet.StartWorker(t, worker.Config{ID: "host-a", Conn: nc, Store: store, Slots: host.slots[:1], Topology: tc,
-		Backoff: 100 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
-	const run = "forge-quarantine"
-	job := forgeJob(t, run, "forge/test/benchmark/test_vision.py::test_resnet50", 1, 8)
-	testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, []*protocol.Job{job})
-	testfleet.Eventually(t, 60*time.Second, "tt0 quarantined", func() bool {
-		return w0.Status().Devices[0].State == protocol.DeviceQuarantined
-	})
-	st := w0.Status().Devices[0]
-	if !strings.Contains(st.Reason, "gone") {
-		t.Errorf("quarantine reason %q does not say the device is gone", st.Reason)
+	f := newTTFleet(t)
+	host := newTTHost(t, 2, protocol.RunnerForge, false,
+		map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "25"}, "0")
+	w := f.start(t, "tt-hang", host.slots)
+	const run = "forge-hang"
+	// Two jobs, so board 0 takes one while board 1 runs the other (~1 s).
+	var jobs []*protocol.Job
+	for _, k := range []string{"a", "b"} {
+		j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 40, map[string]string{"k": k})
+		j.Limits.Timeout = protocol.Duration(3 * time.Second)
+		jobs = append(jobs, j)
 	}
-	// fleet status reads the heartbeat bucket: it shows the quarantine.
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	rs := f.results(t, run, 2)
+	var retried *protocol.Result
+	for _, r := range rs {
+		if r.Status != protocol.StatusPassed || r.Device.ID != "tt1" {
+			t.Fatalf("result %s: %s on %s attempt %d (%+v), want passed on tt1", r.Job, r.Status, r.Device.ID, r.Attempt, r.Error)
+		}
+		if r.Attempt == 2 {
+			retried = r
+		}
+	}
+	if retried == nil {
+		t.Fatalf("no job was retried: %+v", rs)
+	}
+	if calls := host.Calls(t); !slices.Contains(calls, "tt-smi -r 0") {
+		t.Fatalf("tt-smi calls %q: board 0 was not reset", calls)
+	}
+	st := w.Status().Devices
+	if st[0].ID != "tt0" || st[0].State != protocol.DeviceQuarantined || !strings.Contains(st[0].Reason, "gone") {
+		t.Fatalf("tt0 status %+v, want quarantined as gone", st[0])
+	}
 	testfleet.Eventually(t, 10*time.Second, "quarantine in bench-workers", func() bool {
-		e, err := topo.Workers.Get(t.Context(), "host-a")
+		e, err := f.topo.Workers.Get(t.Context(), "tt-hang")
 		return err == nil && strings.Contains(string(e.Value()), `"quarantined"`)
 	})
+}
 
-	nc2, _ := testfleet.Connect(t, srv.ClientURL())
-	testfleet.StartWorker(t, worker.Config{ID: "host-b", Conn: nc2, Store: store, Slots: host.slots[1:], Topology: tc,
-		Backoff: 100 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
-	testfleet.Eventually(t, 60*time.Second, "the job's result", func() bool {
-		rs, _, _ := storage.QueryJSON(t.Context(), store, storage.Filter{Run: run})
-		return len(rs) == 1
-	})
-	r := testfleet.Results(t, store, run)[job.ID]
-	if r.Status != protocol.StatusPassed || r.Device.ID != "tt1" || r.Attempt != 2 {
-		t.Fatalf("result: status %s device %s attempt %d, want passed on tt1 at attempt 2", r.Status, r.Device.ID, r.Attempt)
+// A board that hung on a job and came back from its reset does not take
+// the same job back while another board of the pool is idle: the job
+// passes on the other board at attempt 2, and board 0 stays in service.
+func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	host := newTTHost(t, 2, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "25"})
+	w := f.start(t, "tt-pass-on", host.slots)
+	const run = "forge-pass-on"
+	var jobs []*protocol.Job
+	for _, k := range []string{"a", "b"} {
+		j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 20, map[string]string{"k": k})
+		j.Limits.Timeout = protocol.Duration(2 * time.Second)
+		jobs = append(jobs, j)
 	}
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	for _, r := range f.results(t, run, 2) {
+		if r.Status != protocol.StatusPassed || r.Device.ID != "tt1" || r.Attempt > 2 {
+			t.Fatalf("result %s: %s on %s attempt %d, want passed on tt1", r.Job, r.Status, r.Device.ID, r.Attempt)
+		}
+	}
+	if calls := host.Calls(t); !slices.Contains(calls, "tt-smi -r 0") {
+		t.Fatalf("tt-smi calls %q: the hung board was not reset", calls)
+	}
+	if st := w.Status().Devices[0]; st.State == protocol.DeviceQuarantined {
+		t.Fatalf("tt0 quarantined after one hang it recovered from: %+v", st)
+	}
+}
+
+// A host whose conftest cannot be imported (the forge wheel is missing) is
+// taken out of service with that reason; the jobs it claimed go back to the
+// queue and pass on a healthy host.
+func TestBrokenHarnessHostLeavesServiceJobsPassElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	broken := newTTHost(t, 2, protocol.RunnerForge, true, nil)
+	wb := f.start(t, "tt-broken", broken.slots)
+	const run = "forge-broken-host"
+	var jobs []*protocol.Job
+	for i := range 4 {
+		jobs = append(jobs, harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, map[string]string{"i": string(rune('0' + i))}))
+	}
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	testfleet.Eventually(t, 30*time.Second, "the broken host out of service", func() bool {
+		for _, d := range wb.Status().Devices {
+			if d.State != protocol.DeviceQuarantined {
+				return false
+			}
+		}
+		return true
+	})
+	for _, d := range wb.Status().Devices {
+		if !strings.Contains(d.Reason, "ImportError while loading conftest") {
+			t.Fatalf("device %s reason %q does not name the conftest import error", d.ID, d.Reason)
+		}
+	}
+	healthy := newTTHost(t, 1, protocol.RunnerForge, false, nil)
+	f.start(t, "tt-healthy", healthy.slots)
+	for _, r := range f.results(t, run, len(jobs)) {
+		if r.Status != protocol.StatusPassed || r.Worker.ID != "tt-healthy" {
+			t.Fatalf("result %s: %s by %s (%+v)", r.Job, r.Status, r.Worker.ID, r.Error)
+		}
+	}
+	testfleet.Eventually(t, 10*time.Second, "the reason in bench-workers", func() bool {
+		e, err := f.topo.Workers.Get(t.Context(), "tt-broken")
+		return err == nil && strings.Contains(string(e.Value()), "ImportError while loading conftest")
+	})
 }

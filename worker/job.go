@@ -37,9 +37,9 @@ type attemptState struct {
 
 // handle processes one delivery. It always settles the message (ack, nak,
 // term) unless the worker is stopping hard, in which case the job is handed
-// back. It returns true after an infrastructure failure so the slot checks
-// its device.
-func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
+// back, or passes it to another slot. It returns the infrastructure failure
+// (nil if none) so the slot checks, resets or retires its device.
+func (s *slot) handle(msg jetstream.Msg) error {
 	a := &attemptState{s: s, msg: msg, raw: msg.Data(), deliveries: 1, log: s.log, started: time.Now().UTC()}
 	if meta, err := msg.Metadata(); err == nil {
 		a.deliveries = int(meta.NumDelivered)
@@ -55,39 +55,47 @@ func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
 	if err != nil {
 		a.job = job // may be partly decoded; used only if its id and run are valid
 		a.invalid(ctx, pool, err.Error())
-		return false
+		return nil
 	}
 	a.job = job
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
 
 	if a.deliveries > s.w.cfg.MaxDeliver {
 		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt never reported (worker crash or lost connection)", s.w.cfg.MaxDeliver))
-		return false
+		return nil
 	}
 	if s.w.cancels.isCancelled(job.Run) {
 		a.finish(ctx, a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled before the job started"}), nil)
-		return false
+		return nil
 	}
 	// A result already there means an earlier attempt finished and only its
 	// ack was lost: record nothing new.
 	if ok, err := s.w.cfg.Store.Exists(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); err == nil && ok {
 		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
 		a.ack(ctx)
-		return false
+		return nil
 	}
 	if job.Runner != s.runner.Name() {
 		a.invalid(ctx, pool, fmt.Sprintf("runner: pool %s is served by the %s runner, not %q", pool, s.runner.Name(), job.Runner))
-		return false
+		return nil
 	}
 	if err := s.runner.Check(job.Benchmark); err != nil {
 		a.invalid(ctx, pool, err.Error())
-		return false
+		return nil
+	}
+	// A board that failed this job before passes it to an idle board of
+	// the pool that has not, when there is one (DESIGN §3: a hang leaves
+	// the board suspect; the job deserves a fresh board).
+	if s.w.failed.has(job.ID, s.dev.ID) && s.w.passOn(s, msg, job.ID) {
+		a.log.Info().Msg("this board failed the job before: passed it to another board of the pool")
+		return nil
 	}
 	return a.run(ctx)
 }
 
 // run executes the job on the device and settles the message by outcome.
-func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
+// It returns the infrastructure failure, if any.
+func (a *attemptState) run(ctx context.Context) error {
 	s, job := a.s, a.job
 	s.setState(protocol.DeviceBusy, job.ID, job.Run, "")
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
@@ -95,8 +103,9 @@ func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
 
 	dir, err := os.MkdirTemp(s.w.cfg.WorkDir, "benchfleet-"+job.ID+"-")
 	if err != nil {
-		a.retry(ctx, fmt.Errorf("job directory: %w", err))
-		return true
+		err = fmt.Errorf("job directory: %w", err)
+		a.retry(ctx, err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 	rec, err := newRecorder(dir, func(phase string) {
@@ -104,7 +113,7 @@ func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
 	})
 	if err != nil {
 		a.retry(ctx, err)
-		return true
+		return err
 	}
 
 	timeout := job.Limits.Timeout.D()
@@ -146,12 +155,12 @@ func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
 		// The worker is stopping hard: hand the job back, record nothing.
 		a.log.Warn().Msg("worker stopping: job handed back for redelivery")
 		_ = a.msg.Nak()
-		return false
+		return nil
 	case errors.Is(cause, errRunCancelled):
 		r := a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled while the job was running"})
 		r.Phases = phases
 		a.finish(ctx, r, files)
-		return false
+		return nil
 	case runErr == nil && out == nil:
 		runErr = device.Infra("runner returned no outcome")
 	}
@@ -164,7 +173,7 @@ func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
 				Message: fmt.Sprintf("PCC %.6f is below the required %.4f", r.PCC.Value, r.PCC.Min)}
 		}
 		a.finish(ctx, r, files)
-		return false
+		return nil
 	}
 	var inv *device.InvalidError
 	var bench *device.BenchmarkError
@@ -174,19 +183,27 @@ func (a *attemptState) run(ctx context.Context) (infraFailed bool) {
 		r.Phases = phases
 		a.deadLetter(ctx, inv.Error())
 		a.finish(ctx, r, files)
-		return false
+		return nil
 	case errors.As(runErr, &bench):
 		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassBenchmark, Message: bench.Reason})
 		a.fill(r, out, phases)
 		a.finish(ctx, r, files)
-		return false
+		return nil
 	}
-	// Infrastructure failure (including the job timeout).
+	// Infrastructure failure. A timeout is a hang: the board is reset.
 	if cause != nil && errors.Is(runErr, context.DeadlineExceeded) {
-		runErr = cause // "job timed out after ..."
+		runErr = device.Hang("%v", cause) // "job timed out after ..."
 	}
+	var host *device.HostError
+	if errors.As(runErr, &host) {
+		// Not this job's fault and not this board's: another host's turn,
+		// at once.
+		a.retryAfter(ctx, runErr, 0)
+		return runErr
+	}
+	s.w.failed.add(job.ID, s.dev.ID)
 	a.retry(ctx, runErr)
-	return true
+	return runErr
 }
 
 // priorAttempts reads protocol.HeaderPriorAttempts (0 when absent or not a
@@ -290,6 +307,7 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	// Ack before the terminal event: a waiter that acts on the event (and,
 	// say, stops the worker) finds the job already settled.
 	a.ack(ctx)
+	a.s.w.failed.forget(r.Job)
 	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, Message: msg,
 		SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
 	a.log.Info().Str("status", string(r.Status)).Float64("samples_per_sec", r.Measurements.SamplesPerSec).
@@ -310,11 +328,15 @@ func (a *attemptState) ack(ctx context.Context) {
 // retry handles an infrastructure failure: redeliver with backoff, or dead
 // letter after MaxDeliver.
 func (a *attemptState) retry(ctx context.Context, cause error) {
+	a.retryAfter(ctx, cause, a.s.w.cfg.backoff(a.deliveries))
+}
+
+// retryAfter redelivers after delay, or dead-letters after MaxDeliver.
+func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.Duration) {
 	if a.deliveries >= a.s.w.cfg.MaxDeliver {
 		a.dead(ctx, fmt.Sprintf("infrastructure failure on the last of %d attempts: %v", a.s.w.cfg.MaxDeliver, cause))
 		return
 	}
-	delay := a.s.w.cfg.backoff(a.deliveries)
 	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
 	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
 	if err := a.msg.NakWithDelay(delay); err != nil {
@@ -348,6 +370,7 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 // deliberate `dlq retry` can still produce one) and terminates the message.
 func (a *attemptState) dead(ctx context.Context, reason string) {
 	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
+	a.s.w.failed.forget(a.job.ID)
 	if !a.deadLetter(ctx, reason) {
 		a.handBack()
 		return

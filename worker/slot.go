@@ -26,21 +26,35 @@ type slot struct {
 	consumers []jetstream.Consumer // high, normal, low
 	wake      chan struct{}
 	done      chan struct{}
+	// handoff receives a job another slot of the pool passed on because
+	// its own board failed that job before (see Worker.passOn).
+	handoff chan jetstream.Msg
 
 	mu        sync.Mutex
 	state     string
 	job, run  string
 	reason    string
 	completed int64
+	waiting   bool // idle in loop's select, not fetching: may take a handoff
+	streak    int  // consecutive infrastructure failures (see maxInfraStreak)
 }
+
+// maxInfraStreak is how many infrastructure failures in a row (hangs,
+// timeouts, crashes; over any jobs) take a board out of service even when
+// its health check still passes: a board that keeps failing while the
+// others of its pool do not is a bad board, and each failure costs a job
+// an attempt. Any other outcome (passed, failed benchmark, invalid job)
+// resets the count.
+const maxInfraStreak = 3
 
 func newSlot(w *Worker, s Slot) *slot {
 	return &slot{
 		w: w, dev: s.Device, runner: s.Runner, health: s.Health,
-		log:   w.log.With().Str("device", s.Device.ID).Str("pool", s.Device.Pool).Logger(),
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
-		state: protocol.DeviceIdle,
+		log:     w.log.With().Str("device", s.Device.ID).Str("pool", s.Device.Pool).Logger(),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		handoff: make(chan jetstream.Msg, 1),
+		state:   protocol.DeviceIdle,
 	}
 }
 
@@ -73,41 +87,109 @@ func (s *slot) loop() {
 	claim := s.w.claimCtx
 	if err := s.checkHealth(claim); err != nil {
 		s.quarantine(err)
-		<-claim.Done()
-		return
 	}
 	for claim.Err() == nil {
-		msg, err := s.next(claim)
-		if err != nil {
-			if claim.Err() != nil {
-				return
-			}
-			s.log.Warn().Err(err).Msg("fetch failed; retrying")
-			sleepCtx(claim, time.Second)
-			continue
+		if s.outOfService() {
+			<-claim.Done()
+			return
+		}
+		var msg jetstream.Msg
+		select {
+		case msg = <-s.handoff:
+		default:
 		}
 		if msg == nil {
+			var err error
+			if msg, err = s.next(claim); err != nil {
+				if claim.Err() != nil {
+					return
+				}
+				s.log.Warn().Err(err).Msg("fetch failed; retrying")
+				sleepCtx(claim, time.Second)
+				continue
+			}
+		}
+		if msg == nil {
+			s.setWaiting(true)
 			select {
 			case <-claim.Done():
-				return
 			case <-s.wake:
 			case <-time.After(s.w.cfg.IdlePoll):
+			case msg = <-s.handoff:
 			}
-			continue
+			s.setWaiting(false)
+			if msg == nil {
+				continue
+			}
 		}
-		infraFailed := s.handle(msg)
+		failure := s.handle(msg)
 		s.mu.Lock()
 		s.completed++
 		s.mu.Unlock()
-		s.setState(protocol.DeviceIdle, "", "", "")
-		if infraFailed {
-			if err := s.recover(s.w.runCtx); err != nil {
-				s.quarantine(err)
-				<-claim.Done()
-				return
-			}
+		if !s.outOfService() {
+			s.setState(protocol.DeviceIdle, "", "", "")
 		}
+		s.after(failure)
 	}
+}
+
+// after updates the board's health after a job: a hang or timeout resets
+// it (its tt-smi snapshot can still list a board that hung), another
+// infrastructure failure checks it and resets it if bad; a board still bad
+// after a reset, or with maxInfraStreak infrastructure failures in a row,
+// leaves service. A host fault takes every slot of the runner out.
+func (s *slot) after(failure error) {
+	if failure == nil {
+		s.mu.Lock()
+		s.streak = 0
+		s.mu.Unlock()
+		return
+	}
+	var host *device.HostError
+	if errors.As(failure, &host) {
+		s.w.hostFault(s.runner, host)
+		return
+	}
+	s.mu.Lock()
+	s.streak++
+	streak := s.streak
+	s.mu.Unlock()
+	if err := s.recover(s.w.runCtx, device.IsHang(failure)); err != nil {
+		s.quarantine(err)
+		return
+	}
+	if streak >= maxInfraStreak {
+		s.quarantine(fmt.Errorf("%d infrastructure failures in a row (last: %v)", streak, failure))
+	}
+}
+
+func (s *slot) setWaiting(v bool) {
+	s.mu.Lock()
+	s.waiting = v
+	s.mu.Unlock()
+}
+
+// offer gives msg to s if s is idle and waiting for work (not fetching);
+// it reports whether s took it.
+func (s *slot) offer(msg jetstream.Msg) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.waiting || s.state != protocol.DeviceIdle {
+		return false
+	}
+	select {
+	case s.handoff <- msg:
+		s.waiting = false
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *slot) outOfService() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == protocol.DeviceQuarantined
 }
 
 // next fetches at most one job, trying high, then normal, then low. It
@@ -137,14 +219,18 @@ func (s *slot) checkHealth(ctx context.Context) error {
 	return s.health.Check(hctx, s.dev)
 }
 
-// recover runs after an infrastructure failure: health check, and if the
-// device is bad, a reset followed by a second check (a reset can report
-// success and still leave the device gone).
-func (s *slot) recover(ctx context.Context) error {
-	if err := s.checkHealth(ctx); err == nil {
-		return nil
-	} else {
+// recover runs after an infrastructure failure: a health check, and if the
+// device is bad (or hung: always), a reset followed by a second check (a
+// reset can report success and still leave the device gone).
+func (s *slot) recover(ctx context.Context, hung bool) error {
+	if !hung {
+		err := s.checkHealth(ctx)
+		if err == nil {
+			return nil
+		}
 		s.log.Warn().Err(err).Msg("device unhealthy after failure; resetting")
+	} else {
+		s.log.Warn().Msg("job hung or timed out on the device; resetting it before its next job")
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	rerr := s.health.Reset(rctx, s.dev)
@@ -168,6 +254,7 @@ func (s *slot) quarantine(err error) {
 	}
 	s.log.Error().Err(err).Msg("device quarantined: it takes no more jobs until the worker restarts")
 	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
+	s.wakeUp()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -27,7 +27,8 @@ type Worker struct {
 	topo *topology.Handles
 	host string
 
-	slots []*slot
+	slots  []*slot
+	failed *failedBoards
 
 	// claimCtx ends when the worker stops claiming (drain); runCtx ends when
 	// running jobs must stop and be handed back (hard stop).
@@ -52,6 +53,11 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	// A fresh host has nothing: create the work directory (and its
+	// parents) rather than failing every job on it.
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("worker: Config.WorkDir: %w", err)
+	}
 	js, err := jetstream.New(cfg.Conn)
 	if err != nil {
 		return nil, fmt.Errorf("worker: jetstream: %w", err)
@@ -64,6 +70,7 @@ func New(cfg Config) (*Worker, error) {
 		host:       host,
 		done:       make(chan struct{}),
 		statusKick: make(chan struct{}, 1),
+		failed:     newFailedBoards(),
 	}
 	for i := range cfg.Slots {
 		w.slots = append(w.slots, newSlot(w, cfg.Slots[i]))

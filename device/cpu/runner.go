@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -178,4 +180,14 @@ func fillInput(in []float32, n *network, i int) {
 	for j := range in {
 		in[j] = float32(r.NormFloat64())
 	}
+}
+
+func init() {
+	device.Register(device.Kind{
+		Name: protocol.RunnerCPU, Builtin: true, Summary: "the built-in reference engine (pure Go ResNet-50, ResNet-18, MLP)",
+		Check: (*Runner)(nil).Check,
+		New: func(device.Settings, zerolog.Logger) (device.Runner, error) {
+			return New(Config{})
+		},
+	})
 }

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -176,4 +178,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+func init() {
+	device.Register(device.Kind{
+		Name: protocol.RunnerSim, Builtin: true, Summary: "synthetic runner with injected faults (labels sim.*)",
+		Check: (*Runner)(nil).Check,
+		New: func(device.Settings, zerolog.Logger) (device.Runner, error) {
+			return New(), nil
+		},
+	})
 }

@@ -34,7 +34,8 @@ func (a *app) devicesCmd() *cobra.Command {
 					return err
 				}
 			}
-			ss, err := buildSlots(cmd.Context(), wf, slots, "", a.log)
+			// Listing devices needs no checkout: no runner is built.
+			ss, err := planSlots(cmd.Context(), wf, slots, a.log)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 )
 
 // `benchfleet devices` lists discovered Tenstorrent boards (stand-in
@@ -14,22 +16,10 @@ import (
 func TestDevicesJSON(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	devRoot := filepath.Join(dir, "dev")
-	if err := os.MkdirAll(devRoot, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"0", "1"} {
-		if err := os.WriteFile(filepath.Join(devRoot, n), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	standin, _ := filepath.Abs("../../../worker/testdata/fake-tt-smi")
-	ttsmi := filepath.Join(dir, "tt-smi")
-	if err := os.WriteFile(ttsmi, []byte(fmt.Sprintf("#!/bin/sh\nFAKE_DEV_ROOT=%q exec %q \"$@\"\n", devRoot, standin)), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	host := harnesstest.NewTTHost(t, 2)
 	cfg := filepath.Join(dir, "worker.yaml")
-	body := fmt.Sprintf("discovery:\n  enabled: true\n  tt_smi: %s\n  dev_root: %s\nforge:\n  workdir: %s\n", ttsmi, devRoot, dir)
+	// Only a discovery section: listing devices needs no checkout.
+	body := fmt.Sprintf("discovery:\n  enabled: true\n  tt_smi: %s\n  dev_root: %s\n  sysfs_root: %s\n", host.TTSMI, host.DevRoot, host.Sys)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +55,7 @@ func TestDevicesJSON(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("discovery:\n  enabeld: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := run(t, "devices", "--config", bad); code != 64 || !strings.Contains(errOut, "enabeld") {
+	if code, _, errOut := run(t, "devices", "--config", bad); code != 64 || !strings.Contains(errOut, `unknown key "enabeld"`) || strings.Contains(errOut, "cli.") {
 		t.Fatalf("bad config: exit %d: %s", code, errOut)
 	}
 }

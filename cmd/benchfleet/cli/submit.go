@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/device/cpu"
-	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -283,28 +281,20 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg})
 }
 
-// checkBuiltin asks the built-in runners (cpu, sim), which every binary
-// has, whether they can run their jobs, so an unknown model or a bad size
-// is a usage error here rather than a dead letter later. Forge jobs are
-// checked by the worker, which has the harness.
+// checkBuiltin asks each job's runner kind (device.CheckJob) whether it can
+// run the job, so an unknown runner, an unknown cpu model, a bad size or a
+// harness job without a test id is a usage error here rather than a dead
+// letter later. What only a host knows (the checkout's tests) is checked
+// by the worker.
 func checkBuiltin(jobs []*protocol.Job) error {
-	cpuRunner, err := cpu.New(cpu.Config{})
-	if err != nil {
-		return err
-	}
-	runners := map[string]device.Runner{protocol.RunnerCPU: cpuRunner, protocol.RunnerSim: sim.New()}
 	for _, j := range jobs {
-		r, ok := runners[j.Runner]
-		if !ok {
-			continue
-		}
-		if err := r.Check(j.Benchmark); err != nil {
+		if err := device.CheckJob(j); err != nil {
 			reason := err.Error()
 			var inv *device.InvalidError
 			if errors.As(err, &inv) {
 				reason = inv.Reason
 			}
-			return usageErr("job %s: benchmark (pool %s, model %q): %s", j.ID, j.Pool, j.Benchmark.Model, reason)
+			return usageErr("job %s: benchmark (pool %s, runner %s, model %q): %s", j.ID, j.Pool, j.Runner, j.Benchmark.Model, reason)
 		}
 	}
 	return nil

@@ -8,15 +8,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/device/cpu"
-	"github.com/benchfleet/benchfleet/device/forge"
-	"github.com/benchfleet/benchfleet/device/sim"
+	_ "github.com/benchfleet/benchfleet/device/cpu"     // registers the cpu runner
+	_ "github.com/benchfleet/benchfleet/device/harness" // registers forge, tt-xla
+	_ "github.com/benchfleet/benchfleet/device/sim"     // registers the sim runner
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -29,9 +32,13 @@ type workerFile struct {
 	ID        string        `yaml:"id"`
 	Slots     []slotSpec    `yaml:"slots"`
 	Discovery discoverySpec `yaml:"discovery"`
-	Forge     forgeSpec     `yaml:"forge"`
-	Spool     string        `yaml:"spool"`
-	Timeouts  timeoutsSpec  `yaml:"timeouts"`
+	// Forge is the forge harness's settings (the same as harnesses.forge).
+	Forge *harnessSpec `yaml:"forge"`
+	// Harnesses holds each harness runner's settings by runner name
+	// (forge, tt-xla, ...): a slot names its harness with `runner:`.
+	Harnesses map[string]harnessSpec `yaml:"harnesses"`
+	Spool     string                 `yaml:"spool"`
+	Timeouts  timeoutsSpec           `yaml:"timeouts"`
 }
 
 type slotSpec struct {
@@ -45,17 +52,20 @@ type discoverySpec struct {
 	Enabled bool   `yaml:"enabled"`
 	TTSMI   string `yaml:"tt_smi"`
 	DevRoot string `yaml:"dev_root"`
-}
-
-type forgeSpec struct {
-	Workdir string            `yaml:"workdir"`
-	Python  string            `yaml:"python"`
-	Env     map[string]string `yaml:"env"`
+	SysRoot string `yaml:"sysfs_root"`
+	// Runner is the harness discovered boards run (default forge).
+	Runner string `yaml:"runner"`
 }
 
 type timeoutsSpec struct {
 	Job   string `yaml:"job"`
 	Drain string `yaml:"drain"`
+}
+
+type harnessSpec struct {
+	Workdir string            `yaml:"workdir"`
+	Python  string            `yaml:"python"`
+	Env     map[string]string `yaml:"env"`
 }
 
 func loadWorkerFile(path string) (*workerFile, error) {
@@ -67,10 +77,14 @@ func loadWorkerFile(path string) (*workerFile, error) {
 	dec.KnownFields(true)
 	var wf workerFile
 	if err := dec.Decode(&wf); err != nil && !errors.Is(err, io.EOF) {
-		return nil, usageErr("--config %s: %v", path, err)
+		return nil, usageErr("--config %s: %s", path, yamlTypeRE.ReplaceAllString(err.Error(), `unknown key "$1"`))
 	}
 	return &wf, nil
 }
+
+// yamlTypeRE matches the YAML decoder's "field x not found in type
+// cli.workerFile", which names a Go type instead of the key.
+var yamlTypeRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
 
 func (t timeoutsSpec) durations() (job, drain time.Duration, err error) {
 	if t.Job != "" {
@@ -86,120 +100,107 @@ func (t timeoutsSpec) durations() (job, drain time.Duration, err error) {
 	return job, drain, nil
 }
 
-// buildSlots turns --slots, the config's slots and discovery into worker
-// slots with their runners and health checks.
-func buildSlots(ctx context.Context, wf *workerFile, slotsFlag, workDir string, log zerolog.Logger) ([]worker.Slot, error) {
-	var slots []worker.Slot
-	runners := map[string]device.Runner{}
-	runnerFor := func(name string) (device.Runner, error) {
-		if r, ok := runners[name]; ok {
-			return r, nil
-		}
-		var r device.Runner
-		switch name {
-		case protocol.RunnerCPU:
-			c, err := cpu.New(cpu.Config{})
-			if err != nil {
-				return nil, err
-			}
-			r = c
-		case protocol.RunnerSim:
-			r = sim.New()
-		case protocol.RunnerForge:
-			if wf == nil || wf.Forge.Workdir == "" {
-				return nil, usageErr("forge slots need forge.workdir (the upstream checkout) in --config")
-			}
-			f, err := forge.New(forge.Config{Workdir: wf.Forge.Workdir, Python: wf.Forge.Python, Env: wf.Forge.Env,
-				TempDir: filepath.Join(workDir, "forge")}, log)
-			if err != nil {
-				return nil, usageErr("config forge: %v", err)
-			}
-			r = f
-		default:
-			return nil, usageErr("runner %q: want forge, cpu or sim", name)
-		}
-		runners[name] = r
-		return r, nil
+// harness returns the settings of the harness runner name: harnesses.<name>,
+// or the forge: section for forge (giving both is an error).
+func (wf *workerFile) harness(name string) (harnessSpec, error) {
+	if wf == nil {
+		return harnessSpec{}, nil
 	}
-	addBuiltin := func(devs []device.Device) error {
-		for _, d := range devs {
-			r, err := runnerFor(d.Runner)
-			if err != nil {
-				return err
-			}
-			slots = append(slots, worker.Slot{Device: d, Runner: r})
+	h, ok := wf.Harnesses[name]
+	if name == protocol.RunnerForge && wf.Forge != nil {
+		if ok {
+			return h, usageErr("config: give the forge harness's settings once, in forge: or in harnesses.forge, not both")
 		}
-		return nil
+		h = *wf.Forge
 	}
+	return h, nil
+}
+
+// plannedSlot is a slot before its runner exists: what `devices` lists and
+// what buildSlots gives a runner.
+type plannedSlot struct {
+	Device device.Device
+	Health device.Health
+}
+
+// planSlots turns --slots, the config's slots and discovery into devices
+// with the name of their runner kind; it needs no checkout and starts no
+// runner. Errors name the config key.
+func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolog.Logger) ([]plannedSlot, error) {
+	var slots []plannedSlot
 	if slotsFlag != "" {
 		devs, err := device.BuiltinSlots(slotsFlag)
 		if err != nil {
 			return nil, usageErr("--slots: %v", err)
 		}
-		if err := addBuiltin(devs); err != nil {
-			return nil, err
+		for _, d := range devs {
+			slots = append(slots, plannedSlot{Device: d})
 		}
 	}
 	if wf == nil {
 		return slots, nil
 	}
-	dcfg := device.DiscoverConfig{TTSMI: wf.Discovery.TTSMI, DevRoot: wf.Discovery.DevRoot, Log: log}
+	dcfg := device.DiscoverConfig{TTSMI: wf.Discovery.TTSMI, DevRoot: wf.Discovery.DevRoot, SysRoot: wf.Discovery.SysRoot, Log: log}
 	health := device.NewTTHealth(dcfg)
 	for i, s := range wf.Slots {
+		key := fmt.Sprintf("config slots[%d]", i)
 		if !protocol.ValidPool(s.Pool) {
-			return nil, usageErr("config slots[%d].pool %q: want one of %v", i, s.Pool, protocol.Pools)
+			return nil, usageErr("%s.pool %q: want one of %v", key, s.Pool, protocol.Pools)
 		}
 		runner := s.Runner
 		if runner == "" {
-			runner = defaultRunner(s.Pool)
+			runner = protocol.DefaultRunner(s.Pool)
 		}
-		switch {
-		case s.Pool == "cpu" || s.Pool == "sim":
+		kind, ok := device.Lookup(runner)
+		if !ok {
+			return nil, usageErr("%s.runner %q: want one of %v", key, runner, device.KindNames())
+		}
+		if protocol.IsBuiltinPool(s.Pool) {
 			if len(s.Devices) > 0 {
-				return nil, usageErr("config slots[%d]: built-in pool %s takes count, not devices", i, s.Pool)
+				return nil, usageErr("%s: built-in pool %s takes count, not devices", key, s.Pool)
 			}
 			if s.Count < 1 || s.Count > device.MaxBuiltinSlots {
-				return nil, usageErr("config slots[%d].count %d: want 1..%d", i, s.Count, device.MaxBuiltinSlots)
+				return nil, usageErr("%s.count %d: want 1..%d", key, s.Count, device.MaxBuiltinSlots)
 			}
 			if runner != s.Pool {
-				return nil, usageErr("config slots[%d]: pool %s runs the %s runner, not %q", i, s.Pool, s.Pool, runner)
+				return nil, usageErr("%s: pool %s runs the %s runner, not %q", key, s.Pool, s.Pool, runner)
 			}
-			devs, err := device.BuiltinSlots(fmt.Sprintf("%s=%d", s.Pool, s.Count))
-			if err != nil {
-				return nil, usageErr("config slots[%d]: %v", i, err)
+			for k := range s.Count {
+				id := fmt.Sprintf("%s-%d", s.Pool, countPool(slots, s.Pool)+k)
+				slots = append(slots, plannedSlot{Device: device.Device{ID: id, Pool: s.Pool, Runner: runner, Chips: 1, Healthy: true}})
 			}
-			// Keep ids unique across entries of the same pool.
-			for k := range devs {
-				devs[k].ID = fmt.Sprintf("%s-%d", s.Pool, countPool(slots, s.Pool)+k)
-			}
-			if err := addBuiltin(devs); err != nil {
-				return nil, err
-			}
-		default:
-			if len(s.Devices) == 0 || s.Count != 0 {
-				return nil, usageErr("config slots[%d]: Tenstorrent pool %s takes devices: [\"0\", ...], not count", i, s.Pool)
-			}
-			r, err := runnerFor(runner)
-			if err != nil {
-				return nil, err
-			}
-			root := wf.Discovery.DevRoot
-			if root == "" {
-				root = "/dev/tenstorrent"
-			}
-			visible := ""
-			for k, d := range s.Devices {
-				if k > 0 {
-					visible += ","
-				}
-				visible += d
-			}
-			dev := device.Device{ID: "tt" + s.Devices[0], Pool: s.Pool, Runner: runner, Chips: len(s.Devices),
-				Path: filepath.Join(root, s.Devices[0]), Visible: visible, Healthy: true}
-			slots = append(slots, worker.Slot{Device: dev, Runner: r, Health: health})
+			continue
 		}
+		if !kind.Harness {
+			return nil, usageErr("%s: Tenstorrent pool %s runs a harness (%v), not the built-in %s runner", key, s.Pool, harnessNames(), runner)
+		}
+		if len(s.Devices) == 0 || s.Count != 0 {
+			return nil, usageErr("%s: Tenstorrent pool %s takes devices: [\"0\", ...], not count", key, s.Pool)
+		}
+		for _, d := range s.Devices {
+			if n, err := strconv.Atoi(d); err != nil || n < 0 || strconv.Itoa(n) != d {
+				return nil, usageErr("%s.devices: %q is not a device node number like \"0\"", key, d)
+			}
+		}
+		root := wf.Discovery.DevRoot
+		if root == "" {
+			root = "/dev/tenstorrent"
+		}
+		dev := device.Device{ID: "tt" + s.Devices[0], Pool: s.Pool, Runner: runner, Chips: len(s.Devices),
+			Path: filepath.Join(root, s.Devices[0]), Visible: strings.Join(s.Devices, ","), Healthy: true}
+		if hasDevice(slots, dev.ID) {
+			return nil, usageErr("%s: device %s is already a slot", key, dev.ID)
+		}
+		slots = append(slots, plannedSlot{Device: dev, Health: health})
 	}
 	if wf.Discovery.Enabled {
+		runner := wf.Discovery.Runner
+		if runner == "" {
+			runner = protocol.DefaultHarness
+		}
+		if k, ok := device.Lookup(runner); !ok || !k.Harness {
+			return nil, usageErr("config discovery.runner %q: want one of %v", runner, harnessNames())
+		}
 		devs, err := device.Discover(ctx, dcfg)
 		if err != nil {
 			return nil, fmt.Errorf("discovery: %w", err)
@@ -208,18 +209,64 @@ func buildSlots(ctx context.Context, wf *workerFile, slotsFlag, workDir string, 
 			if hasDevice(slots, d.ID) {
 				continue // configured statically
 			}
-			d.Runner = protocol.RunnerForge
-			r, err := runnerFor(d.Runner)
-			if err != nil {
-				return nil, err
-			}
-			slots = append(slots, worker.Slot{Device: d, Runner: r, Health: health})
+			d.Runner = runner
+			slots = append(slots, plannedSlot{Device: d, Health: health})
 		}
 	}
 	return slots, nil
 }
 
-func countPool(slots []worker.Slot, pool string) int {
+// buildSlots plans the slots and gives each its runner, one runner per kind
+// shared by its slots. A harness's per-job and per-slot directories live
+// under workDir/<runner>.
+func buildSlots(ctx context.Context, wf *workerFile, slotsFlag, workDir string, log zerolog.Logger) ([]worker.Slot, error) {
+	planned, err := planSlots(ctx, wf, slotsFlag, log)
+	if err != nil {
+		return nil, err
+	}
+	runners := map[string]device.Runner{}
+	var slots []worker.Slot
+	for _, p := range planned {
+		name := p.Device.Runner
+		r, ok := runners[name]
+		if !ok {
+			kind, _ := device.Lookup(name)
+			var st device.Settings
+			if kind.Harness {
+				h, err := wf.harness(name)
+				if err != nil {
+					return nil, err
+				}
+				if h.Workdir == "" {
+					key := "harnesses." + name + ".workdir"
+					if name == protocol.RunnerForge {
+						key = "forge.workdir"
+					}
+					return nil, usageErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
+				}
+				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name)}
+			}
+			if r, err = kind.New(st, log); err != nil {
+				return nil, usageErr("config %s: %v", name, err)
+			}
+			runners[name] = r
+		}
+		slots = append(slots, worker.Slot{Device: p.Device, Runner: r, Health: p.Health})
+	}
+	return slots, nil
+}
+
+func harnessNames() []string {
+	var out []string
+	for _, k := range device.Kinds() {
+		if k.Harness {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+func countPool(slots []plannedSlot, pool string) int {
 	n := 0
 	for _, s := range slots {
 		if s.Device.Pool == pool {
@@ -229,20 +276,11 @@ func countPool(slots []worker.Slot, pool string) int {
 	return n
 }
 
-func hasDevice(slots []worker.Slot, id string) bool {
+func hasDevice(slots []plannedSlot, id string) bool {
 	for _, s := range slots {
 		if s.Device.ID == id {
 			return true
 		}
 	}
 	return false
-}
-
-func defaultRunner(pool string) string {
-	switch pool {
-	case "cpu", "sim":
-		return pool
-	default:
-		return protocol.RunnerForge
-	}
 }

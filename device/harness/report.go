@@ -1,4 +1,4 @@
-package forge
+package harness
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // MaxReportBytes bounds the upstream report ParseReport accepts. A real
@@ -19,8 +22,11 @@ const (
 	MeasurementTotalTime    = "total_time"
 )
 
-// Report is the upstream harness's --output-file: one JSON object written
-// only when the test passed. Only the fields benchfleet uses are typed; the
+// Report is an upstream harness's --output-file: one JSON object written
+// only when the test passed, by create_benchmark_result in
+// tt-forge-onnx forge/test/benchmark/utils.py and tt-xla
+// tests/benchmark/reporting.py (same keys; tt-xla has no pcc and writes
+// device_type null). Only the fields benchfleet uses are typed; the
 // file itself is kept verbatim as the "report.json" artifact.
 type Report struct {
 	Model        string           `json:"model"`
@@ -86,12 +92,25 @@ func (r *Report) SamplesPerSec() float64 {
 	return float64(r.TotalSamples()) / r.TotalTime()
 }
 
+// outcome is the device.Outcome of a report whose accuracy check gave pcc.
+func (r *Report) outcome(pcc float64) *device.Outcome {
+	return &device.Outcome{
+		Measurements: protocol.Measurements{
+			TotalSamples:  r.TotalSamples(),
+			TotalTimeS:    r.TotalTime(),
+			SamplesPerSec: r.SamplesPerSec(),
+		},
+		PCCValue: pcc,
+		Arch:     r.DeviceInfo.Arch,
+	}
+}
+
 // ErrReport matches every error ParseReport returns.
-var ErrReport = errors.New("forge: bad upstream report")
+var ErrReport = errors.New("harness: bad upstream report")
 
 type reportError struct{ msg string }
 
-func (e *reportError) Error() string        { return "forge: bad upstream report: " + e.msg }
+func (e *reportError) Error() string        { return "harness: bad upstream report: " + e.msg }
 func (e *reportError) Is(target error) bool { return target == ErrReport }
 
 func badReport(format string, args ...any) error {

@@ -1,4 +1,4 @@
-package forge_test
+package harness_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/device/forge"
+	"github.com/benchfleet/benchfleet/device/harness"
 )
 
 func TestParseReportFixture(t *testing.T) {
@@ -16,7 +16,7 @@ func TestParseReportFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := forge.ParseReport(data)
+	r, err := harness.ParseReport(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestParseReportRejects(t *testing.T) {
 		return `{"measurements":[{"measurement_name":"total_samples","value":` + ts +
 			`},{"measurement_name":"total_time","value":` + tt + `}],"pcc":0.99}`
 	}
-	if _, err := forge.ParseReport([]byte(ok("128", "1.5"))); err != nil {
+	if _, err := harness.ParseReport([]byte(ok("128", "1.5"))); err != nil {
 		t.Fatalf("minimal report: %v", err)
 	}
 	for name, tc := range map[string]struct{ in, want string }{
@@ -62,8 +62,8 @@ func TestParseReportRejects(t *testing.T) {
 		"pcc string":       {strings.Replace(ok("1", "1"), `"pcc":0.99`, `"pcc":"0.99"`, 1), "pcc"},
 		"arch number":      {strings.Replace(ok("1", "1"), `"pcc":0.99`, `"device_info":{"arch":3}`, 1), "device_info.arch"},
 	} {
-		_, err := forge.ParseReport([]byte(tc.in))
-		if err == nil || !errors.Is(err, forge.ErrReport) || !strings.Contains(err.Error(), tc.want) {
+		_, err := harness.ParseReport([]byte(tc.in))
+		if err == nil || !errors.Is(err, harness.ErrReport) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want ErrReport mentioning %q", name, err, tc.want)
 		}
 	}
@@ -79,9 +79,9 @@ func FuzzParseReport(f *testing.F) {
 	f.Add([]byte(`{"pcc": NaN}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := forge.ParseReport(data)
+		r, err := harness.ParseReport(data)
 		if err != nil {
-			if !errors.Is(err, forge.ErrReport) {
+			if !errors.Is(err, harness.ErrReport) {
 				t.Fatalf("error %v does not match ErrReport", err)
 			}
 			return

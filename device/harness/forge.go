@@ -1,0 +1,88 @@
+package harness
+
+import (
+	"strconv"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// Forge is the tt-forge-onnx perf harness, forge/test/benchmark/ in
+// tenstorrent/tt-forge-onnx (shared/UPSTREAM.md §1): tests marked "perf",
+// options --batch-size, --loop-count, --warmup-count (positive integers)
+// and --data-format (float32 | bfloat16), a report with a top-level pcc.
+type Forge struct{}
+
+func init() {
+	register(Forge{}, "the tt-forge-onnx perf harness (forge/test/benchmark, pytest -m perf)")
+}
+
+// Name implements Profile: protocol.RunnerForge.
+func (Forge) Name() string { return protocol.RunnerForge }
+
+// Marker implements Profile: the tests are marked perf.
+func (Forge) Marker() string { return "perf" }
+
+// Check implements Profile. The harness raises ValueError for --training
+// and needs a pytest node id.
+func (Forge) Check(b protocol.Benchmark) error {
+	if b.Training {
+		return device.Invalid("training is not supported by the forge harness")
+	}
+	return requireTest(protocol.RunnerForge, b)
+}
+
+// Options implements Profile. warmup_count is min(32, loop_count) when the
+// job leaves it 0 (the harness rejects 0 as a usage error).
+func (Forge) Options(b protocol.Benchmark) []string {
+	format := b.DataFormat
+	if format == "" {
+		format = protocol.FormatBfloat16
+	}
+	warmup := b.WarmupCount
+	if warmup == 0 {
+		warmup = min(32, b.LoopCount)
+	}
+	return []string{
+		"--batch-size", strconv.Itoa(b.BatchSize),
+		"--loop-count", strconv.Itoa(b.LoopCount),
+		"--warmup-count", strconv.Itoa(warmup),
+		"--data-format", format,
+	}
+}
+
+// Outcome implements Profile: measurements and PCC from the report, which
+// upstream writes only after its PCC check passed.
+func (Forge) Outcome(report []byte, _ protocol.Benchmark, _ *Scan) (*device.Outcome, error) {
+	rep, err := ParseReport(report)
+	if err != nil {
+		return nil, device.Failed("%v", err)
+	}
+	if rep.PCC == nil {
+		return nil, device.Failed("upstream report has no pcc: cannot confirm the accuracy check")
+	}
+	return rep.outcome(*rep.PCC), nil
+}
+
+// requireTest is the check every pytest harness shares: a valid node id.
+func requireTest(name string, b protocol.Benchmark) error {
+	if b.Test == "" {
+		return device.Invalid("benchmark.test is required for the %s runner (a pytest node id)", name)
+	}
+	if !protocol.ValidTestID(b.Test) {
+		return device.Invalid("benchmark.test %q is not a relative pytest node id", b.Test)
+	}
+	return nil
+}
+
+// register adds a profile to the device registry as a harness kind.
+func register(p Profile, summary string) {
+	device.Register(device.Kind{
+		Name: p.Name(), Harness: true, Summary: summary, Check: p.Check,
+		New: func(s device.Settings, log zerolog.Logger) (device.Runner, error) {
+			return New(p, Config{Workdir: s.Workdir, Python: s.Python, Env: s.Env, TempDir: s.TempDir}, log)
+		},
+	})
+}

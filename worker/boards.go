@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchfleet/benchfleet/device"
+)
+
+// maxFailedJobs bounds failedBoards: past it the oldest entry is dropped
+// (the job then may run on a board that failed it before, as it would on
+// another host).
+const maxFailedJobs = 4096
+
+// failedBoards remembers which boards of this worker an unfinished job
+// failed on (an infrastructure failure), so its redelivery goes to another
+// board of the pool when one is free. It knows this worker's boards only:
+// a job redelivered to another host runs there.
+type failedBoards struct {
+	mu    sync.Mutex
+	jobs  map[string]map[string]bool // job id -> device ids
+	order []string                   // insertion order, for the bound
+}
+
+func newFailedBoards() *failedBoards { return &failedBoards{jobs: map[string]map[string]bool{}} }
+
+func (f *failedBoards) add(job, dev string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	devs, ok := f.jobs[job]
+	if !ok {
+		if len(f.order) >= maxFailedJobs {
+			delete(f.jobs, f.order[0])
+			f.order = f.order[1:]
+		}
+		devs = map[string]bool{}
+		f.jobs[job] = devs
+		f.order = append(f.order, job)
+	}
+	devs[dev] = true
+}
+
+func (f *failedBoards) has(job, dev string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.jobs[job][dev]
+}
+
+// forget drops a job that ended (a result or a dead letter).
+func (f *failedBoards) forget(job string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.jobs[job]; !ok {
+		return
+	}
+	delete(f.jobs, job)
+	for i, j := range f.order {
+		if j == job {
+			f.order = append(f.order[:i], f.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// passOn gives msg (job) to another slot of from's pool that is idle,
+// waiting for work and has not failed the job; it reports whether one took
+// it. The message keeps its delivery count: passing on costs no attempt.
+func (w *Worker) passOn(from *slot, msg jetstream.Msg, job string) bool {
+	for _, s := range w.slots {
+		if s == from || s.dev.Pool != from.dev.Pool || s.runner.Name() != from.runner.Name() || w.failed.has(job, s.dev.ID) {
+			continue
+		}
+		if s.offer(msg) {
+			from.log.Debug().Str("to", s.dev.ID).Msg("job passed on")
+			return true
+		}
+	}
+	return false
+}
+
+// hostFault takes every slot of runner r out of service: the harness's
+// environment on this host is broken, so no board here can run its jobs.
+// fleet status shows the reason.
+func (w *Worker) hostFault(r device.Runner, err *device.HostError) {
+	reason := fmt.Errorf("out of service: %w", err)
+	for _, s := range w.slots {
+		if s.runner == r {
+			s.quarantine(reason)
+		}
+	}
+}
