@@ -97,7 +97,7 @@ func TestParseMatrixBad(t *testing.T) {
 		{"huge batch", "defaults: {pool: sim, benchmark: {model: m, loop_count: 1, batch_size: 100000000}}\n", "benchmark.batch_size"},
 		{"zero loop", "defaults: {pool: sim, benchmark: {model: m, batch_size: 1}}\n", "benchmark.loop_count"},
 		{"unknown pool", "defaults: {pool: tpu, benchmark: {model: m, batch_size: 1, loop_count: 1}}\n", "pool"},
-		{"unknown runner", "defaults: {pool: sim, runner: bash, benchmark: {model: m, batch_size: 1, loop_count: 1}}\n", "runner"},
+		{"runner not a name", "defaults: {pool: sim, runner: 'Ba sh', benchmark: {model: m, batch_size: 1, loop_count: 1}}\n", "runner"},
 		{"label escapes", "defaults: {pool: sim, labels: {'../../x': y}, benchmark: {model: m, batch_size: 1, loop_count: 1}}\n", "labels"},
 		{"model path", "defaults: {pool: sim, benchmark: {model: ../m, batch_size: 1, loop_count: 1}}\n", "benchmark.model"},
 		{"bad timeout", "defaults: {pool: sim, limits: {timeout: soon}, benchmark: {model: m, batch_size: 1, loop_count: 1}}\n", "limits.timeout"},
