@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -35,7 +37,12 @@ config file, built-in cpu/sim slots from --slots). Each slot claims one job at
 a time when its device is free, highest priority first.
 
 SIGTERM drains: running jobs finish (bounded by timeouts.drain), nothing new
-is claimed. A second SIGTERM stops at once and hands running jobs back.`,
+is claimed. A second SIGTERM stops at once and hands running jobs back.
+
+Runners (a slot names its runner: slots[].runner, discovery.runner; a
+harness's settings are forge: or harnesses.<name>: {workdir, python, env};
+see docs/OPERATIONS.md):
+` + runnerHelp(),
 		Example: `  benchfleet worker --nats nats://nats-1:4222 --store s3://bench/farm --config /etc/benchfleet/worker.yaml
   benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf --slots cpu=1,sim=4`,
 		Args: cobra.NoArgs,
@@ -154,4 +161,13 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 			spool.Pending(), filepath.Clean(f.spool))
 	}
 	return nil
+}
+
+// runnerHelp lists the registered runner kinds for --help.
+func runnerHelp() string {
+	var parts []string
+	for _, k := range device.Kinds() {
+		parts = append(parts, "  "+k.Name+": "+k.Summary)
+	}
+	return strings.Join(parts, "\n")
 }
