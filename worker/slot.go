@@ -40,7 +40,7 @@ type slot struct {
 }
 
 // maxInfraStreak is how many infrastructure failures in a row (hangs,
-// timeouts, crashes; over any jobs) take a board out of service even when
+// timeouts, crashes; over any jobs) take a Tenstorrent board out of service even when
 // its health check still passes: a board that keeps failing while the
 // others of its pool do not is a bad board, and each failure costs a job
 // an attempt. Any other outcome (passed, failed benchmark, invalid job)
@@ -158,7 +158,8 @@ func (s *slot) after(failure error) {
 		s.quarantine(err)
 		return
 	}
-	if streak >= maxInfraStreak {
+	// Built-in slots have no board to blame (their faults are the job's).
+	if _, builtin := s.health.(device.AlwaysHealthy); !builtin && streak >= maxInfraStreak {
 		s.quarantine(fmt.Errorf("%d infrastructure failures in a row (last: %v)", streak, failure))
 	}
 }
