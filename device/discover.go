@@ -130,43 +130,9 @@ func busID(sysRoot string, n int) string {
 // chips into boards.
 func assemble(cfg DiscoverConfig, nodes []int, snap *Snapshot) ([]Device, map[string]string, error) {
 	log := cfg.Log
-	var pcie []Chip
-	for _, c := range snap.Chips {
-		if !c.Remote() {
-			pcie = append(pcie, c)
-		}
-	}
-	// node -> chip: by PCI address from sysfs when it names every node,
-	// else in order.
-	byNode := map[int]Chip{}
-	bus := map[string]Chip{}
-	for _, c := range pcie {
-		bus[c.BusID] = c
-	}
-	sysfs := true
-	for _, n := range nodes {
-		b := busID(cfg.SysRoot, n)
-		if b == "" {
-			sysfs = false
-			break
-		}
-		if c, ok := bus[b]; ok {
-			byNode[n] = c
-		} else {
-			log.Warn().Int("node", n).Str("bus_id", b).Msg("tenstorrent: device node not in the tt-smi snapshot; skipped")
-		}
-	}
-	if !sysfs {
-		clear(byNode)
-		if len(nodes) != len(pcie) {
-			return nil, nil, fmt.Errorf("tenstorrent: %d device node(s) under %s but %d PCIe chip(s) in the tt-smi snapshot, and no sysfs links under %s to match them",
-				len(nodes), cfg.DevRoot, len(pcie), cfg.SysRoot)
-		}
-		sorted := slices.Clone(pcie)
-		slices.SortStableFunc(sorted, func(a, b Chip) int { return cmp.Compare(a.BusID, b.BusID) })
-		for i, n := range nodes {
-			byNode[n] = sorted[i]
-		}
+	byNode, err := pairNodes(cfg, nodes, snap)
+	if err != nil {
+		return nil, nil, err
 	}
 
 	type board struct {
@@ -262,4 +228,48 @@ func assemble(cfg DiscoverConfig, nodes []int, snap *Snapshot) ([]Device, map[st
 		return cmp.Compare(an, bn)
 	})
 	return devs, problems, nil
+}
+
+// pairNodes maps device node numbers to the snapshot's PCIe chips: by PCI
+// address from sysfs when it names every node, else in order (the driver
+// numbers nodes in PCI address order).
+func pairNodes(cfg DiscoverConfig, nodes []int, snap *Snapshot) (map[int]Chip, error) {
+	log := cfg.Log
+	var pcie []Chip
+	for _, c := range snap.Chips {
+		if !c.Remote() {
+			pcie = append(pcie, c)
+		}
+	}
+	byNode := map[int]Chip{}
+	bus := map[string]Chip{}
+	for _, c := range pcie {
+		bus[c.BusID] = c
+	}
+	sysfs := true
+	for _, n := range nodes {
+		b := busID(cfg.SysRoot, n)
+		if b == "" {
+			sysfs = false
+			break
+		}
+		if c, ok := bus[b]; ok {
+			byNode[n] = c
+		} else {
+			log.Warn().Int("node", n).Str("bus_id", b).Msg("tenstorrent: device node not in the tt-smi snapshot; skipped")
+		}
+	}
+	if !sysfs {
+		clear(byNode)
+		if len(nodes) != len(pcie) {
+			return nil, fmt.Errorf("tenstorrent: %d device node(s) under %s but %d PCIe chip(s) in the tt-smi snapshot, and no sysfs links under %s to match them",
+				len(nodes), cfg.DevRoot, len(pcie), cfg.SysRoot)
+		}
+		sorted := slices.Clone(pcie)
+		slices.SortStableFunc(sorted, func(a, b Chip) int { return cmp.Compare(a.BusID, b.BusID) })
+		for i, n := range nodes {
+			byNode[n] = sorted[i]
+		}
+	}
+	return byNode, nil
 }

@@ -69,6 +69,8 @@ type Outcome struct {
 	// Phases, when set, override the recorder's wall-clock phase timings
 	// with the runner's own (e.g. compile time parsed from a log).
 	Phases *protocol.Phases
+	// Report holds the upstream report's facts, if the runner has one.
+	Report *protocol.UpstreamReport
 }
 
 // InvalidError: the job cannot run on this runner (unknown model, bad

@@ -115,6 +115,12 @@ type Source struct {
 	Commit  string `json:"commit,omitempty"`
 	Branch  string `json:"branch,omitempty"`
 	Build   Build  `json:"build,omitzero"`
+	// CIRunID is the CI run that submitted the job (GitHub Actions'
+	// GITHUB_RUN_ID); absent (0) outside CI.
+	CIRunID int64 `json:"ci_run_id,omitempty"`
+	// CIRunURL links to that run
+	// ($GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID).
+	CIRunURL string `json:"ci_run_url,omitempty"`
 }
 
 // Build points at a prebuilt artifact of the source.
@@ -271,9 +277,13 @@ func (b *Benchmark) Validate() error {
 }
 
 func (s *Source) validate() error {
+	if s.CIRunID < 0 {
+		return fieldErr("source.ci_run_id", "must be a positive run id (got %d)", s.CIRunID)
+	}
 	for _, f := range []struct{ name, v string }{
 		{"source.project", s.Project}, {"source.repo", s.Repo}, {"source.commit", s.Commit},
 		{"source.branch", s.Branch}, {"source.build.url", s.Build.URL}, {"source.build.sha256", s.Build.SHA256},
+		{"source.ci_run_url", s.CIRunURL},
 	} {
 		if len(f.v) > 512 {
 			return fieldErr(f.name, "must be at most 512 characters")

@@ -29,27 +29,94 @@ const (
 // Result is the durable record of one job: written once to storage at
 // results/v1/date=<run date>/run=<run>/<job>.json.
 type Result struct {
-	Schema       string            `json:"schema"`
-	Job          string            `json:"job"`
-	Run          string            `json:"run"`
-	RunCreatedAt time.Time         `json:"run_created_at"`
-	Pool         string            `json:"pool"`
-	Runner       string            `json:"runner"`
-	Status       Status            `json:"status"`
-	Error        *ResultError      `json:"error,omitempty"`
-	Attempt      int               `json:"attempt"`
-	StartedAt    time.Time         `json:"started_at"`
-	FinishedAt   time.Time         `json:"finished_at"`
-	Worker       WorkerRef         `json:"worker"`
-	Device       DeviceRef         `json:"device"`
-	Benchmark    Benchmark         `json:"benchmark"`
-	Source       Source            `json:"source,omitzero"`
-	Phases       Phases            `json:"phases"`
-	Measurements Measurements      `json:"measurements"`
-	PCC          PCC               `json:"pcc"`
-	Upstream     string            `json:"upstream,omitempty"`
-	Artifacts    []Artifact        `json:"artifacts,omitempty"`
-	Labels       map[string]string `json:"labels,omitempty"`
+	Schema       string       `json:"schema"`
+	Job          string       `json:"job"`
+	Run          string       `json:"run"`
+	RunCreatedAt time.Time    `json:"run_created_at"`
+	Pool         string       `json:"pool"`
+	Runner       string       `json:"runner"`
+	Status       Status       `json:"status"`
+	Error        *ResultError `json:"error,omitempty"`
+	Attempt      int          `json:"attempt"`
+	StartedAt    time.Time    `json:"started_at"`
+	FinishedAt   time.Time    `json:"finished_at"`
+	Worker       WorkerRef    `json:"worker"`
+	Device       DeviceRef    `json:"device"`
+	Benchmark    Benchmark    `json:"benchmark"`
+	Source       Source       `json:"source,omitzero"`
+	Phases       Phases       `json:"phases"`
+	Measurements Measurements `json:"measurements"`
+	PCC          PCC          `json:"pcc"`
+	Upstream     string       `json:"upstream,omitempty"`
+	// Report holds what the upstream harness's report says about the run
+	// (its model name, config, device info); absent for built-in runners
+	// and failed runs (the harness writes no report then).
+	Report *UpstreamReport `json:"report,omitempty"`
+	// Telemetry is the board's power and temperature during the timed
+	// loop; absent when the slot has no sensors (cpu, sim) or no sample
+	// fell in the timed loop.
+	Telemetry *Telemetry        `json:"telemetry,omitempty"`
+	Artifacts []Artifact        `json:"artifacts,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// UpstreamReport is the part of an upstream harness report (its
+// --output-file) a Result keeps as facts, so exports map them instead of
+// guessing. Fields mirror the report's keys; a key the report lacks is
+// absent.
+type UpstreamReport struct {
+	// Model is the report's "model", e.g. onnx_resnet_50_hf_cv_image_cls_hf.
+	Model     string `json:"model,omitempty"`
+	ModelType string `json:"model_type,omitempty"`
+	RunType   string `json:"run_type,omitempty"`
+	// NumLayers, InputSequenceLength, OutputSequenceLength as reported
+	// (upstream writes -1 for unknown).
+	NumLayers            *int   `json:"num_layers,omitempty"`
+	BatchSize            *int   `json:"batch_size,omitempty"`
+	InputSequenceLength  *int   `json:"input_sequence_length,omitempty"`
+	OutputSequenceLength *int   `json:"output_sequence_length,omitempty"`
+	Precision            string `json:"precision,omitempty"`
+	DatasetName          string `json:"dataset_name,omitempty"`
+	ProfileName          string `json:"profile_name,omitempty"`
+	ImageDimension       string `json:"image_dimension,omitempty"`
+	PerfAnalysis         *bool  `json:"perf_analysis,omitempty"`
+	Project              string `json:"project,omitempty"`
+	// Config and DeviceInfo are the report's objects as they are.
+	Config     map[string]any `json:"config,omitempty"`
+	DeviceInfo map[string]any `json:"device_info,omitempty"`
+	// Measurements are the report's own measurements, as written.
+	Measurements []UpstreamMeasurement `json:"measurements,omitempty"`
+}
+
+// UpstreamMeasurement is one entry of a report's measurements.
+type UpstreamMeasurement struct {
+	Iteration               int     `json:"iteration"`
+	StepName                string  `json:"step_name"`
+	StepWarmUpNumIterations int     `json:"step_warm_up_num_iterations"`
+	Name                    string  `json:"measurement_name"`
+	Value                   float64 `json:"value"`
+	Target                  float64 `json:"target"`
+}
+
+// Telemetry summarizes a board's sensors over the timed loop.
+type Telemetry struct {
+	// Samples is how many readings fell in the timed loop.
+	Samples int `json:"samples"`
+	// PowerW is the board's power in watts (absent if not reported).
+	PowerW *Stat `json:"power_w,omitempty"`
+	// TemperatureC is the hottest chip's temperature in °C (absent if not
+	// reported).
+	TemperatureC *Stat `json:"temperature_c,omitempty"`
+	// Source is where the readings came from: "hwmon" (tt-kmd sysfs) or
+	// "tt-smi" (its snapshot).
+	Source string `json:"source,omitempty"`
+}
+
+// Stat is the min, mean and max of a series of readings.
+type Stat struct {
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
 }
 
 // ResultError says why a job did not pass.

@@ -90,7 +90,18 @@ type indexRow struct {
 	PCCPassed    bool      `parquet:"pcc_passed"`
 	Upstream     string    `parquet:"upstream,optional,zstd"`
 	Labels       string    `parquet:"labels,optional,zstd"`
-	Doc          string    `parquet:"doc,zstd"`
+	// Telemetry of the timed loop and upstream facts (additive; null when
+	// the result has none).
+	TelemetrySamples *int32   `parquet:"telemetry_samples,optional"`
+	PowerWMin        *float64 `parquet:"power_w_min,optional"`
+	PowerWMean       *float64 `parquet:"power_w_mean,optional"`
+	PowerWMax        *float64 `parquet:"power_w_max,optional"`
+	TempCMin         *float64 `parquet:"temperature_c_min,optional"`
+	TempCMean        *float64 `parquet:"temperature_c_mean,optional"`
+	TempCMax         *float64 `parquet:"temperature_c_max,optional"`
+	ReportModel      string   `parquet:"report_model,optional,dict"`
+	CIRunID          *int64   `parquet:"ci_run_id,optional"`
+	Doc              string   `parquet:"doc,zstd"`
 }
 
 // newIndexRow flattens r; doc is its JSON document as stored.
@@ -115,6 +126,23 @@ func newIndexRow(r *protocol.Result, doc []byte) (indexRow, error) {
 	}
 	if r.Error != nil {
 		row.ErrorClass, row.ErrorMessage = r.Error.Class, r.Error.Message
+	}
+	if tm := r.Telemetry; tm != nil {
+		n := int32(tm.Samples)
+		row.TelemetrySamples = &n
+		if p := tm.PowerW; p != nil {
+			row.PowerWMin, row.PowerWMean, row.PowerWMax = &p.Min, &p.Mean, &p.Max
+		}
+		if t := tm.TemperatureC; t != nil {
+			row.TempCMin, row.TempCMean, row.TempCMax = &t.Min, &t.Mean, &t.Max
+		}
+	}
+	if r.Report != nil {
+		row.ReportModel = r.Report.Model
+	}
+	if r.Source.CIRunID > 0 {
+		id := r.Source.CIRunID
+		row.CIRunID = &id
 	}
 	if len(r.Labels) > 0 {
 		l, err := json.Marshal(r.Labels) // map keys sorted: deterministic

@@ -49,6 +49,9 @@ type Slot struct {
 	// Health checks and resets the device between jobs (default
 	// device.AlwaysHealthy).
 	Health device.Health
+	// Sampler reads the device's power and temperature while a job runs,
+	// every device.SampleInterval; nil for devices without sensors.
+	Sampler device.Sampler
 }
 
 // Config configures a Worker.

@@ -144,11 +144,16 @@ func (a *attemptState) run(ctx context.Context) error {
 			}
 		}
 	}()
+	samples := s.sample(tctx)
 	out, runErr := safeRun(device.WithAttempt(tctx, a.attempt), s.runner, job, s.dev, rec)
 	cause := context.Cause(tctx)
 	tcancel()
 	<-hbDone
 	phases, files := rec.finish()
+	var telemetry *protocol.Telemetry
+	if from, to, ok := rec.window(device.PhaseTiming); ok {
+		telemetry = device.Summarize(samples(), from, to)
+	}
 
 	switch {
 	case ctx.Err() != nil:
@@ -167,6 +172,7 @@ func (a *attemptState) run(ctx context.Context) error {
 	if runErr == nil {
 		r := a.newResult(protocol.StatusPassed, nil)
 		a.fill(r, out, phases)
+		r.Telemetry = telemetry
 		if !r.PCC.Passed {
 			r.Status = protocol.StatusFailed
 			r.Error = &protocol.ResultError{Class: protocol.ClassBenchmark,
@@ -187,6 +193,7 @@ func (a *attemptState) run(ctx context.Context) error {
 	case errors.As(runErr, &bench):
 		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassBenchmark, Message: bench.Reason})
 		a.fill(r, out, phases)
+		r.Telemetry = telemetry
 		a.finish(ctx, r, files)
 		return nil
 	}
@@ -204,6 +211,42 @@ func (a *attemptState) run(ctx context.Context) error {
 	s.w.failed.add(job.ID, s.dev.ID)
 	a.retry(ctx, runErr)
 	return runErr
+}
+
+// sample reads the slot's sensors every device.SampleInterval until ctx
+// ends (the attempt is over); the returned func waits for the sampler and
+// returns the samples. Without a Sampler it samples nothing.
+func (s *slot) sample(ctx context.Context) func() []device.Sample {
+	if s.sampler == nil {
+		return func() []device.Sample { return nil }
+	}
+	var samples []device.Sample
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(device.SampleInterval)
+		defer t.Stop()
+		warned := false
+		for {
+			smp, err := s.sampler.Sample(ctx, s.dev)
+			switch {
+			case err == nil:
+				samples = append(samples, smp)
+			case ctx.Err() == nil && !warned:
+				warned = true
+				s.log.Warn().Err(err).Msg("telemetry: sample failed")
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() []device.Sample {
+		<-done
+		return samples
+	}
 }
 
 // priorAttempts reads protocol.HeaderPriorAttempts (0 when absent or not a
@@ -262,6 +305,7 @@ func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases prot
 	r.PCC.Value = out.PCCValue
 	r.PCC.Passed = out.PCCValue >= r.PCC.Min
 	r.Upstream = out.Upstream
+	r.Report = out.Report
 	if out.Arch != "" {
 		r.Device.Arch = out.Arch
 	}

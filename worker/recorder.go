@@ -21,6 +21,7 @@ type recorder struct {
 	phase     string
 	phaseAt   time.Time
 	durations map[string]time.Duration
+	windows   map[string][2]time.Time // first start and last end of each phase
 	logFile   *os.File
 	logBuf    *bufio.Writer
 	logPath   string
@@ -38,22 +39,42 @@ func newRecorder(dir string, onPhase func(string)) (*recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job log: %w", err)
 	}
-	return &recorder{durations: map[string]time.Duration{}, logFile: f, logBuf: bufio.NewWriter(f), logPath: p, onPhase: onPhase}, nil
+	return &recorder{durations: map[string]time.Duration{}, windows: map[string][2]time.Time{}, logFile: f, logBuf: bufio.NewWriter(f), logPath: p, onPhase: onPhase}, nil
 }
 
 // Phase implements device.Recorder.
 func (r *recorder) Phase(name string) {
 	r.mu.Lock()
 	now := time.Now()
-	if r.phase != "" {
-		r.durations[r.phase] += now.Sub(r.phaseAt)
-	}
+	r.endPhase(now)
 	r.phase, r.phaseAt = name, now
 	fmt.Fprintf(r.logBuf, "%s phase %s\n", now.UTC().Format(time.RFC3339Nano), name)
 	r.mu.Unlock()
 	if r.onPhase != nil {
 		r.onPhase(name)
 	}
+}
+
+// endPhase closes the current phase at now. r.mu is held.
+func (r *recorder) endPhase(now time.Time) {
+	if r.phase == "" {
+		return
+	}
+	r.durations[r.phase] += now.Sub(r.phaseAt)
+	w, ok := r.windows[r.phase]
+	if !ok {
+		w[0] = r.phaseAt
+	}
+	w[1] = now
+	r.windows[r.phase] = w
+}
+
+// window returns when phase first started and last ended.
+func (r *recorder) window(phase string) (from, to time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.windows[phase]
+	return w[0], w[1], ok
 }
 
 // Log implements device.Recorder.
@@ -89,10 +110,8 @@ func (r *recorder) Artifact(name, path string) {
 func (r *recorder) finish() (protocol.Phases, []storage.ArtifactFile) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.phase != "" {
-		r.durations[r.phase] += time.Since(r.phaseAt)
-		r.phase = ""
-	}
+	r.endPhase(time.Now())
+	r.phase = ""
 	if r.logFile != nil {
 		r.logBuf.Flush()
 		r.logFile.Close()

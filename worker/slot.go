@@ -17,11 +17,12 @@ import (
 // slot serves one device: it fetches one job at a time, only while the
 // device is free and healthy, highest priority first.
 type slot struct {
-	w      *Worker
-	dev    device.Device
-	runner device.Runner
-	health device.Health
-	log    zerolog.Logger
+	w       *Worker
+	dev     device.Device
+	runner  device.Runner
+	health  device.Health
+	sampler device.Sampler
+	log     zerolog.Logger
 
 	consumers []jetstream.Consumer // high, normal, low
 	wake      chan struct{}
@@ -49,7 +50,7 @@ const maxInfraStreak = 3
 
 func newSlot(w *Worker, s Slot) *slot {
 	return &slot{
-		w: w, dev: s.Device, runner: s.Runner, health: s.Health,
+		w: w, dev: s.Device, runner: s.Runner, health: s.Health, sampler: s.Sampler,
 		log:     w.log.With().Str("device", s.Device.ID).Str("pool", s.Device.Pool).Logger(),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),

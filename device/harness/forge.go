@@ -63,7 +63,7 @@ func (Forge) Outcome(report []byte, _ protocol.Benchmark, _ *Scan) (*device.Outc
 	if rep.PCC == nil {
 		return nil, device.Failed("upstream report has no pcc: cannot confirm the accuracy check")
 	}
-	return rep.outcome(*rep.PCC), nil
+	return rep.outcome(report, *rep.PCC), nil
 }
 
 // requireTest is the check every pytest harness shares: a valid node id.

@@ -92,9 +92,28 @@ func (r *Report) SamplesPerSec() float64 {
 	return float64(r.TotalSamples()) / r.TotalTime()
 }
 
+// Upstream returns the report's facts as a Result keeps them: its scalar
+// keys, and config and device_info as they are. raw is the report's bytes.
+// A report larger than maxUpstreamBytes (a real one is a few kilobytes)
+// keeps only its scalar keys: the harness is untrusted, and a Result must
+// stay small.
+func Upstream(raw []byte) *protocol.UpstreamReport {
+	var u protocol.UpstreamReport
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return nil
+	}
+	if len(raw) > maxUpstreamBytes {
+		u.Config, u.DeviceInfo, u.Measurements = nil, nil, nil
+	}
+	return &u
+}
+
+const maxUpstreamBytes = 64 << 10
+
 // outcome is the device.Outcome of a report whose accuracy check gave pcc.
-func (r *Report) outcome(pcc float64) *device.Outcome {
+func (r *Report) outcome(raw []byte, pcc float64) *device.Outcome {
 	return &device.Outcome{
+		Report: Upstream(raw),
 		Measurements: protocol.Measurements{
 			TotalSamples:  r.TotalSamples(),
 			TotalTimeS:    r.TotalTime(),

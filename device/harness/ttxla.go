@@ -58,5 +58,5 @@ func (TTXLA) Outcome(report []byte, _ protocol.Benchmark, sc *Scan) (*device.Out
 	if !ok {
 		return nil, device.Failed("tt-xla printed no \"PCC verification passed\" line and its report has no pcc: cannot confirm the accuracy check")
 	}
-	return rep.outcome(pcc), nil
+	return rep.outcome(report, pcc), nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,7 +105,7 @@ other filters are those of 'results query'.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&q.format, "format", "benchmark-jsonl", "export format: benchmark-jsonl")
-	fl.StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")
+	fl.StringVar(&out, "out", "", "write to this file (atomically) instead of stdout; a directory (existing, or ending in /) gets one benchmark_<pipeline>_<time>.jsonl per CI run, as Tenstorrent's loader names them")
 	// Export defaults to passed results: upstream writes a report only for
 	// a passing test.
 	addFilterFlags(cmd, &q, "passed", "passed, failed, error, timeout, cancelled or all")
@@ -118,6 +119,37 @@ func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
 	if path == "" {
 		return storage.WriteBenchmarkJSONL(stdout, rs)
 	}
+	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
+		return writeExportDir(stdout, path, rs)
+	}
+	if err := writeExportFile(path, rs); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exported %d results to %s\n", len(rs), path)
+	return nil
+}
+
+// writeExportDir writes one file per pipeline into dir, named as
+// Tenstorrent's loader names them (storage.BenchmarkFileName).
+func writeExportDir(stdout io.Writer, dir string, rs []*protocol.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usageErr("--out %q: %v", dir, err)
+	}
+	names, groups := storage.GroupBenchmarkFiles(rs)
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if err := writeExportFile(p, groups[name]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "exported %d results to %s\n", len(groups[name]), p)
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(stdout, "exported 0 results (nothing matched)\n")
+	}
+	return nil
+}
+
+func writeExportFile(path string, rs []*protocol.Result) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return usageErr("--out %q: %v", path, err)
@@ -133,6 +165,5 @@ func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("--out %q: %w", path, err)
 	}
-	fmt.Fprintf(stdout, "exported %d results to %s\n", len(rs), path)
 	return nil
 }

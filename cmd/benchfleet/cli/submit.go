@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ type submitFlags struct {
 	branch      string
 	repo        string
 	project     string
+	ciRunID     string
 	gateFlags   gateFlags
 }
 
@@ -102,6 +104,7 @@ timed out waiting; 64 bad flag or input.`,
 	fl.StringVar(&f.branch, "branch", os.Getenv("GITHUB_REF_NAME"), "source branch (env GITHUB_REF_NAME)")
 	fl.StringVar(&f.repo, "repo", os.Getenv("GITHUB_REPOSITORY"), "source repository (env GITHUB_REPOSITORY)")
 	fl.StringVar(&f.project, "project", "", "source project, e.g. tt-forge/tt-forge-onnx")
+	fl.StringVar(&f.ciRunID, "ci-run-id", os.Getenv("GITHUB_RUN_ID"), "the CI run submitting (env GITHUB_RUN_ID); exports link it")
 	f.gateFlags.register(fl)
 	a.topologyFlags(cmd)
 	return cmd
@@ -210,14 +213,46 @@ func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
 	if err := checkBuiltin(jobs); err != nil {
 		return nil, err
 	}
+	ci, err := ciSource(f.ciRunID)
+	if err != nil {
+		return nil, err
+	}
+	// The CI run is provenance, not part of the matrix: it is set after the
+	// run id is derived, so a re-run attaches to the same run.
+	for _, j := range jobs {
+		j.Source.CIRunID, j.Source.CIRunURL = ci.CIRunID, ci.CIRunURL
+	}
 	prio := protocol.Priority(m.Defaults.Priority)
 	if prio == "" {
 		prio = protocol.PriorityNormal
 	}
 	return &producer.Submission{
 		Run: run, Submitter: submitter(), Priority: prio, Jobs: jobs, Labels: m.Labels,
-		Source: protocol.Source{Project: m.Source.Project, Repo: m.Source.Repo, Commit: m.Source.Commit, Branch: m.Source.Branch},
+		Source: protocol.Source{Project: m.Source.Project, Repo: m.Source.Repo, Commit: m.Source.Commit, Branch: m.Source.Branch,
+			CIRunID: ci.CIRunID, CIRunURL: ci.CIRunURL},
 	}, nil
+}
+
+// ciSource is the GitHub Actions run submitting the jobs: its id (--ci-run-id,
+// default $GITHUB_RUN_ID) and link ($GITHUB_SERVER_URL/$GITHUB_REPOSITORY/
+// actions/runs/ID). Outside CI both are empty.
+func ciSource(id string) (protocol.Source, error) {
+	if id == "" {
+		return protocol.Source{}, nil
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return protocol.Source{}, usageErr("--ci-run-id %q (env GITHUB_RUN_ID): want a positive number", id)
+	}
+	src := protocol.Source{CIRunID: n}
+	server, repo := strings.TrimRight(os.Getenv("GITHUB_SERVER_URL"), "/"), os.Getenv("GITHUB_REPOSITORY")
+	if server == "" {
+		server = "https://github.com"
+	}
+	if repo != "" {
+		src.CIRunURL = fmt.Sprintf("%s/%s/actions/runs/%d", server, repo, n)
+	}
+	return src, nil
 }
 
 func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {

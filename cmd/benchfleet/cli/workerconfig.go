@@ -119,8 +119,9 @@ func (wf *workerFile) harness(name string) (harnessSpec, error) {
 // plannedSlot is a slot before its runner exists: what `devices` lists and
 // what buildSlots gives a runner.
 type plannedSlot struct {
-	Device device.Device
-	Health device.Health
+	Device  device.Device
+	Health  device.Health
+	Sampler device.Sampler
 }
 
 // planSlots turns --slots, the config's slots and discovery into devices
@@ -141,7 +142,7 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 		return slots, nil
 	}
 	dcfg := device.DiscoverConfig{TTSMI: wf.Discovery.TTSMI, DevRoot: wf.Discovery.DevRoot, SysRoot: wf.Discovery.SysRoot, Log: log}
-	health := device.NewTTHealth(dcfg)
+	health, sampler := device.NewTTHealth(dcfg), device.NewTTSampler(dcfg)
 	for i, s := range wf.Slots {
 		key := fmt.Sprintf("config slots[%d]", i)
 		if !protocol.ValidPool(s.Pool) {
@@ -191,7 +192,7 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 		if hasDevice(slots, dev.ID) {
 			return nil, usageErr("%s: device %s is already a slot", key, dev.ID)
 		}
-		slots = append(slots, plannedSlot{Device: dev, Health: health})
+		slots = append(slots, plannedSlot{Device: dev, Health: health, Sampler: sampler})
 	}
 	if wf.Discovery.Enabled {
 		runner := wf.Discovery.Runner
@@ -210,7 +211,7 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 				continue // configured statically
 			}
 			d.Runner = runner
-			slots = append(slots, plannedSlot{Device: d, Health: health})
+			slots = append(slots, plannedSlot{Device: d, Health: health, Sampler: sampler})
 		}
 	}
 	return slots, nil
@@ -251,7 +252,7 @@ func buildSlots(ctx context.Context, wf *workerFile, slotsFlag, workDir string, 
 			}
 			runners[name] = r
 		}
-		slots = append(slots, worker.Slot{Device: p.Device, Runner: r, Health: p.Health})
+		slots = append(slots, worker.Slot{Device: p.Device, Runner: r, Health: p.Health, Sampler: p.Sampler})
 	}
 	return slots, nil
 }

@@ -34,6 +34,11 @@ variables the test puts in the harness's configured env:
                     upstream watchdog does (default: hang until killed)
   FAKE_ENV_DUMP     write the environment the harness got to this file (JSON)
   FAKE_ARCH         device_info.arch (default wormhole)
+  FAKE_SYSFS        a tt-kmd sysfs root: the "board" draws power there while
+                    it runs (hwmon power1_input/temp1_input of the visible
+                    device): 50 W / 45 C in the warmup, 100+i W / 60+i/2 C
+                    in timed iteration i (the real board's sensors move; a
+                    fake must move them itself)
 The interpreter's "site-packages" (beside the wrapper, see harnesstest.go)
 must hold the forge wheel (tt-forge-onnx) or torch (tt-xla): without it the
 conftest cannot be imported, as on a host whose environment is broken.
@@ -233,10 +238,27 @@ def hang_if_asked():
             time.sleep(3600)
 
 
-def loop(n, fmt):
+def draw(power_w, temp_c):
+    root = os.environ.get("FAKE_SYSFS")
+    visible = os.environ.get("TT_VISIBLE_DEVICES", "").split(",")[0]
+    if not root or not visible:
+        return
+    d = os.path.join(root, f"tenstorrent!{visible}", "device", "hwmon", "hwmon0")
+    for name, value in (("power1_input", int(power_w * 1e6)), ("temp1_input", int(temp_c * 1e3))):
+        tmp = os.path.join(d, f".{name}.tmp")
+        with open(tmp, "w") as f:
+            f.write(f"{value}\n")
+        os.replace(tmp, os.path.join(d, name))
+
+
+def loop(n, fmt, timed=False):
     per = float(os.environ.get("FAKE_ITER_MS", "2"))
     start = time.perf_counter_ns()
     for i in range(n):
+        if timed:
+            draw(100 + i, 60 + i / 2)
+        else:
+            draw(50, 45)
         t0 = time.perf_counter_ns()
         time.sleep(per / 1000)
         t1 = time.perf_counter_ns()
@@ -277,7 +299,7 @@ def forge_test(nodeid, batch, loop_count, warmup_count, fmt, training, output_fi
     print(f"Total time: {wt:.4f}s for {warm} iterations", flush=True)
     loguru("Warmup completed.")
     loguru("Starting benchmark...")
-    total = loop(loop_count, ".04f")
+    total = loop(loop_count, ".04f", timed=True)
     print(f"Total time: {total:.4f}s for {loop_count} iterations", flush=True)
     loguru("Benchmark completed.")
     samples = batch * loop_count
@@ -345,7 +367,7 @@ def xla_test(nodeid, output_file):
     print(f"Total time: {format(wt, '.04')}s for {warm} iterations")
     print("Warmup completed.")
     print("Starting benchmark...")
-    total = loop(loop_count, ".04")
+    total = loop(loop_count, ".04", timed=True)
     print("Moving all outputs to CPU took 0.5 ms")
     print(f"Total time: {format(total, '.04')}s for {loop_count} iterations", flush=True)
     print("Benchmark completed.")

@@ -103,8 +103,15 @@ type TTHost struct {
 	// TTSMI is the fake tt-smi. Its calls are appended to CallLog.
 	TTSMI   string
 	CallLog string
-	// Sys is an empty sysfs root (discovery pairs nodes in order).
+	// Sys is a sysfs root in tt-kmd's layout: Sys/tenstorrent!N/device
+	// links to the board's PCI device directory, which holds
+	// hwmon/hwmon0/{power1_input (µW), temp1_input (m°C)}.
 	Sys string
+}
+
+// Hwmon returns node n's hwmon directory.
+func (h *TTHost) Hwmon(n int) string {
+	return filepath.Join(h.Sys, fmt.Sprintf("tenstorrent!%d", n), "device", "hwmon", "hwmon0")
 }
 
 // NewTTHost makes a host with nodes boards (0..nodes-1). A reset of a node
@@ -119,6 +126,17 @@ func NewTTHost(t testing.TB, nodes int, resetKills ...string) *TTHost {
 	}
 	for i := range nodes {
 		write(t, filepath.Join(h.DevRoot, fmt.Sprint(i)), "", 0o644)
+		// The fake tt-smi puts node i at bus 0000:0<i+1>:00.0.
+		pci := filepath.Join(h.Sys, "pci", fmt.Sprintf("0000:0%d:00.0", i+1))
+		write(t, filepath.Join(pci, "hwmon", "hwmon0", "power1_input"), "20000000\n", 0o644)
+		write(t, filepath.Join(pci, "hwmon", "hwmon0", "temp1_input"), "40000\n", 0o644)
+		link := filepath.Join(h.Sys, fmt.Sprintf("tenstorrent!%d", i))
+		if err := os.MkdirAll(link, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(pci, filepath.Join(link, "device")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	impl := filepath.Join(dir, "fake-tt-smi.sh")
 	write(t, impl, string(fakeTTSMI), 0o755)
