@@ -90,6 +90,12 @@ type DeviceStatus struct {
 	Run    string `json:"run,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	Done   int64  `json:"done"`
+	// Health is the board's outcomes over the last HealthWindow (Tenstorrent
+	// boards only).
+	Health *HealthCounts `json:"health,omitempty"`
+	// Flag says why this board looks worse than its pool (set by readers
+	// comparing the fleet, e.g. `fleet status`), empty when it does not.
+	Flag string `json:"flag,omitempty"`
 }
 
 // RunManifest records what was submitted in a run (bench-runs bucket and

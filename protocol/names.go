@@ -18,6 +18,9 @@ const (
 	BucketWorkers = "bench-workers"
 	// BucketRuns is the KV bucket of run manifests and cancel flags.
 	BucketRuns = "bench-runs"
+	// BucketHealth is the KV bucket of Tenstorrent boards' lasting health
+	// (quarantine and history), one key per board (HealthKey).
+	BucketHealth = "bench-health"
 
 	// SubjectJobsPrefix prefixes job subjects: bench.jobs.<pool>.<priority>.
 	SubjectJobsPrefix = "bench.jobs"

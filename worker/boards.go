@@ -87,7 +87,7 @@ func (w *Worker) hostFault(r device.Runner, err *device.HostError) {
 	reason := fmt.Errorf("out of service: %w", err)
 	for _, s := range w.slots {
 		if s.runner == r {
-			s.quarantine(reason)
+			s.outOfServiceFor(reason)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package worker_test
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -256,4 +259,58 @@ func TestBrokenHarnessHostLeavesServiceJobsPassElsewhere(t *testing.T) {
 		e, err := f.topo.Workers.Get(t.Context(), "tt-broken")
 		return err == nil && strings.Contains(string(e.Value()), "ImportError while loading conftest")
 	})
+}
+
+// A board quarantined by a worker is still quarantined after the worker
+// restarts (bench-health keeps it), although its health check would pass
+// again; `fleet release` (producer.ReleaseBoard) returns it to service and
+// it runs the next job. Its history counts the hang and the reset.
+func TestQuarantineLastsUntilReleased(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	host := newTTHost(t, 1, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": "0"}, "0")
+	w := f.start(t, "tt-lasting", host.slots)
+	const run = "lasting-1"
+	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
+	j.Limits.Timeout = protocol.Duration(time.Second)
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	testfleet.Eventually(t, 30*time.Second, "tt0 quarantined", func() bool {
+		return w.Status().Devices[0].State == protocol.DeviceQuarantined
+	})
+	w.Stop(t.Context())
+
+	// The board is back (someone reseated it) and a healthy harness is
+	// installed: a fresh worker would find nothing wrong with it.
+	if err := os.WriteFile(filepath.Join(host.DevRoot, "0"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := newTTHost(t, 1, protocol.RunnerForge, false, nil)
+	slots := []worker.Slot{{Device: host.slots[0].Device, Runner: good.slots[0].Runner, Health: host.slots[0].Health}}
+	w2 := f.start(t, "tt-lasting", slots)
+	testfleet.Eventually(t, 10*time.Second, "the restarted worker to read the board's health", func() bool {
+		return w2.Status().Devices[0].Health != nil
+	})
+	st := w2.Status().Devices[0]
+	if st.State != protocol.DeviceQuarantined || !strings.Contains(st.Reason, "fleet release tt-lasting tt0") {
+		t.Fatalf("after restart: %+v, want still quarantined with how to release it", st)
+	}
+	if st.Health == nil || st.Health.Hangs < 1 || st.Health.Resets < 1 {
+		t.Fatalf("history %+v, want the hang and the reset", st.Health)
+	}
+
+	if _, err := producer.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 20*time.Second, "tt0 back in service", func() bool {
+		return w2.Status().Devices[0].State == protocol.DeviceIdle
+	})
+	const run2 = "lasting-2"
+	j2 := harnessJob(t, run2, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
+	testfleet.Submit(t, f.js, f.topo, f.store, run2, protocol.PriorityNormal, []*protocol.Job{j2})
+	if r := f.results(t, run2, 1)[j2.ID]; r.Status != protocol.StatusPassed || r.Device.ID != "tt0" {
+		t.Fatalf("after release: %s on %s", r.Status, r.Device.ID)
+	}
+	if _, err := producer.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); !errors.Is(err, producer.ErrNotQuarantined) {
+		t.Fatalf("second release: %v, want ErrNotQuarantined", err)
+	}
 }

@@ -40,6 +40,9 @@ type attemptState struct {
 // back, or passes it to another slot. It returns the infrastructure failure
 // (nil if none) so the slot checks, resets or retires its device.
 func (s *slot) handle(msg jetstream.Msg) error {
+	s.mu.Lock()
+	s.lastJob = ""
+	s.mu.Unlock()
 	a := &attemptState{s: s, msg: msg, raw: msg.Data(), deliveries: 1, log: s.log, started: time.Now().UTC()}
 	if meta, err := msg.Metadata(); err == nil {
 		a.deliveries = int(meta.NumDelivered)
@@ -97,6 +100,9 @@ func (s *slot) handle(msg jetstream.Msg) error {
 // It returns the infrastructure failure, if any.
 func (a *attemptState) run(ctx context.Context) error {
 	s, job := a.s, a.job
+	s.mu.Lock()
+	s.lastJob = job.ID
+	s.mu.Unlock()
 	s.setState(protocol.DeviceBusy, job.ID, job.Run, "")
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")

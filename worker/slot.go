@@ -36,8 +36,11 @@ type slot struct {
 	job, run  string
 	reason    string
 	completed int64
-	waiting   bool // idle in loop's select, not fetching: may take a handoff
-	streak    int  // consecutive infrastructure failures (see maxInfraStreak)
+	waiting   bool                   // idle in loop's select, not fetching: may take a handoff
+	streak    int                    // consecutive infrastructure failures (see maxInfraStreak)
+	lastJob   string                 // the job the last handle ran ("" if it ran none)
+	hist      *protocol.DeviceHealth // the board's lasting health (boards only)
+	released  chan struct{}          // an operator released the quarantined board
 }
 
 // maxInfraStreak is how many infrastructure failures in a row (hangs,
@@ -51,11 +54,12 @@ const maxInfraStreak = 3
 func newSlot(w *Worker, s Slot) *slot {
 	return &slot{
 		w: w, dev: s.Device, runner: s.Runner, health: s.Health, sampler: s.Sampler,
-		log:     w.log.With().Str("device", s.Device.ID).Str("pool", s.Device.Pool).Logger(),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		handoff: make(chan jetstream.Msg, 1),
-		state:   protocol.DeviceIdle,
+		log:      w.log.With().Str("device", s.Device.ID).Str("pool", s.Device.Pool).Logger(),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		handoff:  make(chan jetstream.Msg, 1),
+		released: make(chan struct{}, 1),
+		state:    protocol.DeviceIdle,
 	}
 }
 
@@ -76,23 +80,39 @@ func (s *slot) setState(state, job, run, reason string) {
 func (s *slot) status() protocol.DeviceStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return protocol.DeviceStatus{
+	st := protocol.DeviceStatus{
 		ID: s.dev.ID, Pool: s.dev.Pool, Runner: s.runner.Name(), Arch: s.dev.Arch, Chips: s.dev.Chips,
 		State: s.state, Job: s.job, Run: s.run, Reason: s.reason, Done: s.completed,
 	}
+	if s.hist != nil {
+		c := s.hist.Counts(time.Now(), protocol.HealthWindow)
+		st.Health = &c
+	}
+	return st
 }
 
 // loop claims and runs jobs until the worker stops claiming.
 func (s *slot) loop() {
 	defer close(s.done)
 	claim := s.w.claimCtx
-	if err := s.checkHealth(claim); err != nil {
-		s.quarantine(err)
+	s.loadHealth(claim)
+	if !s.outOfService() {
+		if err := s.checkHealth(claim); err != nil {
+			s.quarantine(err)
+		}
 	}
 	for claim.Err() == nil {
 		if s.outOfService() {
-			<-claim.Done()
-			return
+			select {
+			case <-claim.Done():
+				return
+			case <-s.released:
+				s.log.Info().Msg("checking the released board")
+				if err := s.checkHealth(claim); err != nil {
+					s.quarantine(fmt.Errorf("released, but still unhealthy: %w", err))
+				}
+				continue
+			}
 		}
 		var msg jetstream.Msg
 		select {
@@ -140,10 +160,16 @@ func (s *slot) loop() {
 // after a reset, or with maxInfraStreak infrastructure failures in a row,
 // leaves service. A host fault takes every slot of the runner out.
 func (s *slot) after(failure error) {
+	s.mu.Lock()
+	job := s.lastJob
+	s.mu.Unlock()
 	if failure == nil {
 		s.mu.Lock()
 		s.streak = 0
 		s.mu.Unlock()
+		if job != "" {
+			s.record(protocol.HealthPass, job, nil)
+		}
 		return
 	}
 	var host *device.HostError
@@ -151,6 +177,7 @@ func (s *slot) after(failure error) {
 		s.w.hostFault(s.runner, host)
 		return
 	}
+	s.record(healthKind(failure), job, nil)
 	s.mu.Lock()
 	s.streak++
 	streak := s.streak
@@ -237,6 +264,7 @@ func (s *slot) recover(ctx context.Context, hung bool) error {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	rerr := s.health.Reset(rctx, s.dev)
 	cancel()
+	s.record(protocol.HealthReset, "", nil)
 	if rerr != nil {
 		s.log.Warn().Err(rerr).Msg("device reset failed")
 	}
@@ -250,11 +278,26 @@ func (s *slot) recover(ctx context.Context, hung bool) error {
 	return nil
 }
 
+// quarantine takes the board out of service and records it in bench-health,
+// so it stays out across restarts until an operator releases it.
 func (s *slot) quarantine(err error) {
 	if s.w.runCtx.Err() != nil {
 		return
 	}
-	s.log.Error().Err(err).Msg("device quarantined: it takes no more jobs until the worker restarts")
+	s.log.Error().Err(err).Msg("device quarantined: it takes no more jobs until released (benchfleet fleet release)")
+	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
+	s.record(protocol.HealthQuarantine, "", err)
+	s.wakeUp()
+}
+
+// outOfServiceFor takes the slot out of service until the worker restarts,
+// without a lasting quarantine: the cause is the host's (its harness
+// environment), not the board's, and a restart checks it again.
+func (s *slot) outOfServiceFor(err error) {
+	if s.w.runCtx.Err() != nil {
+		return
+	}
+	s.log.Error().Err(err).Msg("slot out of service until the worker restarts")
 	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
 	s.wakeUp()
 }

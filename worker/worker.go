@@ -103,6 +103,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		stop()
 		return fmt.Errorf("worker: %w", err)
 	}
+	if err := w.watchReleases(w.runCtx); err != nil {
+		stop()
+		return err
+	}
 	// One core subscription per pool wakes idle slots when a job arrives.
 	pools := map[string][]*slot{}
 	for _, s := range w.slots {

@@ -75,6 +75,7 @@ type Handles struct {
 	Dead    jetstream.Stream
 	Workers jetstream.KeyValue
 	Runs    jetstream.KeyValue
+	Health  jetstream.KeyValue
 }
 
 // Ensure creates or updates every stream, consumer and bucket. It is safe
@@ -153,6 +154,16 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 		Storage:      jetstream.FileStorage,
 		Replicas:     c.Replicas,
 		MaxValueSize: 4 << 20,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.Health, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
+		Bucket:       protocol.BucketHealth,
+		Description:  "benchfleet: Tenstorrent boards' quarantine and failure history",
+		Storage:      jetstream.FileStorage,
+		Replicas:     c.Replicas,
+		MaxValueSize: 256 << 10,
 	})
 	if err != nil {
 		return nil, err
@@ -278,6 +289,9 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Handles, error) {
 	}
 	if h.Runs, err = js.KeyValue(ctx, protocol.BucketRuns); err != nil {
 		return nil, fmt.Errorf("topology: bucket %s: %w", protocol.BucketRuns, err)
+	}
+	if h.Health, err = js.KeyValue(ctx, protocol.BucketHealth); err != nil {
+		return nil, fmt.Errorf("topology: bucket %s: %w", protocol.BucketHealth, err)
 	}
 	return &h, nil
 }
