@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -61,7 +62,7 @@ func (a *app) fleetCmd() *cobra.Command {
 	status.Flags().StringVar(&format, "format", "table", "table or json (an array of WorkerStatus documents)")
 	status.Flags().BoolVar(&watch, "watch", false, "refresh until interrupted")
 	status.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch: refresh interval")
-	cmd.AddCommand(status)
+	cmd.AddCommand(status, a.fleetReleaseCmd())
 	return cmd
 }
 
@@ -86,12 +87,13 @@ func fleetStatus(cmd *cobra.Command, topo *topology.Handles) ([]protocol.WorkerS
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	producer.FlagBoards(out)
 	return out, nil
 }
 
 func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.WorkerStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKER\tHOST\tVERSION\tDEVICE\tPOOL\tRUNNER\tSTATE\tJOB\tDONE\tSEEN")
+	fmt.Fprintln(tw, "WORKER\tHOST\tVERSION\tDEVICE\tPOOL\tRUNNER\tSTATE\tJOB\tDONE\tFAILED 24H\tSEEN")
 	idle, busy, quarantined := 0, 0, 0
 	for _, st := range sts {
 		worker := st.ID
@@ -109,8 +111,15 @@ func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.Worker
 				quarantined++
 				state += ": " + d.Reason
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s ago\n", worker, st.Host, st.Version, d.ID, d.Pool, d.Runner,
-				state, d.Job, d.Done, time.Since(st.Time).Truncate(time.Second))
+			fails := "-"
+			if h := d.Health; h != nil {
+				fails = fmt.Sprintf("%d/%d (%d hangs, %d resets)", h.Infra+h.Hangs, h.Jobs, h.Hangs, h.Resets)
+			}
+			if d.Flag != "" {
+				state += " [FLAGGED: " + d.Flag + "]"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s ago\n", worker, st.Host, st.Version, d.ID, d.Pool, d.Runner,
+				state, d.Job, d.Done, fails, time.Since(st.Time).Truncate(time.Second))
 		}
 	}
 	tw.Flush()

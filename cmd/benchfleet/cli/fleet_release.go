@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/producer"
+)
+
+func (a *app) fleetReleaseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "release WORKER DEVICE",
+		Short: "Return a quarantined board to service",
+		Long: `Release returns a quarantined Tenstorrent board to service. A quarantine is
+kept in the bench-health bucket, so it lasts across worker restarts until
+released. The worker checks the board again and takes jobs on it when it
+passes; the board's history is kept (fleet status shows its failures over
+the last 24 hours).`,
+		Example: `  benchfleet fleet status
+  benchfleet fleet release tt-lab-07 tt0`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			nc, topo, err := a.openTopology(ctx, "benchfleet-fleet-release")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			h, err := producer.ReleaseBoard(ctx, topo.Health, args[0], args[1])
+			switch {
+			case errors.Is(err, producer.ErrUnknownBoard):
+				return &exitError{code: ExitFailed, err: fmt.Errorf("%w (see benchfleet fleet status for worker and device names)", err)}
+			case errors.Is(err, producer.ErrNotQuarantined):
+				fmt.Fprintf(a.stdout, "%s %s is not quarantined: nothing to release\n", args[0], args[1])
+				return nil
+			case err != nil:
+				return err
+			}
+			fmt.Fprintf(a.stdout, "released %s %s (pool %s): the worker checks it and takes jobs on it again\n", h.Worker, h.Device, h.Pool)
+			return nil
+		},
+	}
+}
