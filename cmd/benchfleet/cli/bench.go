@@ -1,11 +1,41 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
 
-// benchCmd groups the commands that measure benchfleet itself. Each
-// subcommand lives in its own bench_*.go file.
+	"github.com/spf13/cobra"
+)
+
 func (a *app) benchCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Measure benchfleet itself: dispatch overhead, query speed, chaos"}
+	var cpuProfile string
+	var stopProfile func()
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure benchfleet itself: dispatch overhead, query speed, chaos",
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cpuProfile == "" {
+				return nil
+			}
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return usageErr("--cpuprofile: %v", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
+			stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+			return nil
+		},
+		PersistentPostRun: func(*cobra.Command, []string) {
+			if stopProfile != nil {
+				stopProfile()
+			}
+		},
+	}
+	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark here (go tool pprof)")
 	cmd.AddCommand(a.benchDispatchCmd(), a.benchQueryCmd(), a.benchChaosCmd())
 	return cmd
 }
