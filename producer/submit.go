@@ -78,6 +78,9 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		if err := j.Validate(); err != nil {
 			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
 		}
+		if err := j.CheckID(); err != nil {
+			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
+		}
 		man.Jobs = append(man.Jobs, protocol.ManifestJob{ID: j.ID, Pool: j.Pool, Runner: j.Runner,
 			Model: j.Benchmark.Model, Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat})
 	}

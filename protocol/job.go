@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -267,8 +268,10 @@ func ValidateLabels(labels map[string]string) error {
 	return nil
 }
 
-// Cell is the canonical text of the job's matrix cell: everything that makes
-// this job different from another of the same run. JobID hashes it.
+// Cell is the canonical text of the job's content: everything its result
+// depends on besides the run (the matrix cell, its limits and its source).
+// Only the id, created_at and priority are left out. JobID hashes it, so a
+// job's id binds its content (CheckID).
 func (j *Job) Cell() string {
 	keys := make([]string, 0, len(j.Labels))
 	for k := range j.Labels {
@@ -279,10 +282,25 @@ func (j *Job) Cell() string {
 	fmt.Fprintf(&b, "pool=%s runner=%s test=%s model=%s batch=%d loop=%d warmup=%d format=%s training=%t input=%d",
 		j.Pool, j.Runner, j.Benchmark.Test, j.Benchmark.Model, j.Benchmark.BatchSize, j.Benchmark.LoopCount,
 		j.Benchmark.WarmupCount, j.Benchmark.DataFormat, j.Benchmark.Training, j.Benchmark.InputSize)
+	fmt.Fprintf(&b, " timeout=%s pcc_min=%s", j.Limits.Timeout.D(), strconv.FormatFloat(j.Limits.PCCMin, 'g', -1, 64))
+	fmt.Fprintf(&b, " source=%q,%q,%q,%q,%q,%q", j.Source.Project, j.Source.Repo, j.Source.Commit, j.Source.Branch,
+		j.Source.Build.URL, j.Source.Build.SHA256)
 	for _, k := range keys {
 		fmt.Fprintf(&b, " label.%s=%q", k, j.Labels[k])
 	}
 	return b.String()
+}
+
+// CheckID reports whether the job's id is the deterministic id of its run
+// and content (JobID(run, Cell())). A job that fails it was not submitted
+// as it is (a forgery reusing another job's id, or an edit after the id
+// was made): it must not record a result under that id. The error matches
+// ErrInvalid and names the field id.
+func (j *Job) CheckID() error {
+	if want := JobID(j.Run, j.Cell()); j.ID != want {
+		return fieldErr("id", "is not the id of the job's run and content (%q has content id %s): a job's id must be protocol.JobID(run, cell)", truncate(j.ID, 40), want)
+	}
+	return nil
 }
 
 // DecodeJob strictly decodes and validates a job: unknown fields, trailing

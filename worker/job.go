@@ -52,6 +52,12 @@ func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
 	if err == nil && job.Pool != pool {
 		err = &protocol.FieldError{Field: "pool", Rule: fmt.Sprintf("is %q but the job was published for pool %q", job.Pool, pool)}
 	}
+	if err == nil {
+		// The id must bind the content: a job published under another
+		// job's id (anyone who may submit can publish) would otherwise
+		// record its result for that job, and the real one be skipped.
+		err = job.CheckID()
+	}
 	if err != nil {
 		a.job = job // may be partly decoded; used only if its id and run are valid
 		a.invalid(ctx, pool, err.Error())
@@ -323,10 +329,13 @@ func (a *attemptState) retry(ctx context.Context, cause error) {
 }
 
 // invalid handles a job that cannot run: dead letter with the reason, plus
-// a failed result when the job's id and run are themselves valid.
+// a failed result when the job's id and run are themselves valid and the id
+// is its content's (CheckID: a result is never recorded for an id the
+// payload does not own).
 func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 	reason = "invalid job: " + strings.TrimPrefix(reason, "invalid job: ")
-	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil && protocol.ValidID("run", a.job.Run) == nil && protocol.ValidPool(a.job.Pool) {
+	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil && protocol.ValidID("run", a.job.Run) == nil && protocol.ValidPool(a.job.Pool) &&
+		a.job.CheckID() == nil {
 		a.log = a.s.log.With().Str("run", a.job.Run).Str("job", a.job.ID).Int("attempt", a.attempt).Logger()
 		a.deadLetterPool(ctx, pool, reason)
 		if a.job.CreatedAt.IsZero() {
