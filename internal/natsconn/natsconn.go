@@ -32,6 +32,11 @@ type Options struct {
 	// TLSCA is a CA bundle to verify the servers; TLSCert and TLSKey a client
 	// certificate. Setting any of them requires TLS.
 	TLSCA, TLSCert, TLSKey string
+	// InboxPrefix replaces "_INBOX" as the prefix of this connection's reply
+	// subjects (JetStream API replies, publish acks, pulled messages), so a
+	// server can let each user subscribe to its own inboxes only (deploy/nats
+	// uses _INBOX_<user>). Empty: "_INBOX".
+	InboxPrefix string
 	// ConnectTimeout bounds the first connection (default 10s).
 	ConnectTimeout time.Duration
 }
@@ -64,6 +69,9 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			log.Warn().Err(err).Msg("async error")
 		}),
+	}
+	if o.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
