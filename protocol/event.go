@@ -127,6 +127,8 @@ type DeadLetter struct {
 	Attempts int       `json:"attempts"`
 	Time     time.Time `json:"time"`
 	Worker   string    `json:"worker,omitempty"`
-	// Payload is the original message, kept even when it could not be parsed.
+	// Payload is the original message, kept even when it could not be
+	// parsed; of a payload over MaxJobBytes only the first
+	// DeadPayloadPrefix bytes (the reason then gives its size and sha256).
 	Payload []byte `json:"payload"`
 }

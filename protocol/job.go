@@ -24,7 +24,17 @@ const (
 // Limits on job fields. A job outside them is invalid; they keep a typo (an
 // extra zero) from occupying a device for a day.
 const (
-	MaxJobBytes    = 64 << 10
+	// MaxJobBytes bounds a job's payload. A dead letter embeds a payload up
+	// to this size whole (base64 in JSON, about 4/3 of it), so every dead
+	// letter of a valid-sized job fits a default nats-server's 1 MB max
+	// payload with room to spare; of a bigger payload it keeps only the
+	// first DeadPayloadPrefix bytes and the digest (DeadLetter.Payload).
+	MaxJobBytes = 64 << 10
+	// DeadPayloadPrefix is how much of an oversize payload a dead letter
+	// keeps.
+	DeadPayloadPrefix = 1 << 10
+	// MaxDeadReason bounds a dead letter's reason.
+	MaxDeadReason  = 4 << 10
 	MaxBatchSize   = 4096
 	MaxLoopCount   = 1_000_000
 	MaxWarmupCount = 100_000

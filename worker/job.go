@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -346,8 +348,8 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 		return
 	}
 	a.log.Warn().Str("reason", reason).Msg("invalid job dead-lettered")
-	if !a.deadLetterPool(ctx, pool, reason) {
-		a.handBack()
+	if err := a.deadLetterPool(ctx, pool, reason); err != nil {
+		a.handBack(ctx, reason, err)
 		return
 	}
 	_ = a.msg.TermWithReason(truncate(reason, 200))
@@ -357,8 +359,8 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 // deliberate `dlq retry` can still produce one) and terminates the message.
 func (a *attemptState) dead(ctx context.Context, reason string) {
 	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
-	if !a.deadLetter(ctx, reason) {
-		a.handBack()
+	if err := a.deadLetter(ctx, reason); err != nil {
+		a.handBack(ctx, reason, err)
 		return
 	}
 	a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: reason})
@@ -367,15 +369,36 @@ func (a *attemptState) dead(ctx context.Context, reason string) {
 
 // handBack returns a job whose dead letter could not be stored (e.g. while
 // BENCH_DEAD elects a leader): terminating it would lose it, with neither a
-// result nor a dead letter. A later delivery dead-letters it again.
-func (a *attemptState) handBack() {
-	a.log.Warn().Msg("dead letter not stored; job handed back to dead-letter it again later")
+// result nor a dead letter. A later delivery dead-letters it again. When
+// the dead letter can never be stored (too big for the server or the
+// stream even with only the payload's first bytes), handing back would go
+// on forever: then MaxDeliver holds, and after its last delivery the job is
+// terminated with the reason (logged and as a dead event).
+func (a *attemptState) handBack(ctx context.Context, reason string, err error) {
+	if tooBig(err) && a.deliveries >= a.s.w.cfg.MaxDeliver {
+		why := fmt.Sprintf("%s; its dead letter is too big to store (%v), so after %d deliveries it is dropped", reason, err, a.deliveries)
+		a.log.Error().Str("reason", why).Msg("job terminated without a dead letter")
+		a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: why})
+		_ = a.msg.TermWithReason(truncate(why, 200))
+		return
+	}
+	a.log.Warn().Err(err).Msg("dead letter not stored; job handed back to dead-letter it again later")
 	_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.attempt))
 }
 
-// deadLetter publishes a dead letter for the job; it reports whether the
-// dead letter is stored.
-func (a *attemptState) deadLetter(ctx context.Context, reason string) bool {
+// errCodeMsgTooBig is JetStream's "message size exceeds maximum allowed".
+const errCodeMsgTooBig jetstream.ErrorCode = 10054
+
+// tooBig reports whether a publish failed because of the message's size,
+// which retrying does not heal.
+func tooBig(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) || (errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeMsgTooBig)
+}
+
+// deadLetter publishes a dead letter for the job; a nil error means it is
+// stored.
+func (a *attemptState) deadLetter(ctx context.Context, reason string) error {
 	pool := ""
 	if a.job != nil {
 		pool = a.job.Pool
@@ -383,10 +406,22 @@ func (a *attemptState) deadLetter(ctx context.Context, reason string) bool {
 	return a.deadLetterPool(ctx, pool, reason)
 }
 
-func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) bool {
+// deadLetterPool publishes the dead letter. A payload over the job size
+// limit is not embedded whole (it could not fit a message): the dead letter
+// keeps its first protocol.DeadPayloadPrefix bytes, and the reason its size
+// and sha256. If the publish still fails for a big payload, it is retried
+// once with only the prefix.
+func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) error {
+	payload := a.raw
+	if len(payload) > protocol.MaxJobBytes {
+		sum := sha256.Sum256(payload)
+		reason = fmt.Sprintf("%s (payload of %d bytes not kept whole: the first %d bytes are, sha256 %s)",
+			reason, len(payload), protocol.DeadPayloadPrefix, hex.EncodeToString(sum[:]))
+		payload = payload[:protocol.DeadPayloadPrefix]
+	}
 	dl := protocol.DeadLetter{
-		Schema: protocol.SchemaDead, Pool: pool, Reason: reason, Attempts: a.attempt,
-		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: a.raw,
+		Schema: protocol.SchemaDead, Pool: pool, Reason: truncate(reason, protocol.MaxDeadReason), Attempts: a.attempt,
+		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: payload,
 	}
 	if meta, err := a.msg.Metadata(); err == nil {
 		dl.ID = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
@@ -400,20 +435,33 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 			dl.Run = a.job.Run
 		}
 	}
-	data, err := json.Marshal(dl)
+	publish := func() error {
+		data, err := json.Marshal(dl)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		m := nats.NewMsg(protocol.DeadSubject(pool))
+		m.Data = data
+		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", dl.ID, a.attempt))
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err = a.s.w.js.PublishMsg(pctx, m)
+		return err
+	}
+	err := publish()
+	if err != nil && len(dl.Payload) > protocol.DeadPayloadPrefix {
+		a.log.Warn().Err(err).Msg("dead letter not published; retrying with the payload's first bytes only")
+		sum := sha256.Sum256(a.raw)
+		dl.Reason = truncate(fmt.Sprintf("%s (payload of %d bytes not kept whole: the first %d bytes are, sha256 %s)",
+			reason, len(a.raw), protocol.DeadPayloadPrefix, hex.EncodeToString(sum[:])), protocol.MaxDeadReason)
+		dl.Payload = a.raw[:protocol.DeadPayloadPrefix]
+		err = publish()
+	}
 	if err != nil {
-		return false
-	}
-	m := nats.NewMsg(protocol.DeadSubject(pool))
-	m.Data = data
-	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", dl.ID, a.attempt))
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := a.s.w.js.PublishMsg(pctx, m); err != nil {
 		a.log.Error().Err(err).Msg("dead letter not published")
-		return false
+		return fmt.Errorf("dead letter: %w", err)
 	}
-	return true
+	return nil
 }
 
 // event publishes a job event; failures are logged, never fatal.
