@@ -169,7 +169,7 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 		Description:  "benchfleet: run manifests and cancel flags",
 		Storage:      jetstream.FileStorage,
 		Replicas:     c.Replicas,
-		MaxValueSize: 4 << 20,
+		MaxValueSize: MaxJobMsgBytes, // manifests of big runs are chunked (producer)
 	})
 	if err != nil {
 		return nil, err
