@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Schema names carried in every document's "schema" field.
@@ -254,8 +257,8 @@ func (s *Source) validate() error {
 		if len(f.v) > 512 {
 			return fieldErr(f.name, "must be at most 512 characters")
 		}
-		if strings.ContainsAny(f.v, "\x00\n\r") {
-			return fieldErr(f.name, "must not contain control characters")
+		if hasControl(f.v) {
+			return fieldErr(f.name, "must be UTF-8 without control characters")
 		}
 	}
 	return nil
@@ -271,11 +274,20 @@ func ValidateLabels(labels map[string]string) error {
 		if len(k) > MaxLabelKey || !labelPattern.MatchString(k) {
 			return fieldErr("labels", "key %q must match [A-Za-z0-9_.-]+ up to %d characters", truncate(k, 40), MaxLabelKey)
 		}
-		if len(v) > MaxLabelValue || strings.ContainsAny(v, "\x00\n\r") {
-			return fieldErr("labels."+k, "must be at most %d bytes without control characters", MaxLabelValue)
+		if len(v) > MaxLabelValue || hasControl(v) {
+			return fieldErr("labels."+k, "must be at most %d bytes of UTF-8 without control characters", MaxLabelValue)
 		}
 	}
 	return nil
+}
+
+// hasControl reports whether s is not valid UTF-8 or holds a control
+// character (C0 including tab and newline, DEL, C1).
+func hasControl(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
 }
 
 // Cell is the canonical text of the job's content: everything its result
@@ -321,6 +333,9 @@ func DecodeJob(data []byte) (*Job, error) {
 		return nil, fieldErr("payload", "is %d bytes, over the %d byte limit", len(data), MaxJobBytes)
 	}
 	var j Job
+	if err := checkStrict(data, reflect.TypeFor[Job]()); err != nil {
+		return nil, &decodeError{kind: "job", err: err}
+	}
 	if err := decodeStrict(data, &j); err != nil {
 		return nil, &decodeError{kind: "job", err: err}
 	}
