@@ -69,7 +69,10 @@ func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
 
 	if a.deliveries > s.w.cfg.MaxDeliver {
-		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt never reported (worker crash or lost connection)", s.w.cfg.MaxDeliver))
+		// Every failure a worker sees on the last delivery dead-letters
+		// the job itself, with its reason; so a delivery past the limit
+		// means the last attempt ended without the worker settling it.
+		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt ended unsettled (its worker crashed, lost its NATS connection, or was stopped hard and handed the job back)", s.w.cfg.MaxDeliver))
 		return false
 	}
 	if s.w.cancels.isCancelled(job.Run) {
@@ -277,9 +280,12 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 		a.ack(ctx)
 		return
 	case err != nil:
-		a.log.Error().Err(err).Msg("result not durable; handing the job back")
-		a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: "result not stored: " + err.Error()})
-		_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.deliveries))
+		// An infrastructure failure like any other (storage down before
+		// spooling): retried with backoff, and on the last delivery
+		// dead-lettered with this reason, not left for the next delivery
+		// to guess at.
+		a.log.Error().Err(err).Msg("result not durable")
+		a.retry(ctx, fmt.Errorf("result not stored: %w", err))
 		return
 	}
 	kind := map[protocol.Status]protocol.EventKind{
