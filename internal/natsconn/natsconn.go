@@ -5,6 +5,7 @@ package natsconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/redact"
 )
 
 // Options say where and how to connect. Every field is optional but URL.
@@ -110,8 +113,12 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 			log.Debug().Str("server", Redact(nc.ConnectedUrl())).Msg("connected")
 			return nc, nil
 		}
-		// Auth failures will not heal by retrying.
-		if strings.Contains(strings.ToLower(err.Error()), "authorization") || time.Now().After(deadline) {
+		// nats.go may echo the URL (a parse error quotes it whole), so the
+		// error is scrubbed of every credential it could hold.
+		err = redact.Error(err, append(redact.Secrets(o.URL), o.Password, o.Token)...)
+		// Auth failures will not heal by retrying, nor will a URL that
+		// does not parse.
+		if strings.Contains(strings.ToLower(err.Error()), "authorization") || errors.As(err, new(*url.Error)) || time.Now().After(deadline) {
 			return nil, fmt.Errorf("nats: connect %s: %w", Redact(o.URL), err)
 		}
 		select {
@@ -122,16 +129,6 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 	}
 }
 
-// Redact hides passwords and tokens in (comma-separated) server URLs.
-func Redact(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
-		}
-		u.User = url.User("REDACTED")
-		parts[i] = u.String()
-	}
-	return strings.Join(parts, ",")
-}
+// Redact hides passwords and tokens in (comma-separated) server URLs,
+// whatever characters they hold.
+func Redact(urls string) string { return redact.Userinfo(urls) }

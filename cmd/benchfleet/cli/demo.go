@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 // demoMatrix is the run `benchfleet demo` submits: the real ResNet-50 in
@@ -49,7 +50,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 			}
 			// The demo's run is over (or interrupted): no need to drain.
 			defer lf.kill()
-			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.url, a.storeURL)
+			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.url, storage.Redact(a.storeURL))
 			m, err := producer.ParseMatrix([]byte(demoMatrix))
 			if err != nil {
 				return err
@@ -106,8 +107,8 @@ worker with the --slots given. Submit from another terminal with
 				return err
 			}
 			defer lf.stop()
-			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.url, a.storeURL, slots)
-			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --store %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.url, a.storeURL)
+			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.url, storage.Redact(a.storeURL), slots)
+			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --store %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.url, storage.Redact(a.storeURL))
 			fmt.Fprintln(a.stdout, "Ctrl-C to stop")
 			<-ctx.Done()
 			fmt.Fprintln(a.stdout, "stopping: draining the worker")

@@ -152,8 +152,15 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL(s), comma-separated (env NATS_URL)")
 	pf.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS creds file (env NATS_CREDS)")
 	pf.StringVar(&a.nkey, "nkey", os.Getenv("NATS_NKEY"), "NATS nkey seed file (env NATS_NKEY)")
-	pf.StringVar(&a.user, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER; password from NATS_PASSWORD)")
+	pf.StringVar(&a.user, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER; password from NATS_PASSWORD or the file NATS_PASSWORD_FILE, never a flag)")
 	a.password = os.Getenv("NATS_PASSWORD")
+	if f := os.Getenv("NATS_PASSWORD_FILE"); a.password == "" && f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			a.envErrs = append(a.envErrs, fmt.Sprintf("NATS_PASSWORD_FILE: %v", err))
+		}
+		a.password = strings.TrimRight(string(data), "\r\n")
+	}
 	a.token = os.Getenv("NATS_TOKEN")
 	pf.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_TLS_CA"), "CA bundle to verify NATS servers (env NATS_TLS_CA)")
 	pf.StringVar(&a.tlsCert, "tls-cert", os.Getenv("NATS_TLS_CERT"), "client certificate for NATS (env NATS_TLS_CERT)")

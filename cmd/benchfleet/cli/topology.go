@@ -22,8 +22,8 @@ Producers (submit) and workers only create what is missing and never change
 what exists, so on deploy/nats their users have no update rights: run this
 as the admin user once after installing, and again to change a setting
 (e.g. --ack-wait or --replicas).`,
-		Example: `  NATS_PASSWORD="$BENCH_ADMIN_PASSWORD" benchfleet topology apply --nats tls://nats-1:4222 --tls-ca ca.pem \
-      --user admin --inbox-prefix _INBOX_admin --replicas 3`,
+		Example: `  NATS_PASSWORD_FILE=/etc/benchfleet/admin.password benchfleet topology apply --nats tls://nats-1:4222 \
+      --tls-ca ca.pem --user admin --inbox-prefix _INBOX_admin --replicas 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
