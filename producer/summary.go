@@ -52,7 +52,7 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 		case st.Terminal():
 			r.Reason = st.Message
 		case st.Reported():
-			r.Reason = fmt.Sprintf("reported %s, but no result is stored", st.Kind)
+			r.Reason = fmt.Sprintf("reported %s; no stored result read (yet)", st.Kind)
 		default:
 			r.Reason = string(st.Kind)
 		}
