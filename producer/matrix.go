@@ -152,7 +152,17 @@ func (m *Matrix) Jobs(run string) ([]*protocol.Job, error) {
 	if len(formats) == 0 {
 		formats = []string{""}
 	}
-	var jobs []*protocol.Job
+	// Count the cells before building any (the product of four lengths
+	// under the limit cannot overflow: each factor is checked first).
+	cells := 1
+	for _, n := range []int{len(pools), len(benches), len(batches), len(formats)} {
+		if n > protocol.MaxMatrixCells || cells*n > protocol.MaxMatrixCells {
+			return nil, fmt.Errorf("matrix: %d pools × %d benchmarks × %d batch sizes × %d data formats is over the limit of %d cells per run (split the matrix into several runs)",
+				len(pools), len(benches), len(batches), len(formats), protocol.MaxMatrixCells)
+		}
+		cells *= n
+	}
+	jobs := make([]*protocol.Job, 0, cells)
 	seen := map[string]bool{}
 	for _, pool := range pools {
 		for _, b := range benches {

@@ -78,6 +78,9 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		if err := j.Validate(); err != nil {
 			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
 		}
+		if err := j.CheckID(); err != nil {
+			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
+		}
 		man.Jobs = append(man.Jobs, protocol.ManifestJob{ID: j.ID, Pool: j.Pool, Runner: j.Runner,
 			Model: j.Benchmark.Model, Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat})
 	}
@@ -153,15 +156,7 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	case <-ctx.Done():
 		return nil, fmt.Errorf("submit: %w", ctx.Err())
 	}
-	data, err := json.Marshal(man)
-	if err != nil {
-		return nil, fmt.Errorf("submit: encode manifest: %w", err)
-	}
-	err = retryFailover(ctx, func(ctx context.Context) error {
-		_, err := p.Topo.Runs.Create(ctx, protocol.ManifestKey(s.Run), data)
-		return err
-	}, jetstream.ErrKeyExists)
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if err := putManifest(ctx, p.Topo.Runs, man); err != nil {
 		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)
 	}
 	if p.Store != nil {
@@ -234,7 +229,47 @@ func (p *Submitter) Manifest(ctx context.Context, run string) (*protocol.RunMani
 	return GetManifest(ctx, p.Topo.Runs, run)
 }
 
-// GetManifest reads a run's manifest from the bench-runs bucket.
+// putManifest records man in bench-runs so that it fits any run size: up to
+// protocol.ManifestChunkJobs jobs inline in one value, beyond that the jobs
+// in chunk values first and then a header naming them. The header (or the
+// one value) is a create: it is the commit point, and a run recorded
+// already is left as it is.
+func putManifest(ctx context.Context, runs jetstream.KeyValue, man *protocol.RunManifest) error {
+	head := *man
+	if n := len(man.Jobs); n > protocol.ManifestChunkJobs {
+		head.Jobs, head.JobCount = nil, n
+		for i := 0; i*protocol.ManifestChunkJobs < n; i++ {
+			chunk := man.Jobs[i*protocol.ManifestChunkJobs : min(n, (i+1)*protocol.ManifestChunkJobs)]
+			data, err := json.Marshal(chunk)
+			if err != nil {
+				return fmt.Errorf("encode manifest chunk %d: %w", i, err)
+			}
+			err = retryFailover(ctx, func(ctx context.Context) error {
+				_, err := runs.Put(ctx, protocol.ManifestChunkKey(man.Run, i), data)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("manifest chunk %d: %w", i, err)
+			}
+			head.Chunks = i + 1
+		}
+	}
+	data, err := json.Marshal(&head)
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	err = retryFailover(ctx, func(ctx context.Context) error {
+		_, err := runs.Create(ctx, protocol.ManifestKey(man.Run), data)
+		return err
+	}, jetstream.ErrKeyExists, nats.ErrMaxPayload)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return err
+	}
+	return nil
+}
+
+// GetManifest reads a run's manifest from the bench-runs bucket, with its
+// jobs (from the chunks of a big run).
 func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*protocol.RunManifest, error) {
 	e, err := runs.Get(ctx, protocol.ManifestKey(run))
 	if err != nil {
@@ -244,6 +279,25 @@ func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*pro
 	if err := json.Unmarshal(e.Value(), &m); err != nil {
 		return nil, fmt.Errorf("run %s: manifest: %w", run, err)
 	}
+	if m.Chunks <= 0 {
+		return &m, nil
+	}
+	m.Jobs = make([]protocol.ManifestJob, 0, m.JobCount)
+	for i := 0; i < m.Chunks; i++ {
+		ce, err := runs.Get(ctx, protocol.ManifestChunkKey(run, i))
+		if err != nil {
+			return nil, fmt.Errorf("run %s: manifest chunk %d: %w", run, i, err)
+		}
+		var jobs []protocol.ManifestJob
+		if err := json.Unmarshal(ce.Value(), &jobs); err != nil {
+			return nil, fmt.Errorf("run %s: manifest chunk %d: %w", run, i, err)
+		}
+		m.Jobs = append(m.Jobs, jobs...)
+	}
+	if len(m.Jobs) != m.JobCount {
+		return nil, fmt.Errorf("run %s: manifest has %d jobs in %d chunks, its header says %d", run, len(m.Jobs), m.Chunks, m.JobCount)
+	}
+	m.Chunks, m.JobCount = 0, 0
 	return &m, nil
 }
 

@@ -32,29 +32,29 @@ type Row struct {
 }
 
 // Rows builds the summary rows of a run from its job states, in manifest
-// order. results, when not nil, fills the figures from stored results.
-func Rows(m *protocol.RunManifest, states map[string]*JobState, results map[string]*protocol.Result) []Row {
+// order. A row's status and figures come from the job's stored result only
+// (a dead-lettered job is an error); events give the progress of the rest.
+func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 	var rows []Row
 	for _, st := range Sorted(m, states) {
 		r := Row{Job: st.Job.ID, Model: st.Job.Model, Pool: st.Job.Pool, Runner: st.Job.Runner, BatchSize: st.Job.BatchSize,
-			DataFormat: st.Job.DataFormat, Status: st.Status, SamplesPerSec: st.SamplesPerSec, PCC: st.PCC,
-			Attempt: st.Attempt}
-		if st.Terminal() && st.Status != protocol.StatusPassed {
-			r.Reason = st.Message
-		}
-		if !st.Terminal() {
-			r.Status = ""
-			r.Reason = string(st.Kind)
-		}
-		if res, ok := results[st.Job.ID]; ok && res != nil {
+			DataFormat: st.Job.DataFormat, Status: st.Status(), Attempt: st.Attempt}
+		switch {
+		case st.Result != nil:
+			res := st.Result
 			r.Result = res
-			r.Status = res.Status
 			r.SamplesPerSec = res.Measurements.SamplesPerSec
 			r.PCC = res.PCC.Value
 			r.Attempt = res.Attempt
 			if res.Error != nil {
 				r.Reason = res.Error.Message
 			}
+		case st.Terminal():
+			r.Reason = st.Message
+		case st.Reported():
+			r.Reason = fmt.Sprintf("reported %s; no stored result read (yet)", st.Kind)
+		default:
+			r.Reason = string(st.Kind)
 		}
 		rows = append(rows, r)
 	}

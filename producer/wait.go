@@ -2,33 +2,56 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
-// JobState is the latest known state of one job of a run.
+// JobState is the latest known state of one job of a run. Events say how a
+// job is getting on; only its stored result says how it ended (any
+// producer may publish an event, only workers write results).
 type JobState struct {
-	Job           protocol.ManifestJob
-	Kind          protocol.EventKind // latest event kind ("" = not seen yet)
-	Status        protocol.Status    // on terminal events
-	Phase         string
-	Attempt       int
-	Worker        string
-	Device        string
-	Message       string
-	ResultKey     string
-	SamplesPerSec float64
-	PCC           float64
-	Updated       time.Time
+	Job     protocol.ManifestJob
+	Kind    protocol.EventKind // latest event kind ("" = not seen yet)
+	Phase   string
+	Attempt int
+	Worker  string
+	Device  string
+	Message string
+	Updated time.Time
+	// Result is the job's stored result, read from the store at the key the
+	// manifest gives (never at a key an event names); nil until found.
+	Result *protocol.Result
 }
 
-// Terminal reports whether the job has ended.
-func (s *JobState) Terminal() bool { return s.Kind.Terminal() }
+// Terminal reports whether the job has ended: its result is stored, or it
+// was dead-lettered (no result; it never counts as passed).
+func (s *JobState) Terminal() bool { return s.Result != nil || s.Kind == protocol.EventDead }
+
+// Status is the job's verdict: the stored result's status, error for a
+// dead-lettered job, "" while neither.
+func (s *JobState) Status() protocol.Status {
+	switch {
+	case s.Result != nil:
+		return s.Result.Status
+	case s.Kind == protocol.EventDead:
+		return protocol.StatusError
+	}
+	return ""
+}
+
+// Reported reports whether an event said the job ended while its result is
+// not (yet) in the store: spooled on the worker, or a forged event.
+func (s *JobState) Reported() bool {
+	return s.Result == nil && s.Kind.Terminal() && s.Kind != protocol.EventDead
+}
 
 // Counts are the jobs of a run (or a pool) by state.
 type Counts struct {
@@ -47,58 +70,129 @@ type Progress struct {
 	Last *JobState
 }
 
-// Watcher follows the events of one run from the start of BENCH_EVENTS, so
-// a late waiter still sees everything.
+// DefaultResultPoll is how often Wait looks in the store for results of
+// jobs that have not ended yet (Watcher.Poll).
+const DefaultResultPoll = 2 * time.Second
+
+// Watcher follows one run: its events from the start of BENCH_EVENTS, so a
+// late waiter still sees everything, and its results in the store, which
+// alone decide how each job ended.
 type Watcher struct {
 	JS       jetstream.JetStream
 	Manifest *protocol.RunManifest
-	// Stored are results already in the store, by job. Their jobs count as
-	// ended from the start, so waiting on a run older than the events'
-	// retention still ends.
-	Stored map[string]*protocol.Result
+	// Store holds the run's results. Without it no job ends but by a dead
+	// letter: Wait waits until ctx ends, Snapshot shows events only.
+	Store storage.Bucket
+	// Poll is how often the store is listed for results of jobs not ended
+	// yet, so a job ends even when its events were lost or its result was
+	// spooled and uploaded later (default DefaultResultPoll).
+	Poll time.Duration
 }
 
 // initial is the state of every job before any event is read.
 func (w *Watcher) initial() map[string]*JobState {
 	states := map[string]*JobState{}
 	for _, j := range w.Manifest.Jobs {
-		st := &JobState{Job: j}
-		if r, ok := w.Stored[j.ID]; ok && r != nil {
-			apply(st, &protocol.Event{Kind: terminalKind(r.Status), Status: r.Status, Time: r.FinishedAt,
-				Attempt: r.Attempt, Worker: r.Worker.ID, Device: r.Device.ID,
-				SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
-			if r.Error != nil {
-				st.Message = r.Error.Message
-			}
-		}
-		states[j.ID] = st
+		states[j.ID] = &JobState{Job: j}
 	}
 	return states
 }
 
-// terminalKind is the terminal event kind of a result status.
-func terminalKind(s protocol.Status) protocol.EventKind {
-	switch s {
-	case protocol.StatusPassed:
-		return protocol.EventPassed
-	case protocol.StatusCancelled:
-		return protocol.EventCancelled
-	default:
-		return protocol.EventFailed
+// readResult reads the result of one job of the run from the store at the
+// manifest's key. It returns nil when there is none (or it is not this
+// job's: a result must name the job and run it is stored for).
+func (w *Watcher) readResult(ctx context.Context, job string) (*protocol.Result, error) {
+	if w.Store == nil {
+		return nil, nil
 	}
+	r, err := storage.ReadResult(ctx, w.Store, storage.ResultKey(w.Manifest.CreatedAt, w.Manifest.Run, job))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Job != job || r.Run != w.Manifest.Run {
+		return nil, nil
+	}
+	return r, nil
 }
 
-// Wait follows the run until every job of the manifest has ended or ctx
-// ends (then it returns the states so far and ctx's error). onUpdate, if
-// not nil, is called after each event with the new progress.
+// scanResults lists the run's result folder once and reads the results of
+// jobs in states that have none yet; it calls changed for each job found.
+func (w *Watcher) scanResults(ctx context.Context, states map[string]*JobState, changed func(*JobState, *protocol.Result)) error {
+	if w.Store == nil {
+		return nil
+	}
+	prefix := strings.TrimSuffix(storage.ResultKey(w.Manifest.CreatedAt, w.Manifest.Run, "x"), "x.json")
+	for key, err := range w.Store.List(ctx, prefix) {
+		if err != nil {
+			return fmt.Errorf("results of run %s: %w", w.Manifest.Run, err)
+		}
+		_, run, job, ok := storage.ResultKeyParts(key)
+		if !ok || run != w.Manifest.Run {
+			continue
+		}
+		st, ok := states[job]
+		if !ok || st.Result != nil {
+			continue
+		}
+		r, err := w.readResult(ctx, job)
+		if err != nil {
+			return fmt.Errorf("results of run %s: %w", w.Manifest.Run, err)
+		}
+		if r != nil {
+			changed(st, r)
+		}
+	}
+	return nil
+}
+
+// Wait follows the run until every job of the manifest has ended (its
+// result is stored, or it was dead-lettered) or ctx ends (then it returns
+// the states so far and ctx's error). onUpdate, if not nil, is called after
+// each change with the new progress.
 func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string]*JobState, error) {
 	states := w.initial()
+	remaining := len(states)
+	// change applies fn to st and keeps remaining in step.
+	change := func(st *JobState, fn func()) {
+		was := st.Terminal()
+		fn()
+		switch now := st.Terminal(); {
+		case !was && now:
+			remaining--
+		case was && !now:
+			remaining++ // a dead job re-queued by dlq retry
+		}
+		if onUpdate != nil {
+			onUpdate(progress(w.Manifest.Run, states, st))
+		}
+	}
+	setResult := func(st *JobState, r *protocol.Result) { change(st, func() { st.Result = r }) }
+	if err := w.scanResults(ctx, states, setResult); err != nil {
+		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
+	}
 	// Replay every stored event first, and only then judge whether the run
 	// has ended: a job dead-lettered and later re-queued by `dlq retry` is
 	// terminal half way through the replay.
-	last, err := w.catchUp(ctx, states)
+	last, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
+		if e, err := protocol.DecodeEvent(m.Data()); err == nil {
+			if st, ok := states[e.Job]; ok {
+				was := st.Terminal()
+				apply(st, e)
+				if was != st.Terminal() {
+					if was {
+						remaining++
+					} else {
+						remaining--
+					}
+				}
+			}
+		}
+	})
 	if err != nil {
-		return states, err
+		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.RunEventsFilter(w.Manifest.Run)},
@@ -126,49 +220,62 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
 	defer cc.Stop()
-	remaining := 0
+	// Jobs reported ended by the replayed events: look for their results.
 	for _, st := range states {
-		if !st.Terminal() {
-			remaining++
+		if st.Reported() {
+			if r, err := w.readResult(ctx, st.Job.ID); err == nil && r != nil {
+				setResult(st, r)
+			}
 		}
 	}
 	if onUpdate != nil {
 		onUpdate(progress(w.Manifest.Run, states, nil))
 	}
+	poll := w.Poll
+	if poll <= 0 {
+		poll = DefaultResultPoll
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
 	for remaining > 0 {
 		select {
 		case <-ctx.Done():
 			return states, ctx.Err()
+		case <-tick.C:
+			// The store is the truth; a failed listing is tried again on
+			// the next tick.
+			_ = w.scanResults(ctx, states, setResult)
 		case e := <-events:
 			st, ok := states[e.Job]
 			if !ok {
 				continue
 			}
-			wasTerminal := st.Terminal()
-			apply(st, e)
-			switch {
-			case !wasTerminal && st.Terminal():
-				remaining--
-			case wasTerminal && !st.Terminal():
-				remaining++ // a dead job re-queued by dlq retry
-			}
-			if onUpdate != nil {
-				onUpdate(progress(w.Manifest.Run, states, st))
+			change(st, func() { apply(st, e) })
+			if st.Reported() {
+				// The worker stores the result before its terminal event.
+				if r, err := w.readResult(ctx, st.Job.ID); err == nil && r != nil {
+					setResult(st, r)
+				}
 			}
 		}
 	}
 	return states, nil
 }
 
+// apply records an event. Events move a job along (claimed, phases) and
+// may say it ended, but only a stored result or a dead letter ends it.
 func apply(st *JobState, e *protocol.Event) {
-	// A terminal state is only left by a deliberate re-queue (a new claim
-	// or queued event after a dead letter); late events of an earlier
-	// attempt (e.g. a phase from a worker that lost the job) do not undo it.
-	if st.Terminal() && !e.Kind.Terminal() {
-		revived := st.Kind == protocol.EventDead && (e.Kind == protocol.EventQueued || e.Kind == protocol.EventClaimed)
-		if !revived {
-			return
-		}
+	if st.Result != nil {
+		return // the result is final (write-once)
+	}
+	// A dead job is only revived by a deliberate re-queue (a new claim or
+	// queued event); late events of an earlier attempt do not undo it.
+	if st.Kind == protocol.EventDead && e.Kind != protocol.EventQueued && e.Kind != protocol.EventClaimed {
+		return
+	}
+	// A job reported ended stays reported while its result is awaited.
+	if st.Reported() && !e.Kind.Terminal() && e.Kind != protocol.EventQueued && e.Kind != protocol.EventClaimed {
+		return
 	}
 	st.Kind = e.Kind
 	st.Updated = e.Time
@@ -190,14 +297,7 @@ func apply(st *JobState, e *protocol.Event) {
 		st.Message = e.Message
 	}
 	if e.Kind.Terminal() {
-		st.Status = e.Status
-		if e.Kind == protocol.EventDead {
-			st.Status = protocol.StatusError
-		}
 		st.Message = e.Message
-		st.ResultKey = e.Result
-		st.SamplesPerSec = e.SamplesPerSec
-		st.PCC = e.PCC
 	}
 }
 
@@ -208,13 +308,13 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 		c.Total++
 		p.All.Total++
 		switch {
-		case st.Kind == protocol.EventPassed:
+		case st.Status() == protocol.StatusPassed:
 			c.Passed++
 			p.All.Passed++
 		case st.Terminal():
 			c.Failed++
 			p.All.Failed++
-		case st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog:
+		case st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog || st.Reported():
 			c.Running++
 			p.All.Running++
 		default:
@@ -240,10 +340,14 @@ func Sorted(m *protocol.RunManifest, states map[string]*JobState) []*JobState {
 	return out
 }
 
-// catchUp applies the run's stored events to states and returns the stream
-// sequence of the last one (0 when none).
-func (w *Watcher) catchUp(ctx context.Context, states map[string]*JobState) (uint64, error) {
-	last, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
+// Snapshot returns the current state of every job of the run: its stored
+// results and the events stored so far, without waiting for more.
+func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
+	states := w.initial()
+	if err := w.scanResults(ctx, states, func(st *JobState, r *protocol.Result) { st.Result = r }); err != nil {
+		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
+	}
+	_, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(m.Data()); err == nil {
 			if st, ok := states[e.Job]; ok {
 				apply(st, e)
@@ -251,17 +355,7 @@ func (w *Watcher) catchUp(ctx context.Context, states map[string]*JobState) (uin
 		}
 	})
 	if err != nil {
-		return last, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
-	}
-	return last, nil
-}
-
-// Snapshot returns the current state of every job of the run: the events
-// stored so far, without waiting for more.
-func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
-	states := w.initial()
-	if _, err := w.catchUp(ctx, states); err != nil {
-		return states, err
+		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
 	return states, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 func publishEvent(t *testing.T, js jetstream.JetStream, e protocol.Event) {
@@ -31,21 +32,30 @@ func TestWaitReplaysPastARequeuedDeadLetter(t *testing.T) {
 	srv := testfleet.Server(t)
 	_, js := testfleet.Connect(t, srv.ClientURL())
 	testfleet.Topology(t, js, topology.Config{})
-	m := &protocol.RunManifest{Run: "requeued", Jobs: []protocol.ManifestJob{{ID: "j1", Pool: "sim"}}}
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &protocol.RunManifest{Run: "requeued", CreatedAt: time.Now().UTC(), Jobs: []protocol.ManifestJob{{ID: "j1", Pool: "sim"}}}
 	for _, k := range []protocol.EventKind{protocol.EventQueued, protocol.EventClaimed, protocol.EventDead, protocol.EventQueued} {
 		publishEvent(t, js, protocol.Event{Run: m.Run, Job: "j1", Kind: k})
 	}
-	w := &producer.Watcher{JS: js, Manifest: m}
+	w := &producer.Watcher{JS: js, Manifest: m, Store: store, Poll: 50 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	states, err := w.Wait(ctx, nil)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || states["j1"].Kind != protocol.EventQueued {
 		t.Fatalf("wait ended with %v in state %q; want still waiting on the re-queued job", err, states["j1"].Kind)
 	}
-	// The job passes while the waiter is live.
+	// The job passes while the waiter is live: its result is stored, then
+	// its event published.
 	published := make(chan error, 1)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
+		if _, err := storage.PutResult(context.Background(), store, passedResult(m, "j1")); err != nil {
+			published <- err
+			return
+		}
 		data, _ := json.Marshal(protocol.Event{Schema: protocol.SchemaEvent, Run: m.Run, Job: "j1", Time: time.Now().UTC(),
 			Kind: protocol.EventPassed, Status: protocol.StatusPassed})
 		_, err := js.Publish(context.Background(), protocol.EventSubject(m.Run, "j1"), data)
@@ -57,7 +67,79 @@ func TestWaitReplaysPastARequeuedDeadLetter(t *testing.T) {
 	if perr := <-published; perr != nil {
 		t.Fatal(perr)
 	}
-	if err != nil || states["j1"].Status != protocol.StatusPassed {
+	if err != nil || states["j1"].Status() != protocol.StatusPassed {
 		t.Fatalf("wait: %v, state %+v", err, states["j1"])
+	}
+}
+
+func passedResult(m *protocol.RunManifest, job string) *protocol.Result {
+	return &protocol.Result{Schema: protocol.SchemaResult, Job: job, Run: m.Run, RunCreatedAt: m.CreatedAt,
+		Pool: "sim", Runner: "sim", Status: protocol.StatusPassed, Attempt: 1, StartedAt: m.CreatedAt, FinishedAt: m.CreatedAt,
+		Measurements: protocol.Measurements{SamplesPerSec: 100}, PCC: protocol.PCC{Value: 1, Min: 0.99, Passed: true}}
+}
+
+// Events are progress, not truth: a terminal event for a job whose result
+// is not stored never ends it (a producer may publish any event), and a
+// result stored without any event (events lost) does.
+func TestWaitConcludesFromStoredResults(t *testing.T) {
+	t.Parallel()
+	srv := testfleet.Server(t)
+	_, js := testfleet.Connect(t, srv.ClientURL())
+	testfleet.Topology(t, js, topology.Config{})
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &protocol.RunManifest{Run: "forged", CreatedAt: time.Now().UTC(),
+		Jobs: []protocol.ManifestJob{{ID: "j1", Pool: "sim"}, {ID: "j2", Pool: "sim"}}}
+	publishEvent(t, js, protocol.Event{Run: m.Run, Job: "j1", Kind: protocol.EventPassed, Status: protocol.StatusPassed,
+		Result: storage.ResultKey(m.CreatedAt, m.Run, "j1"), SamplesPerSec: 1e6})
+	// A result stored under another job's key does not count either.
+	other := passedResult(m, "j9")
+	other.Job = "j9"
+	if _, err := storage.PutResult(t.Context(), store, other); err != nil {
+		t.Fatal(err)
+	}
+	w := &producer.Watcher{JS: js, Manifest: m, Store: store, Poll: 20 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	states, err := w.Wait(ctx, nil)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait ended (%v) though no result is stored", err)
+	}
+	for _, id := range []string{"j1", "j2"} {
+		if st := states[id]; st.Terminal() || st.Status() != "" {
+			t.Errorf("%s: terminal %v status %q without a stored result", id, st.Terminal(), st.Status())
+		}
+	}
+	for _, row := range producer.Rows(m, states) {
+		if row.Status == protocol.StatusPassed {
+			t.Errorf("row %s passed without a result", row.Job)
+		}
+	}
+	// Results stored (no events for j2 at all): the wait ends on them.
+	for _, id := range []string{"j1", "j2"} {
+		r := passedResult(m, id)
+		if id == "j2" {
+			r.Status, r.Error = protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassBenchmark, Message: "pcc"}
+		}
+		if _, err := storage.PutResult(t.Context(), store, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	states, err = w.Wait(ctx, nil)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if s := states["j1"].Status(); s != protocol.StatusPassed {
+		t.Errorf("j1: %q", s)
+	}
+	if s := states["j2"].Status(); s != protocol.StatusFailed {
+		t.Errorf("j2: %q", s)
+	}
+	if got := states["j1"].Result.Measurements.SamplesPerSec; got != 100 {
+		t.Errorf("j1 figures from the event, not the result: %v", got)
 	}
 }

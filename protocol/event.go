@@ -109,6 +109,12 @@ type RunManifest struct {
 	Priority  Priority          `json:"priority"`
 	Jobs      []ManifestJob     `json:"jobs"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	// JobCount is the number of jobs; set (with Chunks) only on the header
+	// of a chunked manifest in bench-runs, absent otherwise.
+	JobCount int `json:"job_count,omitempty"`
+	// Chunks is how many ManifestChunkKey values hold the jobs of a run of
+	// more than ManifestChunkJobs jobs; 0 (absent) = the jobs are inline.
+	Chunks int `json:"chunks,omitempty"`
 }
 
 // ManifestJob is one job of a run, enough to display and wait for it.
@@ -133,6 +139,8 @@ type DeadLetter struct {
 	Attempts int       `json:"attempts"`
 	Time     time.Time `json:"time"`
 	Worker   string    `json:"worker,omitempty"`
-	// Payload is the original message, kept even when it could not be parsed.
+	// Payload is the original message, kept even when it could not be
+	// parsed; of a payload over MaxJobBytes only the first
+	// DeadPayloadPrefix bytes (the reason then gives its size and sha256).
 	Payload []byte `json:"payload"`
 }

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Schema names carried in every document's "schema" field.
@@ -23,7 +27,17 @@ const (
 // Limits on job fields. A job outside them is invalid; they keep a typo (an
 // extra zero) from occupying a device for a day.
 const (
-	MaxJobBytes    = 64 << 10
+	// MaxJobBytes bounds a job's payload. A dead letter embeds a payload up
+	// to this size whole (base64 in JSON, about 4/3 of it), so every dead
+	// letter of a valid-sized job fits a default nats-server's 1 MB max
+	// payload with room to spare; of a bigger payload it keeps only the
+	// first DeadPayloadPrefix bytes and the digest (DeadLetter.Payload).
+	MaxJobBytes = 64 << 10
+	// DeadPayloadPrefix is how much of an oversize payload a dead letter
+	// keeps.
+	DeadPayloadPrefix = 1 << 10
+	// MaxDeadReason bounds a dead letter's reason.
+	MaxDeadReason  = 4 << 10
 	MaxBatchSize   = 4096
 	MaxLoopCount   = 1_000_000
 	MaxWarmupCount = 100_000
@@ -288,8 +302,8 @@ func (s *Source) validate() error {
 		if len(f.v) > 512 {
 			return fieldErr(f.name, "must be at most 512 characters")
 		}
-		if strings.ContainsAny(f.v, "\x00\n\r") {
-			return fieldErr(f.name, "must not contain control characters")
+		if hasControl(f.v) {
+			return fieldErr(f.name, "must be UTF-8 without control characters")
 		}
 	}
 	return nil
@@ -305,15 +319,26 @@ func ValidateLabels(labels map[string]string) error {
 		if len(k) > MaxLabelKey || !labelPattern.MatchString(k) {
 			return fieldErr("labels", "key %q must match [A-Za-z0-9_.-]+ up to %d characters", truncate(k, 40), MaxLabelKey)
 		}
-		if len(v) > MaxLabelValue || strings.ContainsAny(v, "\x00\n\r") {
-			return fieldErr("labels."+k, "must be at most %d bytes without control characters", MaxLabelValue)
+		if len(v) > MaxLabelValue || hasControl(v) {
+			return fieldErr("labels."+k, "must be at most %d bytes of UTF-8 without control characters", MaxLabelValue)
 		}
 	}
 	return nil
 }
 
-// Cell is the canonical text of the job's matrix cell: everything that makes
-// this job different from another of the same run. JobID hashes it.
+// hasControl reports whether s is not valid UTF-8 or holds a control
+// character (C0 including tab and newline, DEL, C1).
+func hasControl(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}
+
+// Cell is the canonical text of the job's content: everything its result
+// depends on besides the run (the matrix cell, its limits and its source).
+// Only the id, created_at and priority are left out. JobID hashes it, so a
+// job's id binds its content (CheckID).
 func (j *Job) Cell() string {
 	keys := make([]string, 0, len(j.Labels))
 	for k := range j.Labels {
@@ -324,10 +349,25 @@ func (j *Job) Cell() string {
 	fmt.Fprintf(&b, "pool=%s runner=%s test=%s model=%s batch=%d loop=%d warmup=%d format=%s training=%t input=%d",
 		j.Pool, j.Runner, j.Benchmark.Test, j.Benchmark.Model, j.Benchmark.BatchSize, j.Benchmark.LoopCount,
 		j.Benchmark.WarmupCount, j.Benchmark.DataFormat, j.Benchmark.Training, j.Benchmark.InputSize)
+	fmt.Fprintf(&b, " timeout=%s pcc_min=%s", j.Limits.Timeout.D(), strconv.FormatFloat(j.Limits.PCCMin, 'g', -1, 64))
+	fmt.Fprintf(&b, " source=%q,%q,%q,%q,%q,%q", j.Source.Project, j.Source.Repo, j.Source.Commit, j.Source.Branch,
+		j.Source.Build.URL, j.Source.Build.SHA256)
 	for _, k := range keys {
 		fmt.Fprintf(&b, " label.%s=%q", k, j.Labels[k])
 	}
 	return b.String()
+}
+
+// CheckID reports whether the job's id is the deterministic id of its run
+// and content (JobID(run, Cell())). A job that fails it was not submitted
+// as it is (a forgery reusing another job's id, or an edit after the id
+// was made): it must not record a result under that id. The error matches
+// ErrInvalid and names the field id.
+func (j *Job) CheckID() error {
+	if want := JobID(j.Run, j.Cell()); j.ID != want {
+		return fieldErr("id", "is not the id of the job's run and content (%q has content id %s): a job's id must be protocol.JobID(run, cell)", truncate(j.ID, 40), want)
+	}
+	return nil
 }
 
 // DecodeJob strictly decodes and validates a job: unknown fields, trailing
@@ -338,6 +378,9 @@ func DecodeJob(data []byte) (*Job, error) {
 		return nil, fieldErr("payload", "is %d bytes, over the %d byte limit", len(data), MaxJobBytes)
 	}
 	var j Job
+	if err := checkStrict(data, reflect.TypeFor[Job]()); err != nil {
+		return nil, &decodeError{kind: "job", err: err}
+	}
 	if err := decodeStrict(data, &j); err != nil {
 		return nil, &decodeError{kind: "job", err: err}
 	}

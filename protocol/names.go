@@ -118,8 +118,23 @@ func DeadSubject(pool string) string {
 // CancelKey is the bench-runs key holding a run's cancel flag.
 func CancelKey(run string) string { return run + ".cancel" }
 
-// ManifestKey is the bench-runs key holding a run's manifest.
+// ManifestKey is the bench-runs key holding a run's manifest (for a big
+// run, its header: the jobs are in ManifestChunkKey values).
 func ManifestKey(run string) string { return run + ".manifest" }
+
+// ManifestChunkKey is the bench-runs key holding chunk i (from 0) of a big
+// run's manifest jobs (RunManifest.Chunks).
+func ManifestChunkKey(run string, i int) string { return fmt.Sprintf("%s.jobs.%d", run, i) }
+
+// ManifestChunkJobs is how many jobs one manifest value holds at most:
+// ManifestJob is under 500 bytes (its strings are bounded), so a chunk
+// stays well under a default nats-server's 1 MB max payload.
+const ManifestChunkJobs = 1000
+
+// MaxMatrixCells bounds the cells a matrix multiplies out to (before
+// exclusions), so a typo cannot make submit build hundreds of millions of
+// jobs in memory.
+const MaxMatrixCells = 50_000
 
 // subjectToken reports whether s can stand as one token of a subject.
 func subjectToken(s string) bool {

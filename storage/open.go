@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/redact"
 )
 
 // Open opens the store named by rawURL:
@@ -25,7 +27,8 @@ func Open(ctx context.Context, rawURL string, log zerolog.Logger) (Bucket, error
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("storage: store URL %q: %w", Redact(rawURL), err)
+		// A *url.Error quotes the whole URL: keep only what went wrong.
+		return nil, redact.Error(fmt.Errorf("storage: store URL %q: %w", Redact(rawURL), redact.URLError(err)), redact.Secrets(rawURL)...)
 	}
 	switch u.Scheme {
 	case "file":
@@ -40,21 +43,31 @@ func Open(ctx context.Context, rawURL string, log zerolog.Logger) (Bucket, error
 	}
 }
 
-// Redact removes user info and secret-looking query parameters from a URL so
-// it can be logged.
+// Redact removes user info (of the URL and of any URL in its query, such
+// as endpoint=) and secret-looking query parameters from a URL so it can
+// be logged or shown in an error. A URL that does not parse is shown with
+// its user info removed as text.
 func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return "<unparseable url>"
+		return redact.Userinfo(rawURL)
 	}
 	if u.User != nil {
-		u.User = url.User("REDACTED")
+		u.User = url.User(redact.Mark)
 	}
-	q := u.Query()
-	for k := range q {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return redact.Userinfo(rawURL)
+	}
+	for k, vs := range q {
 		lk := strings.ToLower(k)
-		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "password") {
-			q.Set(k, "REDACTED")
+		secret := strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "password")
+		for i, v := range vs {
+			if secret {
+				vs[i] = redact.Mark
+			} else {
+				vs[i] = redact.Userinfo(v)
+			}
 		}
 	}
 	u.RawQuery = q.Encode()

@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/logging"
 	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/redact"
 )
 
 // S3 backend defaults; S3Config documents each.
@@ -506,7 +508,12 @@ func s3ConfigFromURL(u *url.URL) (S3Config, error) {
 		return S3Config{}, fmt.Errorf("storage: store URL %q: no bucket (want s3://bucket/prefix)", red)
 	}
 	cfg := S3Config{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
-	for k, vs := range u.Query() {
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		// u.Query would drop the bad pair silently (an endpoint lost).
+		return S3Config{}, fmt.Errorf("storage: store URL %q: bad query (escape %% as %%25): %w", red, redact.Error(err, redact.Secrets(u.RawQuery)...))
+	}
+	for k, vs := range query {
 		v := vs[len(vs)-1]
 		bad := func(err error) error {
 			return fmt.Errorf("storage: store URL %q: parameter %s: %w", red, k, err)

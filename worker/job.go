@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +57,12 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	if err == nil && job.Pool != pool {
 		err = &protocol.FieldError{Field: "pool", Rule: fmt.Sprintf("is %q but the job was published for pool %q", job.Pool, pool)}
 	}
+	if err == nil {
+		// The id must bind the content: a job published under another
+		// job's id (anyone who may submit can publish) would otherwise
+		// record its result for that job, and the real one be skipped.
+		err = job.CheckID()
+	}
 	if err != nil {
 		a.job = job // may be partly decoded; used only if its id and run are valid
 		a.invalid(ctx, pool, err.Error())
@@ -64,7 +72,10 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
 
 	if a.deliveries > s.w.cfg.MaxDeliver {
-		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt never reported (worker crash or lost connection)", s.w.cfg.MaxDeliver))
+		// Every failure a worker sees on the last delivery dead-letters
+		// the job itself, with its reason; so a delivery past the limit
+		// means the last attempt ended without the worker settling it.
+		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt ended unsettled (its worker crashed, lost its NATS connection, or was stopped hard and handed the job back)", s.w.cfg.MaxDeliver))
 		return nil
 	}
 	if s.w.cancels.isCancelled(job.Run) {
@@ -336,9 +347,12 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 		a.ack(ctx)
 		return
 	case err != nil:
-		a.log.Error().Err(err).Msg("result not durable; handing the job back")
-		a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: "result not stored: " + err.Error()})
-		_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.deliveries))
+		// An infrastructure failure like any other (storage down before
+		// spooling): retried with backoff, and on the last delivery
+		// dead-lettered with this reason, not left for the next delivery
+		// to guess at.
+		a.log.Error().Err(err).Msg("result not durable")
+		a.retry(ctx, fmt.Errorf("result not stored: %w", err))
 		return
 	}
 	kind := map[protocol.Status]protocol.EventKind{
@@ -395,10 +409,13 @@ func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.D
 }
 
 // invalid handles a job that cannot run: dead letter with the reason, plus
-// a failed result when the job's id and run are themselves valid.
+// a failed result when the job's id and run are themselves valid and the id
+// is its content's (CheckID: a result is never recorded for an id the
+// payload does not own).
 func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 	reason = "invalid job: " + strings.TrimPrefix(reason, "invalid job: ")
-	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil && protocol.ValidID("run", a.job.Run) == nil && protocol.ValidPool(a.job.Pool) {
+	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil && protocol.ValidID("run", a.job.Run) == nil && protocol.ValidPool(a.job.Pool) &&
+		a.job.CheckID() == nil {
 		a.log = a.s.log.With().Str("run", a.job.Run).Str("job", a.job.ID).Int("attempt", a.attempt).Logger()
 		a.deadLetterPool(ctx, pool, reason)
 		if a.job.CreatedAt.IsZero() {
@@ -409,8 +426,8 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 		return
 	}
 	a.log.Warn().Str("reason", reason).Msg("invalid job dead-lettered")
-	if !a.deadLetterPool(ctx, pool, reason) {
-		a.handBack()
+	if err := a.deadLetterPool(ctx, pool, reason); err != nil {
+		a.handBack(ctx, reason, err)
 		return
 	}
 	_ = a.msg.TermWithReason(truncate(reason, 200))
@@ -421,8 +438,8 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 func (a *attemptState) dead(ctx context.Context, reason string) {
 	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
 	a.s.w.failed.forget(a.job.ID)
-	if !a.deadLetter(ctx, reason) {
-		a.handBack()
+	if err := a.deadLetter(ctx, reason); err != nil {
+		a.handBack(ctx, reason, err)
 		return
 	}
 	a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: reason})
@@ -431,15 +448,36 @@ func (a *attemptState) dead(ctx context.Context, reason string) {
 
 // handBack returns a job whose dead letter could not be stored (e.g. while
 // BENCH_DEAD elects a leader): terminating it would lose it, with neither a
-// result nor a dead letter. A later delivery dead-letters it again.
-func (a *attemptState) handBack() {
-	a.log.Warn().Msg("dead letter not stored; job handed back to dead-letter it again later")
+// result nor a dead letter. A later delivery dead-letters it again. When
+// the dead letter can never be stored (too big for the server or the
+// stream even with only the payload's first bytes), handing back would go
+// on forever: then MaxDeliver holds, and after its last delivery the job is
+// terminated with the reason (logged and as a dead event).
+func (a *attemptState) handBack(ctx context.Context, reason string, err error) {
+	if tooBig(err) && a.deliveries >= a.s.w.cfg.MaxDeliver {
+		why := fmt.Sprintf("%s; its dead letter is too big to store (%v), so after %d deliveries it is dropped", reason, err, a.deliveries)
+		a.log.Error().Str("reason", why).Msg("job terminated without a dead letter")
+		a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: why})
+		_ = a.msg.TermWithReason(truncate(why, 200))
+		return
+	}
+	a.log.Warn().Err(err).Msg("dead letter not stored; job handed back to dead-letter it again later")
 	_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.attempt))
 }
 
-// deadLetter publishes a dead letter for the job; it reports whether the
-// dead letter is stored.
-func (a *attemptState) deadLetter(ctx context.Context, reason string) bool {
+// errCodeMsgTooBig is JetStream's "message size exceeds maximum allowed".
+const errCodeMsgTooBig jetstream.ErrorCode = 10054
+
+// tooBig reports whether a publish failed because of the message's size,
+// which retrying does not heal.
+func tooBig(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) || (errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeMsgTooBig)
+}
+
+// deadLetter publishes a dead letter for the job; a nil error means it is
+// stored.
+func (a *attemptState) deadLetter(ctx context.Context, reason string) error {
 	pool := ""
 	if a.job != nil {
 		pool = a.job.Pool
@@ -447,10 +485,22 @@ func (a *attemptState) deadLetter(ctx context.Context, reason string) bool {
 	return a.deadLetterPool(ctx, pool, reason)
 }
 
-func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) bool {
+// deadLetterPool publishes the dead letter. A payload over the job size
+// limit is not embedded whole (it could not fit a message): the dead letter
+// keeps its first protocol.DeadPayloadPrefix bytes, and the reason its size
+// and sha256. If the publish still fails for a big payload, it is retried
+// once with only the prefix.
+func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) error {
+	payload := a.raw
+	if len(payload) > protocol.MaxJobBytes {
+		sum := sha256.Sum256(payload)
+		reason = fmt.Sprintf("%s (payload of %d bytes not kept whole: the first %d bytes are, sha256 %s)",
+			reason, len(payload), protocol.DeadPayloadPrefix, hex.EncodeToString(sum[:]))
+		payload = payload[:protocol.DeadPayloadPrefix]
+	}
 	dl := protocol.DeadLetter{
-		Schema: protocol.SchemaDead, Pool: pool, Reason: reason, Attempts: a.attempt,
-		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: a.raw,
+		Schema: protocol.SchemaDead, Pool: pool, Reason: truncate(reason, protocol.MaxDeadReason), Attempts: a.attempt,
+		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: payload,
 	}
 	if meta, err := a.msg.Metadata(); err == nil {
 		dl.ID = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
@@ -464,20 +514,33 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 			dl.Run = a.job.Run
 		}
 	}
-	data, err := json.Marshal(dl)
+	publish := func() error {
+		data, err := json.Marshal(dl)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		m := nats.NewMsg(protocol.DeadSubject(pool))
+		m.Data = data
+		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", dl.ID, a.attempt))
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err = a.s.w.js.PublishMsg(pctx, m)
+		return err
+	}
+	err := publish()
+	if err != nil && len(dl.Payload) > protocol.DeadPayloadPrefix {
+		a.log.Warn().Err(err).Msg("dead letter not published; retrying with the payload's first bytes only")
+		sum := sha256.Sum256(a.raw)
+		dl.Reason = truncate(fmt.Sprintf("%s (payload of %d bytes not kept whole: the first %d bytes are, sha256 %s)",
+			reason, len(a.raw), protocol.DeadPayloadPrefix, hex.EncodeToString(sum[:])), protocol.MaxDeadReason)
+		dl.Payload = a.raw[:protocol.DeadPayloadPrefix]
+		err = publish()
+	}
 	if err != nil {
-		return false
-	}
-	m := nats.NewMsg(protocol.DeadSubject(pool))
-	m.Data = data
-	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", dl.ID, a.attempt))
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := a.s.w.js.PublishMsg(pctx, m); err != nil {
 		a.log.Error().Err(err).Msg("dead letter not published")
-		return false
+		return fmt.Errorf("dead letter: %w", err)
 	}
-	return true
+	return nil
 }
 
 // event publishes a job event; failures are logged, never fatal.

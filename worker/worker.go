@@ -123,6 +123,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		for _, s := range ss {
 			s.consumers = consumers
 		}
+		// The consumers may predate this worker's --ack-wait (only
+		// `topology apply` changes them): heartbeat well inside theirs.
+		for _, c := range consumers {
+			if aw := c.CachedInfo().Config.AckWait; aw >= 3*time.Millisecond && w.cfg.Heartbeat > aw/3 {
+				w.log.Warn().Dur("consumer_ack_wait", aw).Dur("heartbeat", aw/3).Str("pool", pool).
+					Msg("the job consumers' ack wait is shorter than this worker's; heartbeating at a third of theirs")
+				w.cfg.Heartbeat = aw / 3
+			}
+		}
 		ss := ss
 		sub, err := w.cfg.Conn.Subscribe(protocol.SubjectJobsPrefix+"."+pool+".*", func(*nats.Msg) {
 			for _, s := range ss {

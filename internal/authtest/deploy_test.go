@@ -34,7 +34,7 @@ import (
 
 const deployDir = "../../deploy/nats"
 
-var passwords = map[string]string{"producer": "pw-producer", "worker": "pw-worker", "reader": "pw-reader", "sys": "pw-sys"}
+var passwords = map[string]string{"producer": "pw-producer", "worker": "pw-worker", "reader": "pw-reader", "admin": "pw-admin", "sys": "pw-sys"}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -71,6 +71,7 @@ func renderDeploy(t *testing.T, i int, p *pki, routePorts []int, workerNKey stri
 			{"$BENCH_PRODUCER_PASSWORD", `"` + passwords["producer"] + `"`},
 			{"$BENCH_WORKER_PASSWORD", `"` + passwords["worker"] + `"`},
 			{"$BENCH_READER_PASSWORD", `"` + passwords["reader"] + `"`},
+			{"$BENCH_ADMIN_PASSWORD", `"` + passwords["admin"] + `"`},
 			{"$NATS_SYS_PASSWORD", `"` + passwords["sys"] + `"`},
 			{"      { user: reader,", "      { nkey: " + workerNKey + ", permissions: $WORKER }\n      { user: reader,"},
 		},
@@ -179,19 +180,23 @@ func TestDeployClusterPermissions(t *testing.T) {
 	url := strings.Join(urls, ",")
 	tc := topology.Config{AckWait: 5 * time.Second, Replicas: 3}
 
-	// Producer: ensure the topology (retried while the cluster elects its
-	// meta leader) and submit one job.
-	_, jsP, logP := connectAs(t, natsconn.Options{URL: url, User: "producer", Password: passwords["producer"], TLSCA: p.ca})
-	var topoP *topology.Handles
-	testfleet.Eventually(t, 40*time.Second, "the producer to create the topology", func() bool {
+	// Admin: apply the topology (retried while the cluster elects its meta
+	// leader). Producer: open it and submit one job.
+	_, jsA, _ := connectAs(t, natsconn.Options{URL: url, User: "admin", Password: passwords["admin"], TLSCA: p.ca, InboxPrefix: "_INBOX_admin"})
+	testfleet.Eventually(t, 40*time.Second, "the admin to apply the topology", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
-		topoP, err = topology.Ensure(ctx, jsP, tc)
+		_, err = topology.Apply(ctx, jsA, tc)
 		if err != nil {
-			t.Logf("ensure: %v", err)
+			t.Logf("apply: %v", err)
 		}
 		return err == nil
 	})
+	_, jsP, logP := connectAs(t, natsconn.Options{URL: url, User: "producer", Password: passwords["producer"], TLSCA: p.ca, InboxPrefix: "_INBOX_producer"})
+	topoP, err := topology.Ensure(t.Context(), jsP, tc)
+	if err != nil {
+		t.Fatalf("producer ensure: %v", err)
+	}
 	const run = "auth-1"
 	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
 	sub := &producer.Submitter{JS: jsP, Topo: topoP, Log: zerolog.Nop()}
@@ -226,7 +231,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 	}
 
 	// Reader: reads; cannot publish jobs, create streams or cancel runs.
-	_, jsR, logR := connectAs(t, natsconn.Options{URL: url, User: "reader", Password: passwords["reader"], TLSCA: p.ca})
+	_, jsR, logR := connectAs(t, natsconn.Options{URL: url, User: "reader", Password: passwords["reader"], TLSCA: p.ca, InboxPrefix: "_INBOX_reader"})
 	topoR, err := topology.Open(t.Context(), jsR)
 	if err != nil {
 		t.Fatalf("reader open: %v", err)
@@ -242,8 +247,8 @@ func TestDeployClusterPermissions(t *testing.T) {
 		t.Error("the reader created a stream")
 	}
 	waitViolation(t, logR, "$JS.API.STREAM.CREATE.EVIL")
-	if _, err := topology.Ensure(shortCtx(t), jsR, tc); err == nil {
-		t.Error("the reader ran topology.Ensure")
+	if _, err := topology.Apply(shortCtx(t), jsR, tc); err == nil {
+		t.Error("the reader ran topology.Apply")
 	}
 	// The reader through the CLI (password in the URL).
 	readerURL := strings.Replace(urls[0], "://", "://reader:"+passwords["reader"]+"@", 1)
@@ -251,7 +256,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
-		code := cli.Run(ctx, append([]string{"--nats", readerURL, "--tls-ca", p.ca, "--log-format", "json"}, args...), &out, &errb)
+		code := cli.Run(ctx, append([]string{"--nats", readerURL, "--tls-ca", p.ca, "--inbox-prefix", "_INBOX_reader", "--log-format", "json"}, args...), &out, &errb)
 		return code, out.String() + errb.String()
 	}
 	if code, out := clirun("runs", "list", "--format", "json"); code != 0 || !strings.Contains(out, run) {
@@ -265,7 +270,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 	}
 
 	// Worker with its nkey: runs and acks the job.
-	ncW, jsW, logW := connectAs(t, natsconn.Options{URL: url, NKeySeed: seedFile, TLSCA: p.ca})
+	ncW, jsW, logW := connectAs(t, natsconn.Options{URL: url, NKeySeed: seedFile, TLSCA: p.ca, InboxPrefix: "_INBOX_worker"})
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,10 @@ type Options struct {
 	// ConfigFile, when set, is loaded first (accounts, users, TLS); Dir and
 	// Listen still apply.
 	ConfigFile string
+	// MaxPayload overrides the largest message the server takes; 0 keeps
+	// the config file's or nats-server's default (1 MB), which everything
+	// benchfleet sends fits in.
+	MaxPayload int32
 }
 
 // Start runs a server and waits until it accepts clients.
@@ -62,7 +66,9 @@ func Start(o Options) (*server.Server, error) {
 		opts.Host, opts.Port = host, p
 	}
 	opts.NoSigs = true
-	opts.MaxPayload = 8 << 20
+	if o.MaxPayload > 0 {
+		opts.MaxPayload = o.MaxPayload
+	}
 	if o.ClusterListen != "" {
 		host, port, err := net.SplitHostPort(o.ClusterListen)
 		if err != nil {

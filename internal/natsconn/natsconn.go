@@ -5,6 +5,7 @@ package natsconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/redact"
 )
 
 // Options say where and how to connect. Every field is optional but URL.
@@ -32,6 +35,11 @@ type Options struct {
 	// TLSCA is a CA bundle to verify the servers; TLSCert and TLSKey a client
 	// certificate. Setting any of them requires TLS.
 	TLSCA, TLSCert, TLSKey string
+	// InboxPrefix replaces "_INBOX" as the prefix of this connection's reply
+	// subjects (JetStream API replies, publish acks, pulled messages), so a
+	// server can let each user subscribe to its own inboxes only (deploy/nats
+	// uses _INBOX_<user>). Empty: "_INBOX".
+	InboxPrefix string
 	// ConnectTimeout bounds the first connection (default 10s).
 	ConnectTimeout time.Duration
 }
@@ -64,6 +72,9 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			log.Warn().Err(err).Msg("async error")
 		}),
+	}
+	if o.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
@@ -102,8 +113,12 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 			log.Debug().Str("server", Redact(nc.ConnectedUrl())).Msg("connected")
 			return nc, nil
 		}
-		// Auth failures will not heal by retrying.
-		if strings.Contains(strings.ToLower(err.Error()), "authorization") || time.Now().After(deadline) {
+		// nats.go may echo the URL (a parse error quotes it whole), so the
+		// error is scrubbed of every credential it could hold.
+		err = redact.Error(err, append(redact.Secrets(o.URL), o.Password, o.Token)...)
+		// Auth failures will not heal by retrying, nor will a URL that
+		// does not parse.
+		if strings.Contains(strings.ToLower(err.Error()), "authorization") || errors.As(err, new(*url.Error)) || time.Now().After(deadline) {
 			return nil, fmt.Errorf("nats: connect %s: %w", Redact(o.URL), err)
 		}
 		select {
@@ -114,16 +129,6 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 	}
 }
 
-// Redact hides passwords and tokens in (comma-separated) server URLs.
-func Redact(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
-		}
-		u.User = url.User("REDACTED")
-		parts[i] = u.String()
-	}
-	return strings.Join(parts, ",")
-}
+// Redact hides passwords and tokens in (comma-separated) server URLs,
+// whatever characters they hold.
+func Redact(urls string) string { return redact.Userinfo(urls) }

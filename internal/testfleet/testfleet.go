@@ -121,12 +121,15 @@ func SimJobs(t testing.TB, run string, n int, labels map[string]string) []*proto
 	return jobs
 }
 
-// Submit submits jobs as run.
+// Submit submits jobs as run. It re-derives each job's id from its content
+// (protocol.JobID), so a test may edit jobs after making them.
 func Submit(t testing.TB, js jetstream.JetStream, topo *topology.Handles, store storage.Bucket, run string, prio protocol.Priority, jobs []*protocol.Job) *producer.SubmitResult {
 	t.Helper()
 	p := &producer.Submitter{JS: js, Topo: topo, Store: store, Log: zerolog.Nop()}
 	for _, j := range jobs {
 		j.Priority = prio
+		j.Run = run
+		j.ID = protocol.JobID(run, j.Cell())
 	}
 	res, err := p.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: prio, Jobs: jobs})
 	if err != nil {

@@ -1,5 +1,8 @@
 // Package topology creates benchfleet's JetStream streams, consumers and KV
-// buckets (DESIGN §3), idempotently, for producers and workers alike.
+// buckets (DESIGN §3). Apply (an operator's `benchfleet topology apply`, as
+// the admin user) creates or updates every object; Ensure (producers and
+// workers) only creates what is missing and never changes what exists, so
+// their credentials need no update rights.
 package topology
 
 import (
@@ -78,9 +81,23 @@ type Handles struct {
 	Health  jetstream.KeyValue
 }
 
-// Ensure creates or updates every stream, consumer and bucket. It is safe
-// to call from many processes at once.
+// Ensure opens every stream, consumer and bucket, creating only those that
+// are missing; an existing object is used as it is, even when its settings
+// differ from c (changing them is Apply's job). It is safe to call from many
+// processes at once. On a deployment whose producers and workers may not
+// create objects, run Apply once as the admin user first.
 func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, error) {
+	return build(ctx, js, c, false)
+}
+
+// Apply creates or updates every stream, consumer and bucket to c: the
+// operator's command (`benchfleet topology apply`), which needs stream and
+// consumer update rights. It is safe to call from many processes at once.
+func Apply(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, error) {
+	return build(ctx, js, c, true)
+}
+
+func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (*Handles, error) {
 	c = c.WithDefaults()
 	if ctx.Err() == nil {
 		if _, ok := ctx.Deadline(); !ok {
@@ -91,7 +108,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	}
 	var h Handles
 	var err error
-	h.Jobs, err = ensureStream(ctx, js, jetstream.StreamConfig{
+	h.Jobs, err = ensureStream(ctx, js, update, jetstream.StreamConfig{
 		Name:        protocol.StreamJobs,
 		Description: "benchfleet: queued benchmark jobs",
 		Subjects:    jobSubjects(),
@@ -104,7 +121,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	if err != nil {
 		return nil, err
 	}
-	h.Events, err = ensureStream(ctx, js, jetstream.StreamConfig{
+	h.Events, err = ensureStream(ctx, js, update, jetstream.StreamConfig{
 		Name:        protocol.StreamEvents,
 		Description: "benchfleet: job status and progress events",
 		Subjects:    []string{protocol.SubjectEventsPrefix + ".>"},
@@ -117,7 +134,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	if err != nil {
 		return nil, err
 	}
-	h.Dead, err = ensureStream(ctx, js, jetstream.StreamConfig{
+	h.Dead, err = ensureStream(ctx, js, update, jetstream.StreamConfig{
 		Name:        protocol.StreamDead,
 		Description: "benchfleet: dead-lettered jobs with their reason",
 		Subjects:    []string{protocol.SubjectDeadPrefix + ".>"},
@@ -133,12 +150,12 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	}
 	for _, pool := range protocol.Pools {
 		for _, prio := range protocol.Priorities {
-			if _, err := EnsureConsumer(ctx, js, pool, prio, c.AckWait); err != nil {
+			if _, err := ensureConsumer(ctx, js, pool, prio, c.AckWait, update); err != nil {
 				return nil, err
 			}
 		}
 	}
-	h.Workers, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
+	h.Workers, err = ensureKV(ctx, js, update, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketWorkers,
 		Description: "benchfleet: worker heartbeats",
 		TTL:         c.WorkerTTL,
@@ -148,17 +165,17 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	if err != nil {
 		return nil, err
 	}
-	h.Runs, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
+	h.Runs, err = ensureKV(ctx, js, update, jetstream.KeyValueConfig{
 		Bucket:       protocol.BucketRuns,
 		Description:  "benchfleet: run manifests and cancel flags",
 		Storage:      jetstream.FileStorage,
 		Replicas:     c.Replicas,
-		MaxValueSize: 4 << 20,
+		MaxValueSize: MaxJobMsgBytes, // manifests of big runs are chunked (producer)
 	})
 	if err != nil {
 		return nil, err
 	}
-	h.Health, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
+	h.Health, err = ensureKV(ctx, js, update, jetstream.KeyValueConfig{
 		Bucket:       protocol.BucketHealth,
 		Description:  "benchfleet: Tenstorrent boards' quarantine and failure history",
 		Storage:      jetstream.FileStorage,
@@ -184,11 +201,19 @@ func jobSubjects() []string {
 	return out
 }
 
-// EnsureConsumer creates or updates the durable pull consumer of one pool
-// and priority. MaxDeliver is unlimited on the server: the worker enforces
-// its own limit so that a job whose last delivery died with its worker is
-// still seen and dead-lettered, never silently parked.
+// EnsureConsumer opens the durable pull consumer of one pool and priority,
+// creating it (with ackWait) only when it is missing. MaxDeliver is
+// unlimited on the server: the worker enforces its own limit so that a job
+// whose last delivery died with its worker is still seen and dead-lettered,
+// never silently parked.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool string, prio protocol.Priority, ackWait time.Duration) (jetstream.Consumer, error) {
+	return ensureConsumer(ctx, js, pool, prio, ackWait, false)
+}
+
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, pool string, prio protocol.Priority, ackWait time.Duration, update bool) (jetstream.Consumer, error) {
+	if ackWait <= 0 {
+		ackWait = DefaultAckWait
+	}
 	name := protocol.ConsumerName(pool, prio)
 	cfg := jetstream.ConsumerConfig{
 		Durable:       name,
@@ -203,7 +228,17 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool string, pr
 	var cons jetstream.Consumer
 	err := retryConflict(ctx, func() error {
 		var err error
-		cons, err = js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, cfg)
+		if update {
+			cons, err = js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, cfg)
+			return err
+		}
+		cons, err = js.Consumer(ctx, protocol.StreamJobs, name)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			cons, err = js.CreateConsumer(ctx, protocol.StreamJobs, cfg)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				cons, err = js.Consumer(ctx, protocol.StreamJobs, name)
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -212,11 +247,21 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool string, pr
 	return cons, nil
 }
 
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+func ensureStream(ctx context.Context, js jetstream.JetStream, update bool, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	var s jetstream.Stream
 	err := retryConflict(ctx, func() error {
 		var err error
-		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		if update {
+			s, err = js.CreateOrUpdateStream(ctx, cfg)
+			return err
+		}
+		s, err = js.Stream(ctx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s, err = js.CreateStream(ctx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				s, err = js.Stream(ctx, cfg.Name)
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -225,11 +270,21 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	return s, nil
 }
 
-func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+func ensureKV(ctx context.Context, js jetstream.JetStream, update bool, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
 	err := retryConflict(ctx, func() error {
 		var err error
-		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+		if update {
+			kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+			return err
+		}
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = js.KeyValue(ctx, cfg.Bucket)
+			}
+		}
 		return err
 	})
 	if err != nil {

@@ -186,7 +186,7 @@ func fleetDispatch(ctx context.Context, url, storeDir string, n, slots int) (tim
 	if err != nil {
 		return 0, err
 	}
-	wt := &producer.Watcher{JS: js, Manifest: res.Manifest}
+	wt := &producer.Watcher{JS: js, Manifest: res.Manifest, Store: store, Poll: 50 * time.Millisecond}
 	if _, err := wt.Wait(ctx, nil); err != nil {
 		return 0, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 // demoMatrix is the run `benchfleet demo` submits: the real ResNet-50 in
@@ -49,7 +50,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 			}
 			// The demo's run is over (or interrupted): no need to drain.
 			defer lf.kill()
-			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.url, a.storeURL)
+			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.url, storage.Redact(a.storeURL))
 			m, err := producer.ParseMatrix([]byte(demoMatrix))
 			if err != nil {
 				return err
@@ -95,7 +96,8 @@ func (a *app) devCmd() *cobra.Command {
 		Long: `The demo's pieces, long-running: an in-process NATS server with JetStream on
 --listen, the file store at DIR/store (or --store, e.g. an s3:// URL), and a
 worker with the --slots given. Submit from another terminal with
-  benchfleet submit --nats nats://127.0.0.1:4222 --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait`,
+  benchfleet submit --nats nats://127.0.0.1:4222 --store file://DIR/store --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait
+(--wait reads each job's verdict from the store).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
@@ -105,8 +107,8 @@ worker with the --slots given. Submit from another terminal with
 				return err
 			}
 			defer lf.stop()
-			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.url, a.storeURL, slots)
-			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.url)
+			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.url, storage.Redact(a.storeURL), slots)
+			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --store %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.url, storage.Redact(a.storeURL))
 			fmt.Fprintln(a.stdout, "Ctrl-C to stop")
 			<-ctx.Done()
 			fmt.Fprintln(a.stdout, "stopping: draining the worker")

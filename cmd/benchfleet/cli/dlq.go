@@ -135,6 +135,9 @@ func retryDead(ctx context.Context, js jetstream.JetStream, id string) (*protoco
 	}
 	e := found[len(found)-1]
 	job, err := protocol.DecodeJob(e.dl.Payload)
+	if err == nil {
+		err = job.CheckID()
+	}
 	if err != nil {
 		return nil, usageErr("dead letter %s cannot be re-queued: the job itself is invalid (%v)", id, err)
 	}

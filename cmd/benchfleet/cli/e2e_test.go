@@ -111,7 +111,7 @@ func TestDevSubmitWaitQuery(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	submit := exec.CommandContext(ctx, bin, "submit", "--nats", url, "--pool", "cpu", "--runner", "cpu", "--model", "mlp",
+	submit := exec.CommandContext(ctx, bin, "submit", "--nats", url, "--store", "file://"+filepath.Join(data, "store"), "--pool", "cpu", "--runner", "cpu", "--model", "mlp",
 		"--batch-size", "8", "--loop-count", "16", "--run", "devrun1", "--wait", "--timeout", "2m", "--log-format", "json")
 	out, err := submit.CombinedOutput()
 	if err != nil {

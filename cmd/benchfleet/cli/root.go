@@ -73,6 +73,7 @@ type app struct {
 	tlsCA          string
 	tlsCert        string
 	tlsKey         string
+	inboxPrefix    string
 	storeURL       string
 	logLevel       string
 	logFormat      string
@@ -151,18 +152,26 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL(s), comma-separated (env NATS_URL)")
 	pf.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS creds file (env NATS_CREDS)")
 	pf.StringVar(&a.nkey, "nkey", os.Getenv("NATS_NKEY"), "NATS nkey seed file (env NATS_NKEY)")
-	pf.StringVar(&a.user, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER; password from NATS_PASSWORD)")
+	pf.StringVar(&a.user, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER; password from NATS_PASSWORD or the file NATS_PASSWORD_FILE, never a flag)")
 	a.password = os.Getenv("NATS_PASSWORD")
+	if f := os.Getenv("NATS_PASSWORD_FILE"); a.password == "" && f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			a.envErrs = append(a.envErrs, fmt.Sprintf("NATS_PASSWORD_FILE: %v", err))
+		}
+		a.password = strings.TrimRight(string(data), "\r\n")
+	}
 	a.token = os.Getenv("NATS_TOKEN")
 	pf.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_TLS_CA"), "CA bundle to verify NATS servers (env NATS_TLS_CA)")
 	pf.StringVar(&a.tlsCert, "tls-cert", os.Getenv("NATS_TLS_CERT"), "client certificate for NATS (env NATS_TLS_CERT)")
 	pf.StringVar(&a.tlsKey, "tls-key", os.Getenv("NATS_TLS_KEY"), "client key for NATS (env NATS_TLS_KEY)")
+	pf.StringVar(&a.inboxPrefix, "inbox-prefix", os.Getenv("NATS_INBOX_PREFIX"), "prefix of this client's NATS reply subjects instead of _INBOX, e.g. _INBOX_producer for deploy/nats users (env NATS_INBOX_PREFIX)")
 	pf.StringVar(&a.storeURL, "store", os.Getenv("BENCHFLEET_STORE"), "result store: file:///dir or s3://bucket/prefix?endpoint=...&region=... (env BENCHFLEET_STORE)")
 	pf.StringVar(&a.logLevel, "log-level", envOr("BENCHFLEET_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env BENCHFLEET_LOG_LEVEL)")
 	pf.StringVar(&a.logFormat, "log-format", envOr("BENCHFLEET_LOG_FORMAT", "auto"), "log format: auto (console on a TTY, else JSON), console, json")
 	root.AddCommand(
 		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
-		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(),
+		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(),
 	)
 	return root
 }
@@ -224,7 +233,7 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 	}
 	nc, err := natsconn.Connect(ctx, natsconn.Options{
 		URL: a.natsURL, Name: name, Creds: a.creds, NKeySeed: a.nkey, User: a.user, Password: a.password,
-		Token: a.token, TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey,
+		Token: a.token, TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
 	}, a.log)
 	if err != nil {
 		return nil, nil, err

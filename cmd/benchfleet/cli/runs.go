@@ -117,12 +117,22 @@ func (a *app) runsCmd() *cobra.Command {
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
 			}
+			// Statuses come from stored results: without --store, show has
+			// the events' progress only.
 			w := &producer.Watcher{JS: js, Manifest: m}
+			if a.storeURL != "" {
+				store, err := a.openStore(ctx)
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				w.Store = store
+			}
 			states, err := w.Snapshot(ctx)
 			if err != nil {
 				return err
 			}
-			rows := producer.Rows(m, states, a.loadResults(ctx, m, states))
+			rows := producer.Rows(m, states)
 			if err := producer.WriteTable(a.stdout, rows); err != nil {
 				return err
 			}

@@ -55,7 +55,7 @@ func TestDevWithS3Store(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	code, out, errOut := run(t, "submit", "--nats", url, "--pool", "sim", "--model", "simnet", "--batch-size", "4",
+	code, out, errOut := run(t, "submit", "--nats", url, "--store", store, "--pool", "sim", "--model", "simnet", "--batch-size", "4",
 		"--loop-count", "8", "--label", "sim.duration=100ms", "--run", "s3run", "--wait", "--timeout", "1m")
 	if code != 0 {
 		t.Fatalf("submit exit %d:\n%s\n%s", code, out, errOut)

@@ -263,6 +263,9 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if f.timeout <= 0 {
 		return usageErr("--timeout %s: must be positive", f.timeout)
 	}
+	if f.wait && a.storeURL == "" {
+		return usageErr("--wait needs --store (or BENCHFLEET_STORE): a job's verdict is its stored result, not an event")
+	}
 	if f.gate && a.storeURL == "" {
 		return usageErr("--gate needs --store (or BENCHFLEET_STORE): the baseline history is read from the result store")
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
 )
 
 type waitOptions struct {
@@ -28,12 +27,20 @@ type waitOptions struct {
 // waitRun follows a run to its end with progress, prints the results table
 // and returns the exit code as an error (nil when every job passed).
 func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.RunManifest, o waitOptions) error {
+	// The verdict of each job is its stored result: events are progress,
+	// and anyone who may submit may also publish an event.
+	if a.storeURL == "" {
+		return usageErr("waiting for a run needs --store (or BENCHFLEET_STORE): a job's verdict is its stored result, not an event")
+	}
+	store, err := a.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	pr := newProgressPrinter(a.stdout, a.isTTY())
-	// Results already stored end their jobs at once (events expire after a
-	// week; a re-attached wait on an old run must still finish).
-	w := &producer.Watcher{JS: js, Manifest: m, Stored: a.loadResults(ctx, m, nil)}
+	w := &producer.Watcher{JS: js, Manifest: m, Store: store}
 	states, err := w.Wait(wctx, func(p producer.Progress) {
 		if !o.quiet {
 			pr.update(p)
@@ -50,8 +57,7 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 			return err
 		}
 	}
-	results := a.loadResults(ctx, m, states)
-	rows := producer.Rows(m, states, results)
+	rows := producer.Rows(m, states)
 	code := verdictCode(rows)
 	// The comparison with the baseline (for reports, the gate, or a run of
 	// a commit) fills each row's change and verdict, so it runs before the
@@ -92,32 +98,6 @@ func verdictCode(rows []producer.Row) int {
 		}
 	}
 	return ExitOK
-}
-
-// loadResults reads the stored results of the run's jobs when a store is
-// configured: of the jobs that ended when states is given, else of all
-// (best effort: the events carry the figures too).
-func (a *app) loadResults(ctx context.Context, m *protocol.RunManifest, states map[string]*producer.JobState) map[string]*protocol.Result {
-	if a.storeURL == "" {
-		return nil
-	}
-	b, err := a.openStore(ctx)
-	if err != nil {
-		return nil
-	}
-	defer b.Close()
-	out := map[string]*protocol.Result{}
-	for _, j := range m.Jobs {
-		// With states, read only the results of jobs that ended.
-		if st, ok := states[j.ID]; states != nil && (!ok || !st.Terminal() || st.Kind == protocol.EventDead) {
-			continue
-		}
-		r, err := storage.ReadResult(ctx, b, storage.ResultKey(m.CreatedAt, m.Run, j.ID))
-		if err == nil {
-			out[j.ID] = r
-		}
-	}
-	return out
 }
 
 // progressPrinter shows a live bar on a TTY and periodic lines otherwise.

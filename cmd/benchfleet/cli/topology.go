@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+func (a *app) topologyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "topology", Short: "Create or change the NATS streams, consumers and buckets (operators)"}
+	apply := &cobra.Command{
+		Use:   "apply",
+		Short: "Create or update every stream, consumer and bucket to the given settings",
+		Long: `Create or update benchfleet's JetStream topology (BENCH_JOBS, BENCH_EVENTS,
+BENCH_DEAD, the job consumers, the bench-workers and bench-runs buckets) to
+the queue tuning flags given.
+
+Producers (submit) and workers only create what is missing and never change
+what exists, so on deploy/nats their users have no update rights: run this
+as the admin user once after installing, and again to change a setting
+(e.g. --ack-wait or --replicas).`,
+		Example: `  NATS_PASSWORD_FILE=/etc/benchfleet/admin.password benchfleet topology apply --nats tls://nats-1:4222 \
+      --tls-ca ca.pem --user admin --inbox-prefix _INBOX_admin --replicas 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			tc, err := a.topologyConfig()
+			if err != nil {
+				return err
+			}
+			nc, js, err := a.connect(ctx, "benchfleet-topology")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			if _, err := topology.Apply(ctx, js, tc); err != nil {
+				return err
+			}
+			tc = tc.WithDefaults()
+			fmt.Fprintf(a.stdout, "topology applied: streams %s, %s, %s; %d job consumers (ack wait %s); buckets %s, %s; replicas %d\n",
+				protocol.StreamJobs, protocol.StreamEvents, protocol.StreamDead, len(protocol.Pools)*len(protocol.Priorities), tc.AckWait,
+				protocol.BucketWorkers, protocol.BucketRuns, tc.Replicas)
+			return nil
+		},
+	}
+	a.topologyFlags(apply)
+	cmd.AddCommand(apply)
+	return cmd
+}

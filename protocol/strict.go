@@ -1,0 +1,127 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// checkStrict walks data as one JSON document shaped like t and enforces
+// what encoding/json does not: exactly one value with nothing after it
+// (not even a stray '}' or ']'), no key twice in any object, and every key
+// of a struct spelled exactly as its json tag (encoding/json would also
+// accept "POOL" for "pool"). Keys of maps are free; values are checked
+// by the decoder and by Validate.
+func checkStrict(data []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := walkStrict(dec, t, ""); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+var (
+	timeType      = reflect.TypeFor[time.Time]()
+	unmarshalType = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// walkStrict reads one value shaped like t (nil: any shape).
+func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	// Types that decode themselves (Duration, time.Time) take any value
+	// here; their own UnmarshalJSON judges it.
+	if t != nil && (t == timeType || reflect.PointerTo(t).Implements(unmarshalType)) {
+		t = nil
+	}
+	switch tok {
+	case json.Delim('{'):
+		var fields map[string]reflect.Type
+		var elem reflect.Type
+		if t != nil && t.Kind() == reflect.Struct {
+			fields = jsonFields(t)
+		} else if t != nil && t.Kind() == reflect.Map {
+			elem = t.Elem()
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, ok := kt.(string)
+			if !ok {
+				return fmt.Errorf("object key %v is not a string", kt)
+			}
+			if seen[key] {
+				return fmt.Errorf("duplicate key %q in %s", key, objectName(path))
+			}
+			seen[key] = true
+			ft := elem
+			if fields != nil {
+				if ft, ok = fields[key]; !ok {
+					return fmt.Errorf("unknown field %q in %s (keys are case-sensitive)", key, objectName(path))
+				}
+			}
+			if err := walkStrict(dec, ft, path+key+"."); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // '}'
+		return err
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for dec.More() {
+			if err := walkStrict(dec, elem, path); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token() // ']'
+		return err
+	}
+	return nil
+}
+
+func objectName(path string) string {
+	if path == "" {
+		return "the document"
+	}
+	return strings.TrimSuffix(path, ".")
+}
+
+// jsonFields maps the json names of t's exported fields to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}

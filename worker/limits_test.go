@@ -1,0 +1,93 @@
+package worker_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// On a default nats-server (1 MB max payload) a 900 KB job, far over the
+// job size limit, is dead-lettered within a minute (the dead letter keeps
+// a prefix and the digest of the payload, not all of it) and leaves
+// BENCH_JOBS; it is not handed back forever.
+func TestOversizeJobDeadLetteredOnDefaultServer(t *testing.T) {
+	t.Parallel()
+	f := newFaultFleet(t)
+	nc, _ := testfleet.Connect(t, f.url)
+	if mp := nc.MaxPayload(); mp != 1<<20 {
+		t.Fatalf("the test server's max payload is %d, want the nats-server default 1 MB", mp)
+	}
+	cfg := f.workerConfig(t, "big-w", 1)
+	cfg.MaxDeliver = 2
+	testfleet.StartWorker(t, cfg)
+
+	j := testfleet.SimJobs(t, "big-1", 1, nil)[0]
+	j.CreatedAt = time.Now().UTC()
+	j.Source.Repo = strings.Repeat("r", 900<<10)
+	j.ID = protocol.JobID(j.Run, j.Cell())
+	data, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(protocol.JobSubject("sim", protocol.PriorityNormal))
+	m.Data = data
+	if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
+		t.Fatalf("publish a %d byte job: %v", len(data), err)
+	}
+	testfleet.Eventually(t, time.Minute, "the 900 KB job's dead letter", func() bool {
+		info, err := f.topo.Dead.Info(t.Context())
+		return err == nil && info.State.Msgs >= 1
+	})
+	entries := f.dlqList(t)
+	if e := entries[0]; !strings.Contains(e.Reason, "payload") || !strings.Contains(e.Reason, "sha256") {
+		t.Errorf("reason %q does not say the payload was too big and how to recognise it", e.Reason)
+	}
+	testfleet.Eventually(t, 10*time.Second, "BENCH_JOBS empty", func() bool {
+		info, err := f.topo.Jobs.Info(t.Context())
+		p, a := f.consumerPending(t, "sim", protocol.PriorityNormal)
+		return err == nil && info.State.Msgs == 0 && p == 0 && a == 0
+	})
+}
+
+// A job whose dead letter cannot be stored (BENCH_DEAD refuses it) is handed back
+// only until it has used its deliveries: MaxDeliver holds on the hand-back
+// path too, so it is not delivered forever.
+func TestHandBackStopsAtMaxDeliver(t *testing.T) {
+	t.Parallel()
+	f := newFaultFleet(t)
+	cfg := f.workerConfig(t, "hb-w", 1)
+	cfg.MaxDeliver = 3
+	testfleet.StartWorker(t, cfg)
+	// BENCH_DEAD refuses every dead letter from now on.
+	dead := f.topo.Dead.CachedInfo().Config
+	dead.MaxMsgSize = 16
+	if _, err := f.js.UpdateStream(t.Context(), dead); err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(protocol.JobSubject("sim", protocol.PriorityNormal))
+	m.Data = []byte(`{"not":"a job"}`)
+	if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the job to leave BENCH_JOBS", func() bool {
+		info, err := f.topo.Jobs.Info(t.Context())
+		return err == nil && info.State.Msgs == 0
+	})
+	c, err := f.js.Consumer(t.Context(), protocol.StreamJobs, protocol.ConsumerName("sim", protocol.PriorityNormal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Consumer > uint64(cfg.MaxDeliver)+1 {
+		t.Errorf("delivered %d times with MaxDeliver %d", info.Delivered.Consumer, cfg.MaxDeliver)
+	}
+}
