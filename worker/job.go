@@ -74,6 +74,8 @@ func (s *slot) handle(msg jetstream.Msg) error {
 		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
 		a.ack(ctx)
 		return nil
+	} else if err != nil {
+		s.w.metrics.storageError(StorageOpExists)
 	}
 	if job.Runner != s.runner.Name() {
 		a.invalid(ctx, pool, fmt.Sprintf("runner: pool %s is served by the %s runner, not %q", pool, s.runner.Name(), job.Runner))
@@ -98,6 +100,7 @@ func (s *slot) handle(msg jetstream.Msg) error {
 func (a *attemptState) run(ctx context.Context) error {
 	s, job := a.s, a.job
 	s.setState(protocol.DeviceBusy, job.ID, job.Run, "")
+	s.w.metrics.claimed(a.msg, a.attempt-a.deliveries)
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
 
@@ -139,6 +142,7 @@ func (a *attemptState) run(ctx context.Context) error {
 				return
 			case <-t.C:
 				if err := a.msg.InProgress(); err != nil {
+					s.w.metrics.heartbeatFailed(HeartbeatInProgress)
 					a.log.Debug().Err(err).Msg("in-progress not sent")
 				}
 			}
@@ -330,6 +334,7 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 		a.ack(ctx)
 		return
 	case err != nil:
+		a.s.w.metrics.storageError(StorageOpDeliver)
 		a.log.Error().Err(err).Msg("result not durable; handing the job back")
 		a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: "result not stored: " + err.Error()})
 		_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.deliveries))
@@ -348,6 +353,7 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	if spooled {
 		msg = strings.TrimSpace(msg + " (result spooled locally; upload pending)")
 	}
+	a.s.w.metrics.recorded(r, spooled)
 	// Ack before the terminal event: a waiter that acts on the event (and,
 	// say, stops the worker) finds the job already settled.
 	a.ack(ctx)
@@ -382,6 +388,7 @@ func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.D
 		return
 	}
 	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
+	a.s.w.metrics.retried(a.job.Pool)
 	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
 	if err := a.msg.NakWithDelay(delay); err != nil {
 		a.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
@@ -471,6 +478,8 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 		a.log.Error().Err(err).Msg("dead letter not published")
 		return false
 	}
+	a.s.w.metrics.deadLettered(pool)
+	a.s.w.notifyDead(dl, a.job)
 	return true
 }
 

@@ -256,6 +256,7 @@ func (s *slot) quarantine(err error) {
 	}
 	s.log.Error().Err(err).Msg("device quarantined: it takes no more jobs until the worker restarts")
 	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
+	s.notifyQuarantine(err)
 	s.wakeUp()
 }
 

@@ -100,6 +100,7 @@ func (a *app) resultsGateCmds() []*cobra.Command {
 func (a *app) resultsGateCmd() *cobra.Command {
 	var (
 		gf                     gateFlags
+		nf                     notifyFlags
 		run, format            string
 		junitPath, summaryPath string
 	)
@@ -131,6 +132,9 @@ so only --store is needed; without a manifest the run's results are used.`,
 			}
 			cfg, err := gf.config()
 			if err != nil {
+				return err
+			}
+			if err := nf.check(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -171,6 +175,7 @@ so only --store is needed; without a manifest the run's results are used.`,
 			if err := writeReports(rep, junitPath, summaryPath); err != nil {
 				return err
 			}
+			nf.send(ctx, a, b, rep)
 			if code := outcomeCode(rep.Outcome()); code != ExitOK {
 				return exitCode(code)
 			}
@@ -183,6 +188,7 @@ so only --store is needed; without a manifest the run's results are used.`,
 	fl.StringVar(&junitPath, "junit", "", "also write a JUnit XML report here")
 	fl.StringVar(&summaryPath, "summary-md", "", "also append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
 	gf.register(fl)
+	nf.register(fl)
 	return cmd
 }
 
