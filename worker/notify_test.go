@@ -25,7 +25,9 @@ import (
 // deadBoard fails every health check and reset.
 type deadBoard struct{}
 
-func (deadBoard) Check(context.Context, device.Device) error { return errors.New("tt-smi: board not found") }
+func (deadBoard) Check(context.Context, device.Device) error {
+	return errors.New("tt-smi: board not found")
+}
 func (deadBoard) Reset(context.Context, device.Device) error { return errors.New("reset failed") }
 
 // countingNotifier records what the worker asked to notify and whether it
