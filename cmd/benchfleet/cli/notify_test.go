@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +155,68 @@ func TestGateNotifyOnceAndCommitStatus(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d dedup records under notify/v1/, want 1", n)
+	}
+}
+
+// submit --wait --gate --notify: the run's regression is posted once, a
+// re-attached submit of the same commit posts nothing new.
+func TestSubmitGateNotify(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 2)
+	plantHistory(t, f.store, "hist", "simnet-a", "main", 1000, noise1pct, protocol.StatusPassed)
+	plantHistory(t, f.store, "histb", "simnet-b", "main", 900, noise1pct, protocol.StatusPassed)
+	matrix := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(matrix, []byte(ciMatrix), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hook := newRecorder(t)
+	args := f.args("submit", "--matrix", matrix, "--commit", "0123456789abcdef0123456789abcdef01234567", "--branch", "feature-n",
+		"--repo", "acme/bench", "--ack-wait", ciAckWait.String(), "--wait", "--timeout", "60s", "--gate", "--notify", hook.URL)
+	for i := range 2 {
+		code, out, errOut := ciRun(t, args...)
+		if code != ExitGate {
+			t.Fatalf("submit %d: exit %d, want %d\n%s%s", i, code, ExitGate, out, errOut)
+		}
+	}
+	posts := hook.got()
+	if len(posts) != 1 {
+		t.Fatalf("%d posts, want 1", len(posts))
+	}
+	var m notify.Message
+	if err := json.Unmarshal(posts[0].body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Text, "simnet-a") || strings.Contains(m.Text, "simnet-b") || strings.Contains(m.Text, "simnet-new") ||
+		!strings.Contains(m.Text, m.Run) || !strings.HasPrefix(m.Run, "ci-bench-") {
+		t.Errorf("text: %s", m.Text)
+	}
+	// --notify without --gate is a usage error naming it.
+	code, _, errOut := ciRun(t, f.args("submit", "--pool", "sim", "--model", "m", "--batch-size", "1", "--loop-count", "1",
+		"--wait", "--notify", hook.URL)...)
+	if code != ExitUsage || !strings.Contains(errOut, "--notify") {
+		t.Errorf("--notify without --gate: exit %d %q", code, errOut)
+	}
+}
+
+// The worker config takes metrics_listen and notify.url.
+func TestWorkerConfigMetricsAndNotify(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "w.yaml")
+	yaml := "slots:\n  - {pool: sim, runner: sim, count: 1}\nmetrics_listen: 127.0.0.1:9464\nnotify: {url: https://chat.example/hooks/x}\n"
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wf, err := loadWorkerFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf.MetricsListen != "127.0.0.1:9464" || wf.Notify.URL != "https://chat.example/hooks/x" {
+		t.Errorf("%+v", wf)
+	}
+	if err := os.WriteFile(p, []byte("notify: {url: x, channel: y}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadWorkerFile(p); err == nil || !strings.Contains(err.Error(), "channel") {
+		t.Errorf("unknown notify key: %v", err)
 	}
 }
