@@ -2,10 +2,13 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +154,23 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 	}
 	if t.Failed() {
 		t.FailNow()
+	}
+	// The Grafana dashboard uses only families the worker serves.
+	dash, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "grafana", "benchfleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(dash) {
+		t.Fatal("deploy/grafana/benchfleet.json is not JSON")
+	}
+	used := regexp.MustCompile(`benchfleet_[a-z_]+`).FindAllString(string(dash), -1)
+	for _, name := range used {
+		if fams[strings.TrimSuffix(name, "_bucket")] == nil {
+			t.Errorf("the dashboard uses %s, which /metrics does not serve", name)
+		}
+	}
+	if len(used) < 10 {
+		t.Errorf("the dashboard uses only %d benchfleet metrics", len(used))
 	}
 	if n := sumCounter(fams["benchfleet_jobs_total"], "pool", "sim"); n != 40 {
 		t.Errorf("benchfleet_jobs_total{pool=sim} sums to %v, want 40", n)
