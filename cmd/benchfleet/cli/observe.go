@@ -57,8 +57,10 @@ type notifyFlags struct {
 }
 
 func (n *notifyFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&n.url, "notify", os.Getenv("BENCHFLEET_NOTIFY"), "POST a JSON notification (Slack/Mattermost compatible text) here when the gate finds a regression or a failure; sent once per run and regression (env BENCHFLEET_NOTIFY)")
-	fs.StringVar(&n.githubToken, "github-token", os.Getenv("GITHUB_TOKEN"), "set a GitHub commit status (context benchfleet/gate) on the run's commit (env GITHUB_TOKEN)")
+	// Secrets: the environment is read in check, not shown as a default
+	// in --help.
+	fs.StringVar(&n.url, "notify", "", "POST a JSON notification (Slack/Mattermost compatible text) here when the gate finds a regression or a failure; sent once per run and regression (env BENCHFLEET_NOTIFY)")
+	fs.StringVar(&n.githubToken, "github-token", "", "set a GitHub commit status (context benchfleet/gate) on the run's commit (env GITHUB_TOKEN)")
 	api := os.Getenv("GITHUB_API_URL")
 	if api == "" {
 		api = notify.DefaultGitHubAPI
@@ -66,8 +68,15 @@ func (n *notifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&n.githubAPI, "github-api", api, "GitHub API base URL (env GITHUB_API_URL)")
 }
 
-// check validates the flags (usage errors name the flag).
+// check fills the flags from the environment (BENCHFLEET_NOTIFY,
+// GITHUB_TOKEN) and validates them (usage errors name the flag).
 func (n *notifyFlags) check() error {
+	if n.url == "" {
+		n.url = os.Getenv("BENCHFLEET_NOTIFY")
+	}
+	if n.githubToken == "" {
+		n.githubToken = os.Getenv("GITHUB_TOKEN")
+	}
 	if n.url != "" {
 		if _, err := notify.NewWebhook(notify.Config{URL: n.url}); err != nil {
 			return usageErr("--notify: %v", err)

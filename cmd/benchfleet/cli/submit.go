@@ -69,6 +69,8 @@ With --wait and a store (--store), the reports (--junit, --summary-md) show
 each job's change against its baseline; --gate also makes a regression fail
 the run (exit 2). ` + gateHelp + `
 
+With --gate: ` + notifyHelp + `
+
 Exit codes: 0 every job passed (and, with --gate, no regression); 1 a job
 failed — also when another job regressed; 2 the regression gate tripped; 3
 timed out waiting; 64 bad flag or input.`,

@@ -42,6 +42,11 @@ a time when its device is free, highest priority first.
 SIGTERM drains: running jobs finish (bounded by timeouts.drain), nothing new
 is claimed. A second SIGTERM stops at once and hands running jobs back.
 
+--metrics-listen ADDR serves Prometheus /metrics and /healthz (200 while
+NATS is connected and the spool, or without one the store, can take a
+result; 503 otherwise). --notify URL (config notify.url) posts quarantined
+devices and dead-lettered jobs as JSON, each once (docs/OPERATIONS.md).
+
 Runners (a slot names its runner: slots[].runner, discovery.runner; a
 harness's settings are forge: or harnesses.<name>: {workdir, python, env};
 see docs/OPERATIONS.md):
