@@ -263,5 +263,10 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connectedDesc, prometheus.GaugeValue, connected)
 }
 
-// Spool implements Sink and reports its entries.
-var _ interface{ Pending() int } = (*storage.Spool)(nil)
+// The spool reports its entries (benchfleet_spool_entries) and whether it
+// can take a result (/healthz).
+var (
+	_ interface{ Pending() int } = (*storage.Spool)(nil)
+	_ SinkChecker                = (*storage.Spool)(nil)
+	_ SinkChecker                = DirectSink{}
+)
