@@ -163,6 +163,26 @@ func NewSpoolWithConfig(cfg SpoolConfig) (*Spool, error) {
 // Pending is the number of spooled results not yet in the store.
 func (s *Spool) Pending() int { return int(s.pending.Load()) }
 
+// Check reports whether the spool can take a result now: a file can be
+// created, written and removed in its directory. (Whether the store is up
+// does not matter: that is what the spool is for.)
+func (s *Spool) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Join(s.dir, spoolTmp), "check-*")
+	if err != nil {
+		return fmt.Errorf("storage: spool %q: %w", s.dir, err)
+	}
+	_, werr := f.Write([]byte("ok"))
+	cerr := f.Close()
+	rerr := os.Remove(f.Name())
+	if err := errors.Join(werr, cerr, rerr); err != nil {
+		return fmt.Errorf("storage: spool %q: %w", s.dir, err)
+	}
+	return nil
+}
+
 // Deliver delivers r and its artifact files to the store (see the package
 // function Deliver). If that fails for any reason other than ErrExists or
 // an undeliverable result (ErrInvalidKey), it copies the result and the

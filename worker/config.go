@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
@@ -92,6 +93,14 @@ type Config struct {
 	WorkDir string
 	// Log is the logger (default: disabled).
 	Log zerolog.Logger
+	// Registry receives the worker's Prometheus metrics (see Metrics);
+	// nil = no metrics. Handler serves /metrics from it when it is also a
+	// prometheus.Gatherer (a *prometheus.Registry is both). Registering
+	// two workers on one registry fails in New.
+	Registry prometheus.Registerer
+	// Notifier is told about quarantined devices and dead letters (nil =
+	// nobody). Calls are made off the slot's goroutine.
+	Notifier Notifier
 }
 
 func (c *Config) fill() error {

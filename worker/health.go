@@ -2,180 +2,80 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"net/http"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// A Tenstorrent board's lasting health lives in the bench-health bucket
-// (protocol.DeviceHealth): its quarantine, which survives a worker restart
-// until an operator releases it (`benchfleet fleet release WORKER DEVICE`),
-// and its history of outcomes, resets and quarantines. Built-in slots keep
-// none (they have no board).
-
-// board reports whether the slot serves a real board (not a built-in slot).
-func (s *slot) board() bool {
-	_, builtin := s.health.(device.AlwaysHealthy)
-	return !builtin
+// SinkChecker is implemented by a Sink that can say whether it can take a
+// result now (storage.Spool: its directory takes a file; DirectSink: the
+// store answers).
+type SinkChecker interface {
+	Check(ctx context.Context) error
 }
 
-func (s *slot) healthKey() string { return protocol.HealthKey(s.w.cfg.ID, s.dev.ID) }
-
-// loadHealth reads the board's record at start; a quarantine recorded
-// before the restart puts the slot out of service again.
-func (s *slot) loadHealth(ctx context.Context) {
-	if !s.board() || s.w.topo == nil || s.w.topo.Health == nil {
-		return
+// Check implements SinkChecker: the store answers an existence query.
+func (d DirectSink) Check(ctx context.Context) error {
+	if _, err := d.Bucket.Exists(ctx, healthProbeKey); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
-	h := &protocol.DeviceHealth{Schema: protocol.SchemaHealth, Worker: s.w.cfg.ID, Device: s.dev.ID, Pool: s.dev.Pool}
-	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	e, err := s.w.topo.Health.Get(gctx, s.healthKey())
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	case err != nil:
-		s.log.Warn().Err(err).Msg("board health not read; starting with an empty history")
-	default:
-		if err := json.Unmarshal(e.Value(), h); err != nil {
-			s.log.Warn().Err(err).Msg("board health record unreadable; starting with an empty history")
-			h = &protocol.DeviceHealth{Schema: protocol.SchemaHealth, Worker: s.w.cfg.ID, Device: s.dev.ID, Pool: s.dev.Pool}
-		}
-	}
-	s.mu.Lock()
-	s.hist = h
-	s.mu.Unlock()
-	if h.Quarantined {
-		s.log.Warn().Str("reason", h.Reason).Time("since", h.Since).Msg("board still quarantined from before; `benchfleet fleet release` returns it")
-		s.setState(protocol.DeviceQuarantined, "", "", fmt.Sprintf("%s (since %s; release with: benchfleet fleet release %s %s)",
-			h.Reason, h.Since.UTC().Format(time.RFC3339), s.w.cfg.ID, s.dev.ID))
-	}
-}
-
-// record adds an event to the board's history and stores it. quarantine,
-// when not nil, also records the board leaving service with that reason.
-func (s *slot) record(kind, job string, quarantine error) {
-	if !s.board() {
-		return
-	}
-	s.mu.Lock()
-	h := s.hist
-	if h == nil {
-		s.mu.Unlock()
-		return
-	}
-	now := time.Now().UTC()
-	h.Record(protocol.HealthEvent{Time: now, Kind: kind, Job: job})
-	if quarantine != nil {
-		h.Quarantined, h.Reason, h.Since = true, quarantine.Error(), now
-	}
-	data, err := json.Marshal(h)
-	s.mu.Unlock()
-	if err != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.w.runCtx), 10*time.Second)
-	defer cancel()
-	if _, err := s.w.topo.Health.Put(ctx, s.healthKey(), data); err != nil {
-		s.log.Warn().Err(err).Str("kind", kind).Msg("board health not stored")
-	}
-}
-
-// counts is the board's outcomes over the last protocol.HealthWindow.
-func (s *slot) counts() *protocol.HealthCounts {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hist == nil {
-		return nil
-	}
-	c := s.hist.Counts(time.Now(), protocol.HealthWindow)
-	return &c
-}
-
-// watchReleases returns quarantined boards to service when an operator
-// releases them (their bench-health record is no longer quarantined, or
-// is deleted). It runs until ctx ends.
-func (w *Worker) watchReleases(ctx context.Context) error {
-	if w.topo.Health == nil {
-		return nil
-	}
-	boards := map[string]*slot{}
-	for _, s := range w.slots {
-		if s.board() {
-			boards[s.healthKey()] = s
-		}
-	}
-	if len(boards) == 0 {
-		return nil
-	}
-	wa, err := w.topo.Health.Watch(ctx, w.cfg.ID+".*", jetstream.UpdatesOnly())
-	if err != nil {
-		return fmt.Errorf("worker: watch %s: %w", protocol.BucketHealth, err)
-	}
-	go func() {
-		defer wa.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-wa.Updates():
-				if !ok {
-					return
-				}
-				if e == nil {
-					continue
-				}
-				s := boards[e.Key()]
-				if s == nil {
-					continue
-				}
-				released := e.Operation() != jetstream.KeyValuePut
-				if !released {
-					var h protocol.DeviceHealth
-					released = json.Unmarshal(e.Value(), &h) == nil && !h.Quarantined
-				}
-				if released {
-					s.release()
-				}
-			}
-		}
-	}()
 	return nil
 }
 
-// release returns a quarantined board to service.
-func (s *slot) release() {
-	s.mu.Lock()
-	if s.state != protocol.DeviceQuarantined {
-		s.mu.Unlock()
-		return
+// healthProbeKey is the key DirectSink.Check asks the store about; it is
+// never written.
+const healthProbeKey = "healthz/probe"
+
+// healthTimeout bounds one health check.
+const healthTimeout = 3 * time.Second
+
+// Healthy reports nil while the worker can do its work: it has started and
+// not stopped, its NATS connection is up, and its sink can take a result
+// (the spool's directory, or the store without a spool). The error says
+// what is wrong.
+func (w *Worker) Healthy(ctx context.Context) error {
+	if !w.started.Load() {
+		return errors.New("not started")
 	}
-	s.state, s.reason, s.streak = protocol.DeviceIdle, "", 0
-	if s.hist != nil {
-		s.hist.Quarantined, s.hist.Reason, s.hist.Since = false, "", time.Time{}
-	}
-	s.mu.Unlock()
-	s.log.Info().Msg("board released by an operator: back in service")
 	select {
-	case s.released <- struct{}{}:
+	case <-w.done:
+		return errors.New("stopped")
 	default:
 	}
-	s.w.kickStatus()
+	if !w.cfg.Conn.IsConnected() {
+		return fmt.Errorf("nats: %s", w.cfg.Conn.Status())
+	}
+	if c, ok := w.cfg.Sink.(SinkChecker); ok {
+		cctx, cancel := context.WithTimeout(ctx, healthTimeout)
+		defer cancel()
+		if err := c.Check(cctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// healthKind is the history kind of a failure.
-func healthKind(failure error) string {
-	if failure == nil {
-		return protocol.HealthPass
+// Handler serves the worker's HTTP endpoints: /metrics (Prometheus text
+// format, the registry of Config.Registry when it can be gathered; 404
+// without one) and /healthz (200 "ok" while Healthy, else 503 with the
+// reason).
+func (w *Worker) Handler() http.Handler {
+	mux := http.NewServeMux()
+	if g, ok := w.cfg.Registry.(prometheus.Gatherer); ok && g != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: nil}))
 	}
-	if device.IsHang(failure) || strings.Contains(failure.Error(), "timed out") {
-		return protocol.HealthHang
-	}
-	return protocol.HealthInfra
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := w.Healthy(r.Context()); err != nil {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(rw, "unhealthy: %v\n", err)
+			return
+		}
+		fmt.Fprintln(rw, "ok")
+	})
+	return mux
 }

@@ -88,6 +88,8 @@ func (s *slot) handle(msg jetstream.Msg) error {
 		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
 		a.ack(ctx)
 		return nil
+	} else if err != nil {
+		s.w.metrics.storageError(StorageOpExists)
 	}
 	if job.Runner != s.runner.Name() {
 		a.invalid(ctx, pool, fmt.Sprintf("runner: pool %s is served by the %s runner, not %q", pool, s.runner.Name(), job.Runner))
@@ -115,6 +117,7 @@ func (a *attemptState) run(ctx context.Context) error {
 	s.lastJob = job.ID
 	s.mu.Unlock()
 	s.setState(protocol.DeviceBusy, job.ID, job.Run, "")
+	s.w.metrics.claimed(a.msg, a.attempt-a.deliveries)
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
 
@@ -156,6 +159,7 @@ func (a *attemptState) run(ctx context.Context) error {
 				return
 			case <-t.C:
 				if err := a.msg.InProgress(); err != nil {
+					s.w.metrics.heartbeatFailed(HeartbeatInProgress)
 					a.log.Debug().Err(err).Msg("in-progress not sent")
 				}
 			}
@@ -351,6 +355,7 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 		// spooling): retried with backoff, and on the last delivery
 		// dead-lettered with this reason, not left for the next delivery
 		// to guess at.
+		a.s.w.metrics.storageError(StorageOpDeliver)
 		a.log.Error().Err(err).Msg("result not durable")
 		a.retry(ctx, fmt.Errorf("result not stored: %w", err))
 		return
@@ -368,6 +373,7 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	if spooled {
 		msg = strings.TrimSpace(msg + " (result spooled locally; upload pending)")
 	}
+	a.s.w.metrics.recorded(r, spooled)
 	// Ack before the terminal event: a waiter that acts on the event (and,
 	// say, stops the worker) finds the job already settled.
 	a.ack(ctx)
@@ -402,6 +408,7 @@ func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.D
 		return
 	}
 	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
+	a.s.w.metrics.retried(a.job.Pool)
 	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
 	if err := a.msg.NakWithDelay(delay); err != nil {
 		a.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
@@ -540,6 +547,8 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 		a.log.Error().Err(err).Msg("dead letter not published")
 		return fmt.Errorf("dead letter: %w", err)
 	}
+	a.s.w.metrics.deadLettered(pool)
+	a.s.w.notifyDead(dl, a.job)
 	return nil
 }
 

@@ -287,6 +287,7 @@ func (s *slot) quarantine(err error) {
 	s.log.Error().Err(err).Msg("device quarantined: it takes no more jobs until released (benchfleet fleet release)")
 	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
 	s.record(protocol.HealthQuarantine, "", err)
+	s.notifyQuarantine(err)
 	s.wakeUp()
 }
 
@@ -299,6 +300,7 @@ func (s *slot) outOfServiceFor(err error) {
 	}
 	s.log.Error().Err(err).Msg("slot out of service until the worker restarts")
 	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
+	s.notifyQuarantine(err)
 	s.wakeUp()
 }
 

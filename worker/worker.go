@@ -27,8 +27,9 @@ type Worker struct {
 	topo *topology.Handles
 	host string
 
-	slots  []*slot
-	failed *failedBoards
+	slots   []*slot
+	failed  *failedBoards
+	metrics *Metrics
 
 	// claimCtx ends when the worker stops claiming (drain); runCtx ends when
 	// running jobs must stop and be handed back (hard stop).
@@ -75,6 +76,9 @@ func New(cfg Config) (*Worker, error) {
 	for i := range cfg.Slots {
 		w.slots = append(w.slots, newSlot(w, cfg.Slots[i]))
 	}
+	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {
+		return nil, fmt.Errorf("worker: Config.Registry: %w", err)
+	}
 	return w, nil
 }
 
@@ -113,6 +117,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		pools[s.dev.Pool] = append(pools[s.dev.Pool], s)
 	}
 	var subs []*nats.Subscription
+	poolConsumers := map[string][]jetstream.Consumer{}
 	for pool, ss := range pools {
 		// The slots of a pool share its three consumers (one per priority).
 		consumers, err := w.poolConsumers(ctx, pool)
@@ -120,6 +125,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			stop()
 			return err
 		}
+		poolConsumers[pool] = consumers
 		for _, s := range ss {
 			s.consumers = consumers
 		}
@@ -156,6 +162,16 @@ func (w *Worker) Start(ctx context.Context) error {
 		defer w.wg.Done()
 		w.heartbeatLoop()
 	}()
+	if w.metrics != nil {
+		slotsDone := make(chan struct{})
+		go func() {
+			for _, s := range w.slots {
+				<-s.done
+			}
+			close(slotsDone)
+		}()
+		go w.metrics.queueDepthLoop(w.runCtx, slotsDone, poolConsumers)
+	}
 	go func() {
 		w.wg.Wait()
 		stop()
@@ -291,6 +307,7 @@ func (w *Worker) putStatus() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := w.topo.Workers.Put(ctx, w.cfg.ID, data); err != nil {
+		w.metrics.heartbeatFailed(HeartbeatStatus)
 		w.log.Debug().Err(err).Msg("heartbeat not written")
 	}
 }

@@ -89,9 +89,9 @@ passed. Results stay in DIR/store/results/v1/...`,
 }
 
 func (a *app) devCmd() *cobra.Command {
-	var dataDir, listen, slots string
+	var dataDir, listen, slots, metrics string
 	cmd := &cobra.Command{
-		Use:   "dev [--data DIR] [--listen 127.0.0.1:4222] [--slots cpu=2,sim=8]",
+		Use:   "dev [--data DIR] [--listen 127.0.0.1:4222] [--slots cpu=2,sim=8] [--metrics-listen ADDR]",
 		Short: "Run an embedded NATS, a store and a worker until interrupted, for other terminals to submit to",
 		Long: `The demo's pieces, long-running: an in-process NATS server with JetStream on
 --listen, the file store at DIR/store (or --store, e.g. an s3:// URL), and a
@@ -102,11 +102,18 @@ worker with the --slots given. Submit from another terminal with
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir()})
+			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir(), metrics: metrics != ""})
 			if err != nil {
 				return err
 			}
 			defer lf.stop()
+			if metrics != "" {
+				stopHTTP, err := a.serveWorkerHTTP(metrics, lf.worker)
+				if err != nil {
+					return err
+				}
+				defer stopHTTP()
+			}
 			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.url, storage.Redact(a.storeURL), slots)
 			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --store %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.url, storage.Redact(a.storeURL))
 			fmt.Fprintln(a.stdout, "Ctrl-C to stop")
@@ -118,6 +125,7 @@ worker with the --slots given. Submit from another terminal with
 	cmd.Flags().StringVar(&dataDir, "data", "./benchfleet-data", "directory for the embedded NATS data and the file store")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "client listen address of the embedded NATS server")
 	cmd.Flags().StringVar(&slots, "slots", "cpu=1,sim=4", "built-in slots pool=count[,pool=count]")
+	cmd.Flags().StringVar(&metrics, "metrics-listen", "", "serve the worker's Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
 	a.topologyFlags(cmd)
 	return cmd
 }

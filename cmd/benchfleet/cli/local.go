@@ -31,6 +31,8 @@ type localOptions struct {
 	listen  string
 	slots   string
 	workDir string
+	// metrics registers the worker's metrics (served by the caller).
+	metrics bool
 }
 
 // startLocal starts the pieces; close them with stop.
@@ -78,11 +80,15 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 	spoolCtx, stopSpool := context.WithCancel(context.WithoutCancel(ctx))
 	lf.stopSpool = stopSpool
 	go spool.Run(spoolCtx)
-	w, err := worker.New(worker.Config{
+	wcfg := worker.Config{
 		ID: "local", Version: Version, Conn: lf.nc, Store: lf.store, Sink: spool, Slots: slots, Topology: tc,
 		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, WorkDir: o.workDir, Log: a.log,
 		DrainTimeout: time.Minute,
-	})
+	}
+	if o.metrics {
+		wcfg.Registry = newRegistry()
+	}
+	w, err := worker.New(wcfg)
 	if err != nil {
 		lf.stop()
 		return nil, usageErr("%v", err)

@@ -88,6 +88,13 @@ regression when it is slower than the baseline by more than BOTH
 insufficient-history when the series has fewer than --min-history results
 (reported, never a failure); failed when the job did not pass.`
 
+const notifyHelp = `--notify URL posts the regressed and failed jobs of a run that did not pass
+as JSON (a Slack/Mattermost "text" plus structured fields), once per run
+and set of regressions: a record under notify/v1/ in the store remembers
+it. --github-token (GITHUB_TOKEN) also sets the commit status
+benchfleet/gate on the run's source.repo and source.commit. Neither
+changes the exit code.`
+
 const gateExitHelp = `Exit codes: 0 no regression and every job passed; 1 a job failed (PCC,
 harness, infrastructure, no result) — this takes precedence over a
 regression in the same run; 2 the gate tripped (a regression, no failures);
@@ -100,6 +107,7 @@ func (a *app) resultsGateCmds() []*cobra.Command {
 func (a *app) resultsGateCmd() *cobra.Command {
 	var (
 		gf                     gateFlags
+		nf                     notifyFlags
 		run, format            string
 		junitPath, summaryPath string
 	)
@@ -115,7 +123,9 @@ func (a *app) resultsGateCmd() *cobra.Command {
 JSON output: an array of {job, model, pool, batch_size, data_format,
 baseline, value, change, verdict}; baseline and change are null without
 history. The run's manifest is read from the store (runs/<run>/manifest.json),
-so only --store is needed; without a manifest the run's results are used.`,
+so only --store is needed; without a manifest the run's results are used.
+
+` + notifyHelp,
 		Example: `  benchfleet results gate --run ci-fleet-3f2a9c1e0b7d-1a2b3c
   benchfleet results gate --run RUN --threshold 3% --window 20 --format json`,
 		Args: cobra.NoArgs,
@@ -131,6 +141,9 @@ so only --store is needed; without a manifest the run's results are used.`,
 			}
 			cfg, err := gf.config()
 			if err != nil {
+				return err
+			}
+			if err := nf.check(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -171,6 +184,7 @@ so only --store is needed; without a manifest the run's results are used.`,
 			if err := writeReports(rep, junitPath, summaryPath); err != nil {
 				return err
 			}
+			nf.send(ctx, a, b, rep)
 			if code := outcomeCode(rep.Outcome()); code != ExitOK {
 				return exitCode(code)
 			}
@@ -183,6 +197,7 @@ so only --store is needed; without a manifest the run's results are used.`,
 	fl.StringVar(&junitPath, "junit", "", "also write a JUnit XML report here")
 	fl.StringVar(&summaryPath, "summary-md", "", "also append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
 	gf.register(fl)
+	nf.register(fl)
 	return cmd
 }
 

@@ -45,6 +45,7 @@ type submitFlags struct {
 	project     string
 	ciRunID     string
 	gateFlags   gateFlags
+	notify      notifyFlags
 }
 
 func (a *app) submitCmd() *cobra.Command {
@@ -67,6 +68,8 @@ runs at high priority; nightly sweeps set priority: low in their matrix.
 With --wait and a store (--store), the reports (--junit, --summary-md) show
 each job's change against its baseline; --gate also makes a regression fail
 the run (exit 2). ` + gateHelp + `
+
+With --gate: ` + notifyHelp + `
 
 Exit codes: 0 every job passed (and, with --gate, no regression); 1 a job
 failed — also when another job regressed; 2 the regression gate tripped; 3
@@ -106,6 +109,7 @@ timed out waiting; 64 bad flag or input.`,
 	fl.StringVar(&f.project, "project", "", "source project, e.g. tt-forge/tt-forge-onnx")
 	fl.StringVar(&f.ciRunID, "ci-run-id", os.Getenv("GITHUB_RUN_ID"), "the CI run submitting (env GITHUB_RUN_ID); exports link it")
 	f.gateFlags.register(fl)
+	f.notify.register(fl)
 	a.topologyFlags(cmd)
 	return cmd
 }
@@ -273,6 +277,12 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.notify.url != "" && !f.gate {
+		return usageErr("--notify needs --wait --gate")
+	}
+	if err := f.notify.check(); err != nil {
+		return err
+	}
 	sub, err := a.buildSubmission(f)
 	if err != nil {
 		return err
@@ -316,7 +326,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg})
+	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify})
 }
 
 // checkBuiltin asks each job's runner kind (device.CheckJob) whether it can

@@ -22,6 +22,8 @@ type waitOptions struct {
 	// gateConfig tunes the regression gate (zero: the defaults).
 	gateConfig producer.GateConfig
 	quiet      bool
+	// notify tells about a gated run (used only with gate).
+	notify *notifyFlags
 }
 
 // waitRun follows a run to its end with progress, prints the results table
@@ -69,6 +71,12 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 			return err
 		}
 		code, rep = gcode, r
+	}
+	if o.gate && o.notify != nil && rep != nil && !timedOut {
+		if b, err := a.openStore(ctx); err == nil {
+			o.notify.send(ctx, a, b, rep)
+			b.Close()
+		}
 	}
 	fmt.Fprintln(a.stdout)
 	if err := producer.WriteTable(a.stdout, rows); err != nil {

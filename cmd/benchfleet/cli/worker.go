@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -25,12 +26,14 @@ type workerFlags struct {
 	workDir  string
 	jobLimit time.Duration
 	drain    time.Duration
+	metrics  string
+	notify   string
 }
 
 func (a *app) workerCmd() *cobra.Command {
 	var f workerFlags
 	cmd := &cobra.Command{
-		Use:   "worker [--config FILE] [--slots cpu=2,sim=8] [--id NAME] [--spool DIR]",
+		Use:   "worker [--config FILE] [--slots cpu=2,sim=8] [--id NAME] [--spool DIR] [--metrics-listen ADDR] [--notify URL]",
 		Short: "Serve this host's devices: claim jobs, run them, store results",
 		Long: `Run a worker: one slot per device (Tenstorrent boards from discovery or the
 config file, built-in cpu/sim slots from --slots). Each slot claims one job at
@@ -38,6 +41,11 @@ a time when its device is free, highest priority first.
 
 SIGTERM drains: running jobs finish (bounded by timeouts.drain), nothing new
 is claimed. A second SIGTERM stops at once and hands running jobs back.
+
+--metrics-listen ADDR serves Prometheus /metrics and /healthz (200 while
+NATS is connected and the spool, or without one the store, can take a
+result; 503 otherwise). --notify URL (config notify.url) posts quarantined
+devices and dead-lettered jobs as JSON, each once (docs/OPERATIONS.md).
 
 Runners (a slot names its runner: slots[].runner, discovery.runner; a
 harness's settings are forge: or harnesses.<name>: {workdir, python, env};
@@ -56,6 +64,8 @@ see docs/OPERATIONS.md):
 	fl.StringVar(&f.workDir, "work-dir", "", "directory for per-job files (default the system temp dir)")
 	fl.DurationVar(&f.jobLimit, "job-timeout", 0, "default limit of one attempt when a job sets none (default 30m)")
 	fl.DurationVar(&f.drain, "drain-timeout", 0, "how long SIGTERM lets running jobs finish (default 10m)")
+	fl.StringVar(&f.metrics, "metrics-listen", os.Getenv("BENCHFLEET_METRICS_LISTEN"), "serve Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464 (config metrics_listen)")
+	fl.StringVar(&f.notify, "notify", "", "POST quarantines and dead letters as JSON (Slack/Mattermost text) to this URL (config notify.url)")
 	a.topologyFlags(cmd)
 	return cmd
 }
@@ -79,6 +89,12 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		}
 		if f.spool == "" {
 			f.spool = wf.Spool
+		}
+		if f.metrics == "" {
+			f.metrics = wf.MetricsListen
+		}
+		if f.notify == "" {
+			f.notify = wf.Notify.URL
 		}
 		job, drain, err := wf.Timeouts.durations()
 		if err != nil {
@@ -125,6 +141,16 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, DrainTimeout: f.drain,
 		WorkDir: f.workDir, Log: a.log,
 	}
+	if f.metrics != "" {
+		cfg.Registry = newRegistry()
+	}
+	if f.notify != "" {
+		n, err := notify.NewWebhook(notify.Config{URL: f.notify, Dedup: notify.StoreDedup{Bucket: bucket}, Log: a.log})
+		if err != nil {
+			return usageErr("--notify (config notify.url): %v", err)
+		}
+		cfg.Notifier = n
+	}
 	var spool *storage.Spool
 	if f.spool != "" {
 		spool, err = storage.NewSpool(f.spool, bucket, a.log)
@@ -140,6 +166,15 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	}
 	if err := w.Start(runCtx); err != nil {
 		return err
+	}
+	if f.metrics != "" {
+		stopHTTP, err := a.serveWorkerHTTP(f.metrics, w)
+		if err != nil {
+			w.Kill()
+			<-w.Done()
+			return err
+		}
+		defer stopHTTP()
 	}
 	fmt.Fprintf(a.stderr, "worker %s serving %d slot(s); SIGTERM drains, a second SIGTERM stops now\n", w.ID(), len(slots))
 	sigs := make(chan os.Signal, 2)

@@ -39,6 +39,18 @@ type workerFile struct {
 	Harnesses map[string]harnessSpec `yaml:"harnesses"`
 	Spool     string                 `yaml:"spool"`
 	Timeouts  timeoutsSpec           `yaml:"timeouts"`
+	// MetricsListen is the address of /metrics and /healthz (e.g.
+	// 0.0.0.0:9464); empty = not served.
+	MetricsListen string `yaml:"metrics_listen"`
+	// Notify is where quarantines and dead letters are told.
+	Notify notifySpec `yaml:"notify"`
+}
+
+// notifySpec is the worker config's notify: section.
+type notifySpec struct {
+	// URL receives a JSON POST (Slack/Mattermost compatible text) when a
+	// device is quarantined or a job is dead-lettered; empty = none.
+	URL string `yaml:"url"`
 }
 
 type slotSpec struct {

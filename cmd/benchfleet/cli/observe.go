@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+
+	"github.com/benchfleet/benchfleet/internal/notify"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// newRegistry is a Prometheus registry with the Go runtime and process
+// collectors, for a worker's metrics.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveWorkerHTTP serves w's /metrics and /healthz on addr until the
+// returned stop is called.
+func (a *app) serveWorkerHTTP(addr string, w *worker.Worker) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErr("--metrics-listen %s: %v", addr, err)
+	}
+	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error().Err(err).Msg("metrics server stopped")
+		}
+	}()
+	fmt.Fprintf(a.stderr, "metrics and health on http://%s/metrics and /healthz\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// notifyFlags are the notification flags of `submit --wait --gate` and
+// `results gate`.
+type notifyFlags struct {
+	url         string
+	githubToken string
+	githubAPI   string
+}
+
+func (n *notifyFlags) register(fs *pflag.FlagSet) {
+	// Secrets: the environment is read in check, not shown as a default
+	// in --help.
+	fs.StringVar(&n.url, "notify", "", "POST a JSON notification (Slack/Mattermost compatible text) here when the gate finds a regression or a failure; sent once per run and regression (env BENCHFLEET_NOTIFY)")
+	fs.StringVar(&n.githubToken, "github-token", "", "set a GitHub commit status (context benchfleet/gate) on the run's commit (env GITHUB_TOKEN)")
+	api := os.Getenv("GITHUB_API_URL")
+	if api == "" {
+		api = notify.DefaultGitHubAPI
+	}
+	fs.StringVar(&n.githubAPI, "github-api", api, "GitHub API base URL (env GITHUB_API_URL)")
+}
+
+// check fills the flags from the environment (BENCHFLEET_NOTIFY,
+// GITHUB_TOKEN) and validates them (usage errors name the flag).
+func (n *notifyFlags) check() error {
+	if n.url == "" {
+		n.url = os.Getenv("BENCHFLEET_NOTIFY")
+	}
+	if n.githubToken == "" {
+		n.githubToken = os.Getenv("GITHUB_TOKEN")
+	}
+	if n.url != "" {
+		if _, err := notify.NewWebhook(notify.Config{URL: n.url}); err != nil {
+			return usageErr("--notify: %v", err)
+		}
+	}
+	if n.githubToken != "" {
+		if _, err := notify.NewGitHub(notify.GitHubConfig{Token: n.githubToken, APIBase: n.githubAPI}); err != nil {
+			return usageErr("--github-api: %v", err)
+		}
+	}
+	return nil
+}
+
+// send tells about a gated run: the notification (deduplicated by a
+// record in the store, see notify.StoreDedup) when it did not pass, and
+// the commit status when a token is given and the run has a GitHub repo
+// and a commit. Failures are reported on stderr and never change the exit
+// code: the gate's verdict stands.
+func (n *notifyFlags) send(ctx context.Context, a *app, b storage.Bucket, rep *producer.RunReport) {
+	if n.url != "" {
+		if key, m, ok := producer.GateNotice(rep); ok {
+			h, err := notify.NewWebhook(notify.Config{URL: n.url, Dedup: notify.StoreDedup{Bucket: b}, Log: a.log})
+			if err == nil {
+				var sent bool
+				if sent, err = h.Notify(ctx, key, m); err == nil && !sent {
+					fmt.Fprintf(a.stderr, "notification for run %s already sent; not sent again\n", rep.Manifest.Run)
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(a.stderr, "benchfleet: --notify: %v\n", err)
+			}
+		}
+	}
+	src := rep.Manifest.Source
+	if n.githubToken != "" && src.Commit != "" {
+		if _, ok := notify.RepoName(src.Repo); !ok {
+			fmt.Fprintf(a.stderr, "benchfleet: --github-token: run %s has no GitHub repo (source.repo %q); no commit status set\n", rep.Manifest.Run, src.Repo)
+			return
+		}
+		g, err := notify.NewGitHub(notify.GitHubConfig{Token: n.githubToken, APIBase: n.githubAPI})
+		if err == nil {
+			err = g.SetStatus(ctx, src.Repo, src.Commit, producer.GateStatus(rep))
+		}
+		if err != nil {
+			fmt.Fprintf(a.stderr, "benchfleet: --github-token: %v\n", err)
+		}
+	}
+}

@@ -1,0 +1,273 @@
+// Package notify sends benchfleet's notifications: a JSON POST to a
+// webhook (Slack and Mattermost read its "text"; anything else can read
+// the structured fields), deduplicated so the same news is sent once, and
+// GitHub commit statuses for CI runs. HTTP goes through go-retryablehttp.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// Events a Message reports.
+const (
+	// EventRegression: the regression gate found regressed or failed jobs
+	// in a run.
+	EventRegression = "regression"
+	// EventQuarantine: a worker took a device out of service.
+	EventQuarantine = "quarantine"
+	// EventDeadLetter: a worker dead-lettered a job.
+	EventDeadLetter = "dead_letter"
+)
+
+// Message is the JSON body of a webhook POST. Text is what a chat shows
+// (Slack and Mattermost incoming webhooks take it as is); the other fields
+// say the same for machines. Absent fields are omitted.
+type Message struct {
+	// Text is the human message: what happened, by how much, where, and a
+	// link when there is one.
+	Text string `json:"text"`
+	// Event is EventRegression, EventQuarantine or EventDeadLetter.
+	Event string `json:"event"`
+	// Time is when the message was made (UTC).
+	Time time.Time `json:"time"`
+	// Run, Repo, Commit, Branch: the run and its source, when known.
+	Run    string `json:"run,omitempty"`
+	Repo   string `json:"repo,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	// Link points at more detail (the CI run), when known.
+	Link string `json:"link,omitempty"`
+	// Outcome is the gate's outcome (REGRESSION or FAIL) for EventRegression.
+	Outcome string `json:"outcome,omitempty"`
+	// Series are the jobs the message is about (regressed or failed ones).
+	Series []Series `json:"series,omitempty"`
+	// Worker, Device, Pool, Job, Reason: the worker side of a quarantine
+	// or a dead letter.
+	Worker string `json:"worker,omitempty"`
+	Device string `json:"device,omitempty"`
+	Pool   string `json:"pool,omitempty"`
+	Job    string `json:"job,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Series is one job of a regression message.
+type Series struct {
+	Job        string `json:"job"`
+	Model      string `json:"model"`
+	Pool       string `json:"pool"`
+	BatchSize  int    `json:"batch_size"`
+	DataFormat string `json:"data_format"`
+	// Baseline and Value are samples/sec; Baseline is absent without
+	// history. Change is (value - baseline) / baseline, absent without a
+	// baseline.
+	Baseline *float64 `json:"baseline,omitempty"`
+	Value    float64  `json:"value"`
+	Change   *float64 `json:"change,omitempty"`
+	// Verdict is the gate's (regression or failed); Reason says why a
+	// failed job failed.
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Dedup remembers which notifications were sent. Claim reports true for
+// the first caller of a key and false afterwards; Release forgets a key
+// whose notification could not be sent, so a later call sends it.
+type Dedup interface {
+	Claim(ctx context.Context, key string, m Message) (bool, error)
+	Release(ctx context.Context, key string) error
+}
+
+// StoreDedup keeps one object per sent notification in the result store,
+// under notify/v1/<sha256 of the key, 32 hex digits>.json, written with
+// IfAbsent (a conditional create: of two racing senders one wins). The
+// object is the message that was sent, with its key.
+type StoreDedup struct{ Bucket storage.Bucket }
+
+// DedupKey is the object key StoreDedup keeps for key.
+func DedupKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "notify/v1/" + hex.EncodeToString(sum[:16]) + ".json"
+}
+
+// Claim implements Dedup.
+func (d StoreDedup) Claim(ctx context.Context, key string, m Message) (bool, error) {
+	data, err := json.Marshal(struct {
+		Key     string  `json:"key"`
+		Message Message `json:"message"`
+	}{key, m})
+	if err != nil {
+		return false, err
+	}
+	err = d.Bucket.Put(ctx, DedupKey(key), bytes.NewReader(data), storage.IfAbsent(), storage.ContentType("application/json"))
+	switch {
+	case errors.Is(err, storage.ErrExists):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("notify: dedup record: %w", err)
+	}
+	return true, nil
+}
+
+// Release implements Dedup.
+func (d StoreDedup) Release(ctx context.Context, key string) error {
+	if err := d.Bucket.Delete(ctx, DedupKey(key)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("notify: dedup record: %w", err)
+	}
+	return nil
+}
+
+// Config configures a Webhook.
+type Config struct {
+	// URL receives the POSTs (required; http or https).
+	URL string
+	// Dedup remembers what was sent (default: nothing is remembered, every
+	// call sends).
+	Dedup Dedup
+	// Retries is how many times a failed POST (connection error, 429, 5xx)
+	// is retried, with exponential backoff between RetryWaitMin and
+	// RetryWaitMax (defaults 4, 500ms, 10s).
+	Retries                    int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// Timeout bounds one POST attempt (default 10s).
+	Timeout time.Duration
+	// Log is the logger (default: disabled).
+	Log zerolog.Logger
+}
+
+// Webhook posts Messages to one URL.
+type Webhook struct {
+	cfg    Config
+	client *retryablehttp.Client
+	log    zerolog.Logger
+}
+
+// NewWebhook validates cfg (the error names the field) and returns a
+// Webhook.
+func NewWebhook(cfg Config) (*Webhook, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("notify: URL %q: want an http(s) URL", Redact(cfg.URL))
+	}
+	if cfg.Retries < 0 {
+		return nil, fmt.Errorf("notify: Retries %d: must not be negative", cfg.Retries)
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 4
+	}
+	if cfg.RetryWaitMin <= 0 {
+		cfg.RetryWaitMin = 500 * time.Millisecond
+	}
+	if cfg.RetryWaitMax <= 0 {
+		cfg.RetryWaitMax = 10 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	return &Webhook{cfg: cfg, client: newClient(cfg.Retries, cfg.RetryWaitMin, cfg.RetryWaitMax, cfg.Timeout),
+		log: cfg.Log.With().Str("component", "notify").Logger()}, nil
+}
+
+func newClient(retries int, lo, hi, timeout time.Duration) *retryablehttp.Client {
+	c := retryablehttp.NewClient()
+	c.Logger = nil
+	c.RetryMax = retries
+	c.RetryWaitMin, c.RetryWaitMax = lo, hi
+	c.HTTPClient.Timeout = timeout
+	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	return c
+}
+
+// Notify posts m unless a notification with the same key was sent before
+// (key "" never deduplicates; when the dedup record cannot be written the
+// message is sent anyway; keys of different events should differ, e.g.
+// "regression/<run>/..." and "quarantine/<worker>/..."). It reports whether it posted. A POST that
+// fails after its retries releases the key, so the next call tries again.
+func (h *Webhook) Notify(ctx context.Context, key string, m Message) (bool, error) {
+	if m.Time.IsZero() {
+		m.Time = time.Now().UTC()
+	}
+	if key != "" && h.cfg.Dedup != nil {
+		first, err := h.cfg.Dedup.Claim(ctx, key, m)
+		if err != nil {
+			// A duplicate beats silence: the store may be down at the very
+			// moment worth telling about.
+			h.log.Warn().Err(err).Str("event", m.Event).Msg("dedup record not written; sending anyway")
+			first = true
+		}
+		if !first {
+			h.log.Debug().Str("event", m.Event).Str("run", m.Run).Msg("notification already sent; skipped")
+			return false, nil
+		}
+	}
+	if err := postJSON(ctx, h.client, h.cfg.URL, nil, m); err != nil {
+		if key != "" && h.cfg.Dedup != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if rerr := h.cfg.Dedup.Release(rctx, key); rerr != nil {
+				h.log.Warn().Err(rerr).Msg("dedup record of an unsent notification not removed")
+			}
+			cancel()
+		}
+		return false, fmt.Errorf("notify %s: %w", Redact(h.cfg.URL), err)
+	}
+	return true, nil
+}
+
+// postJSON POSTs v as JSON with headers and wants a 2xx answer.
+func postJSON(ctx context.Context, c *retryablehttp.Client, u string, headers http.Header, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, u, data)
+	if err != nil {
+		return err
+	}
+	for k, vs := range headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return scrub(err, u)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// scrub replaces the URL in an error (a webhook URL is a secret: Slack's
+// carries its token in the path) with its redacted form.
+func scrub(err error, u string) error {
+	return errors.New(strings.ReplaceAll(err.Error(), u, Redact(u)))
+}
+
+// Redact keeps a URL's scheme and host: webhook paths and queries carry
+// tokens.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "<url>"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
+}

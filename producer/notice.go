@@ -1,0 +1,136 @@
+package producer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/benchfleet/benchfleet/internal/notify"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// GateNotice is the notification of a gated run that did not pass: its
+// regressed and failed jobs (never the ones that were ok, improved or had
+// too little history), by how much, the run, its commit and a link. ok is
+// false when there is nothing to tell (the run passed). key identifies the
+// news: the same run with the same regressed and failed jobs has the same
+// key, so a deduplicating notifier sends it once.
+func GateNotice(rep *RunReport) (key string, m notify.Message, ok bool) {
+	out := rep.Outcome()
+	if out == OutcomePass {
+		return "", notify.Message{}, false
+	}
+	man := rep.Manifest
+	m = notify.Message{Event: notify.EventRegression, Time: time.Now().UTC(), Run: man.Run, Outcome: string(out),
+		Repo: man.Source.Repo, Commit: man.Source.Commit, Branch: man.Source.Branch, Link: runLink(rep)}
+	byJob := map[string]GateRow{}
+	for _, v := range rep.Verdicts {
+		byJob[v.Job] = v
+	}
+	for _, row := range rep.Rows {
+		v, judged := byJob[row.Job]
+		failed := row.Status != protocol.StatusPassed
+		if !failed && (!judged || v.Verdict != VerdictRegression) {
+			continue
+		}
+		s := notify.Series{Job: row.Job, Model: row.Model, Pool: row.Pool, BatchSize: row.BatchSize,
+			DataFormat: row.DataFormat, Value: row.SamplesPerSec, Verdict: string(VerdictRegression)}
+		if judged {
+			s.Baseline, s.Change = v.Baseline, v.Change
+		}
+		if failed {
+			s.Verdict, s.Reason = string(VerdictFailed), row.Reason
+			if s.Reason == "" {
+				s.Reason = "status " + string(row.Status)
+				if row.Status == "" {
+					s.Reason = "no result"
+				}
+			}
+		}
+		m.Series = append(m.Series, s)
+	}
+	// Regressions first, then failures; each by model.
+	sort.SliceStable(m.Series, func(i, j int) bool {
+		if m.Series[i].Verdict != m.Series[j].Verdict {
+			return m.Series[i].Verdict == string(VerdictRegression)
+		}
+		return m.Series[i].Model < m.Series[j].Model
+	})
+	m.Text = noticeText(m)
+	parts := []string{"regression", man.Run}
+	for _, s := range m.Series {
+		parts = append(parts, s.Job+"="+s.Verdict)
+	}
+	sort.Strings(parts[2:])
+	return strings.Join(parts, "/"), m, true
+}
+
+// runLink is the run's CI run URL, from the manifest or its results.
+func runLink(rep *RunReport) string {
+	if u := rep.Manifest.Source.CIRunURL; u != "" {
+		return u
+	}
+	for _, row := range rep.Rows {
+		if row.Result != nil && row.Result.Source.CIRunURL != "" {
+			return row.Result.Source.CIRunURL
+		}
+	}
+	return ""
+}
+
+func noticeText(m notify.Message) string {
+	var b strings.Builder
+	regressed, failed := 0, 0
+	for _, s := range m.Series {
+		if s.Verdict == string(VerdictFailed) {
+			failed++
+		} else {
+			regressed++
+		}
+	}
+	fmt.Fprintf(&b, "benchfleet gate %s: run %s", m.Outcome, m.Run)
+	if m.Commit != "" {
+		c := m.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		if m.Repo != "" {
+			fmt.Fprintf(&b, " (%s@%s", m.Repo, c)
+		} else {
+			fmt.Fprintf(&b, " (commit %s", c)
+		}
+		if m.Branch != "" {
+			fmt.Fprintf(&b, " on %s", m.Branch)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ": %d regression(s), %d failed", regressed, failed)
+	for _, s := range m.Series {
+		fmt.Fprintf(&b, "\n• %s (%s, batch %d, %s): ", s.Model, s.Pool, s.BatchSize, s.DataFormat)
+		if s.Verdict == string(VerdictFailed) {
+			fmt.Fprintf(&b, "failed: %s", Shorten(s.Reason, 160))
+			continue
+		}
+		fmt.Fprintf(&b, "%.1f samples/s", s.Value)
+		if s.Baseline != nil {
+			fmt.Fprintf(&b, " vs baseline %.1f (%s)", *s.Baseline, FmtChange(s.Change))
+		}
+	}
+	if m.Link != "" {
+		fmt.Fprintf(&b, "\n%s", m.Link)
+	}
+	return b.String()
+}
+
+// GateStatus is the GitHub commit status of a gated run: success when it
+// passed, failure otherwise, with its counts as the description.
+func GateStatus(rep *RunReport) notify.CommitStatus {
+	passed, failed, regressions, _ := rep.Counts()
+	st := notify.CommitStatus{State: notify.StatusSuccess, TargetURL: runLink(rep), Context: "benchfleet/gate"}
+	if rep.Outcome() != OutcomePass {
+		st.State = notify.StatusFailure
+	}
+	st.Description = fmt.Sprintf("%s: %d passed, %d failed, %d regression(s) — run %s", rep.Outcome(), passed, failed, regressions, rep.Manifest.Run)
+	return st
+}

@@ -1,0 +1,272 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// QueueDepthInterval is how often a worker with metrics reads the queue
+// depth of its pools' consumers (one consumer info request per pool and
+// priority).
+const QueueDepthInterval = 5 * time.Second
+
+// Metrics are a worker's Prometheus metrics, registered on the registry
+// given in Config.Registry. A nil *Metrics records nothing, so a worker
+// without a registry pays nothing.
+//
+// Families (docs/OPERATIONS.md lists them with their meaning):
+//
+//	benchfleet_jobs_total{pool,status}                 counter
+//	benchfleet_job_retries_total{pool}                 counter
+//	benchfleet_dead_letters_total{pool}                counter
+//	benchfleet_job_phase_seconds{phase}                histogram
+//	benchfleet_claim_latency_seconds                   histogram
+//	benchfleet_devices{pool,state}                     gauge
+//	benchfleet_spool_entries                           gauge
+//	benchfleet_storage_errors_total{op}                counter
+//	benchfleet_heartbeat_failures_total{kind}          counter
+//	benchfleet_queue_depth{pool,priority}              gauge
+//	benchfleet_queue_in_flight{pool,priority}          gauge
+//	benchfleet_nats_connected                          gauge
+type Metrics struct {
+	jobs       *prometheus.CounterVec
+	retries    *prometheus.CounterVec
+	dead       *prometheus.CounterVec
+	phases     *prometheus.HistogramVec
+	claim      prometheus.Histogram
+	storageErr *prometheus.CounterVec
+	hbFail     *prometheus.CounterVec
+	queue      *prometheus.GaugeVec
+	inFlight   *prometheus.GaugeVec
+}
+
+// Storage operations counted by benchfleet_storage_errors_total.
+const (
+	// StorageOpExists: the check for an earlier attempt's result failed.
+	StorageOpExists = "exists"
+	// StorageOpDeliver: the result could not be made durable (neither in
+	// the store nor in the spool); the job was handed back.
+	StorageOpDeliver = "deliver"
+	// StorageOpSpooled: the store refused the result and the spool took it.
+	StorageOpSpooled = "spooled"
+)
+
+// Heartbeat kinds counted by benchfleet_heartbeat_failures_total.
+const (
+	// HeartbeatInProgress: an InProgress (claim keep-alive) was not sent.
+	HeartbeatInProgress = "in_progress"
+	// HeartbeatStatus: the worker status was not written to bench-workers.
+	HeartbeatStatus = "status"
+)
+
+// phaseBuckets cover a sim job's milliseconds to a harness compile's tens
+// of minutes.
+var phaseBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+
+// claimBuckets cover an idle fleet's milliseconds to a night's queue.
+var claimBuckets = []float64{0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600}
+
+// newMetrics creates the worker's metrics and registers them (and the
+// collector of device states, spool entries and the NATS connection) on
+// reg. reg nil: no metrics, nil *Metrics.
+func newMetrics(reg prometheus.Registerer, w *Worker) (*Metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &Metrics{
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_jobs_total",
+			Help: "Jobs whose result this worker recorded, by pool and result status (passed, failed, error, timeout, cancelled)."},
+			[]string{"pool", "status"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_job_retries_total",
+			Help: "Attempts handed back for redelivery after an infrastructure failure, by pool."}, []string{"pool"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_dead_letters_total",
+			Help: "Jobs this worker dead-lettered (invalid, or out of deliveries), by pool."}, []string{"pool"}),
+		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "benchfleet_job_phase_seconds",
+			Help: "Duration of each phase of a recorded job (compile, warmup, timing, pcc, upload).", Buckets: phaseBuckets},
+			[]string{"phase"}),
+		claim: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "benchfleet_claim_latency_seconds",
+			Help:    "From a job's publication to the stream to its first attempt starting on a slot.",
+			Buckets: claimBuckets}),
+		storageErr: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_storage_errors_total",
+			Help: "Store failures seen by the worker, by operation (exists, deliver, spooled)."}, []string{"op"}),
+		hbFail: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_heartbeat_failures_total",
+			Help: "Heartbeats not sent, by kind (in_progress: the claim keep-alive; status: bench-workers)."}, []string{"kind"}),
+		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "benchfleet_queue_depth",
+			Help: "Jobs queued and not yet delivered, per pool and priority (consumer NumPending), refreshed every 5s. Every worker of a pool reports the same consumers: aggregate with max."},
+			[]string{"pool", "priority"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "benchfleet_queue_in_flight",
+			Help: "Jobs delivered and not yet acknowledged, per pool and priority (consumer NumAckPending), refreshed every 5s."},
+			[]string{"pool", "priority"}),
+	}
+	for _, c := range []prometheus.Collector{m.jobs, m.retries, m.dead, m.phases, m.claim, m.storageErr, m.hbFail, m.queue, m.inFlight, stateCollector{w}} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// Zero series, so dashboards and rate() see them before the first event.
+	for _, s := range w.slots {
+		for _, st := range []protocol.Status{protocol.StatusPassed, protocol.StatusFailed, protocol.StatusError, protocol.StatusTimeout, protocol.StatusCancelled} {
+			m.jobs.WithLabelValues(s.dev.Pool, string(st))
+		}
+		m.retries.WithLabelValues(s.dev.Pool)
+		m.dead.WithLabelValues(s.dev.Pool)
+	}
+	for _, op := range []string{StorageOpExists, StorageOpDeliver, StorageOpSpooled} {
+		m.storageErr.WithLabelValues(op)
+	}
+	for _, k := range []string{HeartbeatInProgress, HeartbeatStatus} {
+		m.hbFail.WithLabelValues(k)
+	}
+	return m, nil
+}
+
+// recorded counts a result that was made durable and observes its phases.
+func (m *Metrics) recorded(r *protocol.Result, spooled bool) {
+	if m == nil {
+		return
+	}
+	m.jobs.WithLabelValues(r.Pool, string(r.Status)).Inc()
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"compile", r.Phases.CompileS}, {"warmup", r.Phases.WarmupS}, {"timing", r.Phases.TimingS}, {"pcc", r.Phases.PCCS}, {"upload", r.Phases.UploadS}} {
+		if p.v > 0 {
+			m.phases.WithLabelValues(p.name).Observe(p.v)
+		}
+	}
+	if spooled {
+		m.storageErr.WithLabelValues(StorageOpSpooled).Inc()
+	}
+}
+
+// claimed observes the claim latency of a job's first delivery (a
+// redelivery's age includes the earlier attempts, so it is not counted).
+func (m *Metrics) claimed(msg jetstream.Msg, prior int) {
+	if m == nil || prior > 0 {
+		return
+	}
+	meta, err := msg.Metadata()
+	if err != nil || meta.NumDelivered != 1 || meta.Timestamp.IsZero() {
+		return
+	}
+	m.claim.Observe(max(0, time.Since(meta.Timestamp).Seconds()))
+}
+
+func (m *Metrics) retried(pool string) {
+	if m != nil {
+		m.retries.WithLabelValues(pool).Inc()
+	}
+}
+
+func (m *Metrics) deadLettered(pool string) {
+	if m != nil {
+		m.dead.WithLabelValues(pool).Inc()
+	}
+}
+
+func (m *Metrics) storageError(op string) {
+	if m != nil {
+		m.storageErr.WithLabelValues(op).Inc()
+	}
+}
+
+func (m *Metrics) heartbeatFailed(kind string) {
+	if m != nil {
+		m.hbFail.WithLabelValues(kind).Inc()
+	}
+}
+
+// queueDepthLoop refreshes benchfleet_queue_depth and _in_flight from the
+// consumers of the worker's pools every QueueDepthInterval until ctx ends
+// or stop is closed (every slot ended).
+func (m *Metrics) queueDepthLoop(ctx context.Context, stop <-chan struct{}, pools map[string][]jetstream.Consumer) {
+	if m == nil {
+		return
+	}
+	t := time.NewTicker(QueueDepthInterval)
+	defer t.Stop()
+	for {
+		for pool, cs := range pools {
+			for i, c := range cs {
+				if i >= len(protocol.Priorities) {
+					break
+				}
+				ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				info, err := c.Info(ictx)
+				cancel()
+				if err != nil {
+					continue // stale values stay; NATS may be away
+				}
+				prio := string(protocol.Priorities[i])
+				m.queue.WithLabelValues(pool, prio).Set(float64(info.NumPending))
+				m.inFlight.WithLabelValues(pool, prio).Set(float64(info.NumAckPending))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// stateCollector reports the gauges read at scrape time: devices per pool
+// and state, spool entries, and the NATS connection.
+type stateCollector struct{ w *Worker }
+
+var (
+	devicesDesc = prometheus.NewDesc("benchfleet_devices",
+		"Devices of this worker by pool and state (idle, busy, quarantined).", []string{"pool", "state"}, nil)
+	spoolDesc = prometheus.NewDesc("benchfleet_spool_entries",
+		"Results waiting in the local spool for the store (0 without a spool).", nil, nil)
+	connectedDesc = prometheus.NewDesc("benchfleet_nats_connected",
+		"1 while the worker's NATS connection is up, else 0.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- devicesDesc
+	ch <- spoolDesc
+	ch <- connectedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[[2]string]int{}
+	for _, s := range c.w.slots {
+		for _, st := range []string{protocol.DeviceIdle, protocol.DeviceBusy, protocol.DeviceQuarantined} {
+			counts[[2]string{s.dev.Pool, st}] += 0
+		}
+		st := s.status()
+		counts[[2]string{st.Pool, st.State}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(devicesDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	pending := 0
+	if p, ok := c.w.cfg.Sink.(interface{ Pending() int }); ok {
+		pending = p.Pending()
+	}
+	ch <- prometheus.MustNewConstMetric(spoolDesc, prometheus.GaugeValue, float64(pending))
+	connected := 0.0
+	if c.w.cfg.Conn.IsConnected() {
+		connected = 1
+	}
+	ch <- prometheus.MustNewConstMetric(connectedDesc, prometheus.GaugeValue, connected)
+}
+
+// The spool reports its entries (benchfleet_spool_entries) and whether it
+// can take a result (/healthz).
+var (
+	_ interface{ Pending() int } = (*storage.Spool)(nil)
+	_ SinkChecker                = (*storage.Spool)(nil)
+	_ SinkChecker                = DirectSink{}
+)
