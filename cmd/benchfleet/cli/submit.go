@@ -265,7 +265,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	}
 	res, err := p.Submit(ctx, *sub)
 	if err != nil {
-		if errors.Is(err, protocol.ErrInvalid) {
+		if errors.Is(err, protocol.ErrInvalid) || errors.Is(err, producer.ErrRunDiffers) {
 			return usageErr("%v", err)
 		}
 		return err
