@@ -1,8 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // Issue 12, item 1: re-submitting a run id with a different spec is a usage
@@ -33,5 +40,78 @@ func TestResubmitDifferentSpecExits64(t *testing.T) {
 	code, out, errOut = submit("4")
 	if code != ExitOK || !strings.Contains(out, "re-attaching") {
 		t.Fatalf("re-submit of the same spec: exit %d, want 0 and re-attaching\n%s\n%s", code, out, errOut)
+	}
+}
+
+// Issue 12, item 2: cancelling a finished run changes nothing and says so.
+func TestCancelFinishedRunChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1)
+	if code, out, errOut := ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4",
+		"--run", "done1", "--label", "sim.duration=1ms", "--wait", "--timeout", "60s")...); code != ExitOK {
+		t.Fatalf("submit: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := ciRun(t, f.args("runs", "cancel", "done1")...)
+	if code != ExitOK || !strings.Contains(out, "already finished") {
+		t.Fatalf("cancel of a finished run: exit %d, want 0 and 'already finished'\n%s\n%s", code, out, errOut)
+	}
+	_, js := testfleet.Connect(t, f.url)
+	topo, err := topology.Open(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.Runs.Get(t.Context(), protocol.CancelKey("done1")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("cancel flag of a finished run: %v, want none", err)
+	}
+	_, out, _ = ciRun(t, f.args("runs", "list")...)
+	if strings.Contains(out, "cancelled") {
+		t.Errorf("runs list shows the finished run as cancelled:\n%s", out)
+	}
+}
+
+// Issue 12, item 3: cancelling removes the run's queued jobs from
+// BENCH_JOBS, also those of pools no worker serves, and ends them.
+func TestCancelRemovesQueuedJobs(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1) // serves sim only
+	if code, out, errOut := ciRun(t, f.args("submit", "--pool", "cpu", "--model", "mlp", "--batch-size", "2", "--loop-count", "4",
+		"--run", "orphan1")...); code != ExitOK {
+		t.Fatalf("submit: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, js := testfleet.Connect(t, f.url)
+	topo, err := topology.Open(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func() uint64 {
+		info, err := topo.Jobs.Info(t.Context(), jetstream.WithSubjectFilter(protocol.JobSubject("cpu", protocol.PriorityNormal)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	if n := queued(); n != 1 {
+		t.Fatalf("%d cpu jobs queued before cancel, want 1", n)
+	}
+	code, out, errOut := ciRun(t, f.args("runs", "cancel", "orphan1")...)
+	if code != ExitOK || !strings.Contains(out, "1 job removed from the queue") {
+		t.Fatalf("cancel: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n := queued(); n != 0 {
+		t.Errorf("%d cpu jobs still queued after cancel, want 0", n)
+	}
+	// The removed job ended: watching the run returns at once, cancelled.
+	code, out, errOut = ciRun(t, f.args("runs", "watch", "orphan1", "--timeout", "30s")...)
+	if code != ExitFailed || !strings.Contains(out, "cancelled") {
+		t.Errorf("watch after cancel: exit %d, want 1 with the job cancelled\n%s\n%s", code, out, errOut)
+	}
+	rs := testfleet.Results(t, f.store, "orphan1")
+	if len(rs) != 1 {
+		t.Fatalf("%d results, want the cancelled one", len(rs))
+	}
+	for _, r := range rs {
+		if r.Status != protocol.StatusCancelled {
+			t.Errorf("result status %s, want cancelled", r.Status)
+		}
 	}
 }

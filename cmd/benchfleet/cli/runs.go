@@ -139,18 +139,40 @@ func (a *app) runsCmd() *cobra.Command {
 			if err := protocol.ValidID("run", args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			nc, topo, err := a.openTopology(ctx, "benchfleet-cancel")
+			nc, js, err := a.connect(ctx, "benchfleet-cancel")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			if err := producer.Cancel(ctx, topo.Runs, args[0]); err != nil {
+			topo, err := topology.Open(ctx, js)
+			if err != nil {
+				return err
+			}
+			req := producer.CancelRequest{Run: args[0]}
+			if a.storeURL != "" {
+				b, err := a.openStore(ctx)
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				req.Store = b
+				if m, err := producer.GetManifest(ctx, topo.Runs, args[0]); err == nil {
+					req.Stored = a.loadResults(ctx, m, nil)
+				}
+			}
+			out, err := producer.CancelRun(ctx, js, topo, req)
+			if err != nil {
 				if errors.Is(err, jetstream.ErrKeyNotFound) {
 					return usageErr("run %q not found", args[0])
 				}
 				return err
 			}
-			fmt.Fprintf(a.stdout, "run %s cancelled: running jobs are being stopped, queued ones will be dropped\n", args[0])
+			if out.Finished {
+				fmt.Fprintf(a.stdout, "run %s already finished (%s): nothing to cancel\n", args[0], jobCount(len(out.Manifest.Jobs)))
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "run %s cancelled: %s removed from the queue, %s being stopped\n", args[0],
+				jobCount(out.Removed), jobCount(out.Running))
 			return nil
 		},
 	}
@@ -187,4 +209,12 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jobCount is "1 job" or "n jobs".
+func jobCount(n int) string {
+	if n == 1 {
+		return "1 job"
+	}
+	return fmt.Sprintf("%d jobs", n)
 }
