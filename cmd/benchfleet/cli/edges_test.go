@@ -4,11 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -113,5 +115,29 @@ func TestCancelRemovesQueuedJobs(t *testing.T) {
 		if r.Status != protocol.StatusCancelled {
 			t.Errorf("result status %s, want cancelled", r.Status)
 		}
+	}
+}
+
+// Issue 12, item 4: submitting to a pool no live worker serves warns on
+// stderr, naming the pool; a served pool does not.
+func TestSubmitWarnsOfUnservedPool(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1) // serves sim only
+	_, js := testfleet.Connect(t, f.url)
+	topo, err := topology.Open(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the worker's heartbeat", func() bool {
+		fleet, err := producer.ReadFleet(t.Context(), topo.Workers)
+		return err == nil && len(fleet) == 1
+	})
+	code, _, errOut := ciRun(t, f.args("submit", "--pool", "cpu", "--model", "mlp", "--batch-size", "2", "--loop-count", "4", "--run", "nocpu")...)
+	if code != ExitOK || !strings.Contains(errOut, "no live worker serves pool cpu") {
+		t.Fatalf("submit to an unserved pool: exit %d, stderr lacks the warning:\n%s", code, errOut)
+	}
+	code, _, errOut = ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4", "--run", "yessim")...)
+	if code != ExitOK || strings.Contains(errOut, "no live worker") {
+		t.Fatalf("submit to a served pool: exit %d, stderr:\n%s", code, errOut)
 	}
 }

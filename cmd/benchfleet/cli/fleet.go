@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -66,27 +63,7 @@ func (a *app) fleetCmd() *cobra.Command {
 }
 
 func fleetStatus(cmd *cobra.Command, topo *topology.Handles) ([]protocol.WorkerStatus, error) {
-	ctx := cmd.Context()
-	lister, err := topo.Workers.ListKeys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("fleet status: %w", err)
-	}
-	out := []protocol.WorkerStatus{}
-	for k := range lister.Keys() {
-		e, err := topo.Workers.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("fleet status %s: %w", k, err)
-		}
-		var st protocol.WorkerStatus
-		if json.Unmarshal(e.Value(), &st) == nil {
-			out = append(out, st)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return producer.ReadFleet(cmd.Context(), topo.Workers)
 }
 
 func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.WorkerStatus) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -276,11 +277,31 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	} else {
 		fmt.Fprintf(a.stdout, "run %s: %d jobs submitted (%d new)\n", res.Manifest.Run, len(res.Manifest.Jobs), res.Published)
 	}
+	a.warnUnserved(ctx, topo, res.Manifest)
 	if !f.wait {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
 	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg})
+}
+
+// warnUnserved says on stderr which of the run's pools no live worker
+// serves: their jobs stay queued (and --wait keeps waiting) until one starts.
+func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) {
+	fleet, err := producer.ReadFleet(ctx, topo.Workers)
+	if err != nil {
+		return // a hint only
+	}
+	for _, pool := range producer.UnservedPools(fleet, m.Jobs) {
+		n := 0
+		for _, j := range m.Jobs {
+			if j.Pool == pool {
+				n++
+			}
+		}
+		fmt.Fprintf(a.stderr, "warning: no live worker serves pool %s: its %s stay queued until one starts (see benchfleet fleet status)\n",
+			pool, jobCount(n))
+	}
 }
 
 // checkBuiltin asks the built-in runners (cpu, sim), which every binary
