@@ -78,7 +78,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 				return err
 			}
 			fmt.Fprintf(a.stdout, "run %s: %d jobs submitted\n", run, len(jobs))
-			return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: time.Hour})
+			return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: time.Hour, inProcess: true})
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data", "./benchfleet-data", "directory for the embedded NATS data and the file store")

@@ -141,3 +141,4 @@ func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 		t.Fatalf("submit to a served pool: exit %d, stderr:\n%s", code, errOut)
 	}
 }
+

@@ -37,6 +37,8 @@ const (
 	ExitTimeout  = 3
 	ExitUsage    = 64
 	ExitInternal = 70
+	// ExitInterrupted: Ctrl-C (SIGINT) or SIGTERM while waiting.
+	ExitInterrupted = 130
 )
 
 // exitError carries an exit code out of a command.

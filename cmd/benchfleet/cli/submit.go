@@ -299,8 +299,12 @@ func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *proto
 				n++
 			}
 		}
-		fmt.Fprintf(a.stderr, "warning: no live worker serves pool %s: its %s stay queued until one starts (see benchfleet fleet status)\n",
-			pool, jobCount(n))
+		verb := "stay"
+		if n == 1 {
+			verb = "stays"
+		}
+		fmt.Fprintf(a.stderr, "warning: no live worker serves pool %s: its %s %s queued until one starts (see benchfleet fleet status)\n",
+			pool, jobCount(n), verb)
 	}
 }
 

@@ -23,11 +23,17 @@ type waitOptions struct {
 	// gateConfig tunes the regression gate (zero: the defaults).
 	gateConfig producer.GateConfig
 	quiet      bool
+	// inProcess: the run's NATS and worker live in this process (demo), so
+	// an interrupt ends the run too.
+	inProcess bool
 }
 
 // waitRun follows a run to its end with progress, prints the results table
 // and returns the exit code as an error (nil when every job passed).
 func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.RunManifest, o waitOptions) error {
+	// Ctrl-C stops the waiting, not the run: say so, and how to follow it.
+	ctx, stop := signalContext(ctx)
+	defer stop()
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	pr := newProgressPrinter(a.stdout, a.isTTY())
@@ -45,7 +51,10 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			timedOut = true
 		} else if ctx.Err() != nil {
-			return exitCode(ExitFailed)
+			if o.inProcess {
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted: run %s stopped with this process", m.Run)}
+			}
+			return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted: stopped waiting, but run %s goes on; follow it with: benchfleet runs watch %s", m.Run, m.Run)}
 		} else {
 			return err
 		}
