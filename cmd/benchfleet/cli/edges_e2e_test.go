@@ -43,4 +43,3 @@ func TestSubmitWaitInterruptSaysHowToFollow(t *testing.T) {
 		}
 	}
 }
-

@@ -141,4 +141,3 @@ func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 		t.Fatalf("submit to a served pool: exit %d, stderr:\n%s", code, errOut)
 	}
 }
-
