@@ -43,7 +43,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, slots: slots, workDir: os.TempDir()})
+			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, slots: slots, workDir: os.TempDir(), command: "demo"})
 			if err != nil {
 				return err
 			}
@@ -100,7 +100,7 @@ worker with the --slots given. Submit from another terminal with
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir()})
+			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir(), command: "dev"})
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,10 @@
 package cli_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -42,4 +45,64 @@ func TestSubmitWaitInterruptSaysHowToFollow(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
 	}
+}
+
+// runAsync runs the command line in process until ctx ends; the returned
+// channel yields the exit code.
+func runAsync(ctx context.Context, out, errb *syncBuffer, args ...string) <-chan int {
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, args, out, errb) }()
+	return done
+}
+
+// Issue 12, item 6: `dev --listen` on a busy port fails at once naming the
+// address; a second dev on one data directory, and a second worker on one
+// spool, fail and say who holds it.
+func TestDevBusyPortAndDataDirLock(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	code, _, errOut := runBounded(t, "dev", "--data", t.TempDir(), "--listen", busy.Addr().String(), "--slots", "sim=1")
+	if code == 0 || !strings.Contains(errOut, busy.Addr().String()) || !strings.Contains(errOut, "address already in use") {
+		t.Errorf("dev on a busy port: exit %d, stderr: %s", code, errOut)
+	}
+
+	data := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	var out1, err1 syncBuffer
+	port := freePort(t)
+	done := runAsync(ctx, &out1, &err1, "dev", "--data", data, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--slots", "sim=1", "--log-level", "warn")
+	defer func() { cancel(); <-done }()
+	testfleet.Eventually(t, 60*time.Second, "the first dev to start", func() bool { return strings.Contains(out1.String(), "Ctrl-C to stop") })
+	code, _, errOut = runBounded(t, "dev", "--data", data, "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--slots", "sim=1")
+	if code != cli.ExitUsage || !strings.Contains(errOut, "in use by pid") || !strings.Contains(errOut, "benchfleet dev") {
+		t.Errorf("second dev on one data directory: exit %d, stderr: %s", code, errOut)
+	}
+
+	spool := t.TempDir()
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	var out2, err2 syncBuffer
+	wctx, wcancel := context.WithCancel(t.Context())
+	wdone := runAsync(wctx, &out2, &err2, "worker", "--nats", url, "--store", "file://"+t.TempDir(), "--slots", "sim=1", "--id", "w1", "--spool", spool, "--log-format", "json")
+	defer func() { wcancel(); <-wdone }()
+	testfleet.Eventually(t, 60*time.Second, "the first worker to start", func() bool { return strings.Contains(err2.String(), "w1") })
+	code, _, errOut = runBounded(t, "worker", "--nats", url, "--store", "file://"+t.TempDir(), "--slots", "sim=1", "--id", "w2", "--spool", spool)
+	if code != cli.ExitUsage || !strings.Contains(errOut, "in use by pid") || !strings.Contains(errOut, "worker w1") {
+		t.Errorf("second worker on one spool: exit %d, stderr: %s", code, errOut)
+	}
+}
+
+// runBounded is run for a command that would otherwise serve until
+// interrupted: it is stopped after a generous bound (the bound is not the
+// assertion; a command that should have refused to start just fails the test).
+func runBounded(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var out, errb syncBuffer
+	code := cli.Run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -120,6 +122,14 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	}
 	var spool *storage.Spool
 	if f.spool != "" {
+		lock, err := dirlock.Acquire(f.spool, "benchfleet worker "+f.id)
+		if err != nil {
+			if errors.Is(err, dirlock.ErrHeld) {
+				return usageErr("--spool: %v", err)
+			}
+			return err
+		}
+		defer lock.Unlock()
 		spool, err = storage.NewSpool(f.spool, bucket, a.log)
 		if err != nil {
 			return err
