@@ -134,16 +134,7 @@ func sortedKeys(m map[string]bool) []string {
 
 // DefaultRunner is the runner of a pool when a job names none: cpu and sim
 // pools run their built-in runners, Tenstorrent pools the forge harness.
-func DefaultRunner(pool string) string {
-	switch pool {
-	case "cpu":
-		return protocol.RunnerCPU
-	case "sim":
-		return protocol.RunnerSim
-	default:
-		return protocol.RunnerForge
-	}
-}
+func DefaultRunner(pool string) string { return protocol.DefaultRunner(pool) }
 
 // Jobs expands the matrix into jobs for run (ids derived from run and each
 // cell; created_at left to Submit). Every job is validated; the first bad

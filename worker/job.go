@@ -41,14 +41,17 @@ type attemptState struct {
 // its device.
 func (s *slot) handle(msg jetstream.Msg) (infraFailed bool) {
 	a := &attemptState{s: s, msg: msg, raw: msg.Data(), deliveries: 1, log: s.log, started: time.Now().UTC()}
+	var stored time.Time
 	if meta, err := msg.Metadata(); err == nil {
 		a.deliveries = int(meta.NumDelivered)
+		stored = meta.Timestamp
 	}
 	a.attempt = priorAttempts(msg) + a.deliveries
 	ctx := s.w.runCtx
 	pool, _, _ := protocol.ParseJobSubject(msg.Subject())
 
-	job, err := protocol.DecodeJob(a.raw)
+	// Defaults the publisher left out are applied as submit applies them.
+	job, err := protocol.DecodeQueuedJob(a.raw, msg.Subject(), stored)
 	if err == nil && job.Pool != pool {
 		err = &protocol.FieldError{Field: "pool", Rule: fmt.Sprintf("is %q but the job was published for pool %q", job.Pool, pool)}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 // Issue 12, item 1: re-submitting a run id with a different spec is a usage
@@ -139,5 +140,40 @@ func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 	code, _, errOut = ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4", "--run", "yessim")...)
 	if code != ExitOK || strings.Contains(errOut, "no live worker") {
 		t.Fatalf("submit to a served pool: exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// Issue 12, item 8: a hand-written job with only the required fields,
+// published straight to BENCH_JOBS (as with natscli), runs with the
+// documented defaults: priority from the subject, warmup min(32, loop),
+// bfloat16, the pool's runner.
+func TestHandWrittenJobGetsDefaults(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1)
+	_, js := testfleet.Connect(t, f.url)
+	minimal := `{"id": "hand1", "run": "handrun", "benchmark": {"model": "simnet", "batch_size": 2, "loop_count": 10}, "labels": {"sim.duration": "1ms"}}`
+	if _, err := js.Publish(t.Context(), protocol.JobSubject("sim", protocol.PriorityLow), []byte(minimal)); err != nil {
+		t.Fatal(err)
+	}
+	var r *protocol.Result
+	testfleet.Eventually(t, 60*time.Second, "the hand-written job's result", func() bool {
+		rs, _, err := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: "handrun"})
+		if err == nil && len(rs) == 1 {
+			r = rs[0]
+		}
+		return r != nil
+	})
+	if r.Status != protocol.StatusPassed {
+		t.Fatalf("status %s (%+v), want passed", r.Status, r.Error)
+	}
+	if r.Benchmark.WarmupCount != 10 || r.Benchmark.DataFormat != protocol.FormatBfloat16 || r.Runner != protocol.RunnerSim || r.Pool != "sim" {
+		t.Errorf("defaults not applied: warmup %d format %q runner %q pool %q", r.Benchmark.WarmupCount, r.Benchmark.DataFormat, r.Runner, r.Pool)
+	}
+	info, err := js.Stream(t.Context(), protocol.StreamDead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := info.Info(t.Context()); st.State.Msgs != 0 {
+		t.Errorf("%d dead letters, want none", st.State.Msgs)
 	}
 }
