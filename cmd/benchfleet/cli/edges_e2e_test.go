@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +106,36 @@ func runBounded(t *testing.T, args ...string) (int, string, string) {
 	var out, errb syncBuffer
 	code := cli.Run(ctx, args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// Issue 12, item 9: without S3 credentials the error says which are
+// missing and how to give them, not the SDK's provider chain; a query of
+// an unreachable store says it cannot reach it and nothing of spooling.
+func TestS3MissingCredentialsAndUnreachableStore(t *testing.T) {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(k, "")
+	}
+	dead := fmt.Sprintf("s3://bench/p?endpoint=http://127.0.0.1:%d&region=us-east-1&path_style=true", freePort(t))
+	code, _, errOut := run(t, "results", "query", "--store", dead)
+	if code == 0 || !strings.Contains(errOut, "AWS_ACCESS_KEY_ID") || !strings.Contains(errOut, "AWS_PROFILE") {
+		t.Errorf("no credentials: exit %d, stderr does not say how to give them:\n%s", code, errOut)
+	}
+	for _, bad := range []string{"IMDS", "get identity", "failed to refresh"} {
+		if strings.Contains(errOut, bad) {
+			t.Errorf("no credentials: stderr carries the SDK's chain (%q):\n%s", bad, errOut)
+		}
+	}
+
+	t.Setenv("AWS_ACCESS_KEY_ID", "benchfleet")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "benchfleet-secret")
+	code, _, errOut = run(t, "results", "query", "--store", dead)
+	if code == 0 || !strings.Contains(errOut, "cannot reach") {
+		t.Errorf("unreachable store: exit %d, stderr:\n%s", code, errOut)
+	}
+	if strings.Contains(strings.ToLower(errOut), "spool") {
+		t.Errorf("a query of an unreachable store talks about spooling:\n%s", errOut)
+	}
 }
