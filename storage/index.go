@@ -280,6 +280,11 @@ type CompactStats struct {
 	Current int
 	// Rows is the number of rows in the parts written.
 	Rows int
+	// Restamped is the number of partitions whose part was current but
+	// written while the partition was still changing (within StampSettle of
+	// a write), and was rewritten under the same name with the same rows
+	// only to record the partition stamp now that it has settled.
+	Restamped int
 	// Removed is the number of stale part files deleted.
 	Removed int
 	// Unreadable are the result keys that could not be decoded and were left
@@ -290,7 +295,9 @@ type CompactStats struct {
 // Compact brings the index up to date: for every date partition whose part
 // does not cover exactly the JSON results of that date, it writes one new
 // part covering all of them and then deletes the old parts. Running it again
-// without new results changes nothing. Safe to run while results are being
+// without new results writes no new part and changes no part's name or rows;
+// the one thing it may still do is record the stamp of a partition that was
+// being written during the first run and has settled since (Restamped). Safe to run while results are being
 // written and queried; two concurrent compactions may leave two parts for a
 // date, which readers handle and the next compaction merges.
 func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, error) {
@@ -334,7 +341,8 @@ func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, 
 	var mu sync.Mutex
 	err = parallel(ctx, len(parts), workers, func(i int) error {
 		p := parts[i]
-		if !opts.Force && p.current() && !p.restamp(ctx, b) {
+		current := !opts.Force && p.current()
+		if current && !p.restamp(ctx, b) {
 			mu.Lock()
 			st.Current++
 			mu.Unlock()
@@ -346,6 +354,10 @@ func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, 
 		st.Unreadable = append(st.Unreadable, bad...)
 		if err != nil {
 			return err
+		}
+		if current {
+			st.Restamped++ // same name, same rows: the index content is unchanged
+			return nil
 		}
 		if len(p.keys) > 0 {
 			st.Written++

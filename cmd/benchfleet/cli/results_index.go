@@ -55,8 +55,12 @@ read index/v1/ in place (columns: docs/schema-parquet.md).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current, %d stale parts removed) in %s\n",
-				st.Written, st.Partitions, st.Rows, st.Current, st.Removed, time.Since(start).Round(time.Millisecond))
+			restamped := ""
+			if st.Restamped > 0 {
+				restamped = fmt.Sprintf(", %d stamped now that they settled", st.Restamped)
+			}
+			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current%s, %d stale parts removed) in %s\n",
+				st.Written, st.Partitions, st.Rows, st.Current, restamped, st.Removed, time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
