@@ -75,22 +75,30 @@ type indexRow struct {
 	TimingS      float64   `parquet:"timing_s"`
 	PCCS         float64   `parquet:"pcc_s"`
 	UploadS      float64   `parquet:"upload_s"`
-	TotalSamples int64     `parquet:"total_samples"`
-	TotalTimeS   float64   `parquet:"total_time_s"`
-	SamplesPerS  float64   `parquet:"samples_per_sec"`
-	IterMinMS    float64   `parquet:"iter_min_ms"`
-	IterP50MS    float64   `parquet:"iter_p50_ms"`
-	IterP90MS    float64   `parquet:"iter_p90_ms"`
-	IterP99MS    float64   `parquet:"iter_p99_ms"`
-	IterMaxMS    float64   `parquet:"iter_max_ms"`
-	IterMeanMS   float64   `parquet:"iter_mean_ms"`
-	IterStdMS    float64   `parquet:"iter_stddev_ms"`
-	PCCValue     float64   `parquet:"pcc_value"`
+	TotalSamples *int64    `parquet:"total_samples,optional"`
+	TotalTimeS   *float64 `parquet:"total_time_s,optional"`
+	SamplesPerS  *float64 `parquet:"samples_per_sec,optional"`
+	IterMinMS    *float64 `parquet:"iter_min_ms,optional"`
+	IterP50MS    *float64 `parquet:"iter_p50_ms,optional"`
+	IterP90MS    *float64 `parquet:"iter_p90_ms,optional"`
+	IterP99MS    *float64 `parquet:"iter_p99_ms,optional"`
+	IterMaxMS    *float64 `parquet:"iter_max_ms,optional"`
+	IterMeanMS   *float64 `parquet:"iter_mean_ms,optional"`
+	IterStdMS    *float64 `parquet:"iter_stddev_ms,optional"`
+	PCCValue     *float64 `parquet:"pcc_value,optional"`
 	PCCMin       float64   `parquet:"pcc_min"`
 	PCCPassed    bool      `parquet:"pcc_passed"`
 	Upstream     string    `parquet:"upstream,optional,zstd"`
 	Labels       string    `parquet:"labels,optional,zstd"`
 	Doc          string    `parquet:"doc,zstd"`
+}
+
+// nz is nil for 0 (not measured), else a pointer to v.
+func nz[T int64 | float64](v T) *T {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 // newIndexRow flattens r; doc is its JSON document as stored.
@@ -105,14 +113,18 @@ func newIndexRow(r *protocol.Result, doc []byte) (indexRow, error) {
 		DataFormat: r.Benchmark.DataFormat, InputSize: int32(r.Benchmark.InputSize),
 		Project: r.Source.Project, Repo: r.Source.Repo, Commit: r.Source.Commit, Branch: r.Source.Branch,
 		CompileS: r.Phases.CompileS, WarmupS: r.Phases.WarmupS, TimingS: r.Phases.TimingS, PCCS: r.Phases.PCCS,
-		UploadS: r.Phases.UploadS, TotalSamples: r.Measurements.TotalSamples, TotalTimeS: r.Measurements.TotalTimeS,
-		SamplesPerS: r.Measurements.SamplesPerSec,
-		IterMinMS:   r.Measurements.IterationMS.Min, IterP50MS: r.Measurements.IterationMS.P50,
-		IterP90MS: r.Measurements.IterationMS.P90, IterP99MS: r.Measurements.IterationMS.P99,
-		IterMaxMS: r.Measurements.IterationMS.Max, IterMeanMS: r.Measurements.IterationMS.Mean,
-		IterStdMS: r.Measurements.IterationMS.Stddev,
-		PCCValue:  r.PCC.Value, PCCMin: r.PCC.Min, PCCPassed: r.PCC.Passed, Upstream: r.Upstream,
+		UploadS: r.Phases.UploadS, PCCMin: r.PCC.Min, PCCPassed: r.PCC.Passed, Upstream: r.Upstream,
 	}
+	// What was not measured is null, as in the JSON document.
+	ms := r.Measurements
+	row.TotalSamples, row.TotalTimeS, row.SamplesPerS = nz(ms.TotalSamples), nz(ms.TotalTimeS), nz(ms.SamplesPerSec)
+	it := ms.IterationMS
+	row.IterMinMS, row.IterP50MS, row.IterP90MS, row.IterP99MS = nz(it.Min), nz(it.P50), nz(it.P90), nz(it.P99)
+	row.IterMaxMS, row.IterMeanMS, row.IterStdMS = nz(it.Max), nz(it.Mean), nz(it.Stddev)
+	if it != (protocol.IterationMS{}) && row.IterStdMS == nil {
+		row.IterStdMS = new(float64) // a measured stddev may be 0
+	}
+	row.PCCValue = nz(r.PCC.Value)
 	if r.Error != nil {
 		row.ErrorClass, row.ErrorMessage = r.Error.Class, r.Error.Message
 	}

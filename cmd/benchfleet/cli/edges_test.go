@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
@@ -175,5 +179,84 @@ func TestHandWrittenJobGetsDefaults(t *testing.T) {
 	}
 	if st, _ := info.Info(t.Context()); st.State.Msgs != 0 {
 		t.Errorf("%d dead letters, want none", st.State.Msgs)
+	}
+}
+
+// Issue 12, item 7: a failed result's unmeasured figures are absent: null
+// in the JSON and in the Parquet index, "-" in tables (and empty in CSV).
+func TestUnmeasuredIsAbsentEverywhere(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1)
+	code, out, errOut := ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4",
+		"--run", "nomeasure", "--label", "sim.fail=permanent", "--wait", "--timeout", "60s")...)
+	if code != ExitFailed {
+		t.Fatalf("submit: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = ciRun(t, f.args("results", "query", "--run", "nomeasure", "--format", "json")...)
+	if code != ExitOK {
+		t.Fatalf("query: exit %d\n%s", code, errOut)
+	}
+	var docs []struct {
+		Measurements map[string]json.RawMessage `json:"measurements"`
+		PCC          map[string]json.RawMessage `json:"pcc"`
+	}
+	if err := json.Unmarshal([]byte(out), &docs); err != nil || len(docs) != 1 {
+		t.Fatalf("query json: %v\n%s", err, out)
+	}
+	if v := string(docs[0].Measurements["samples_per_sec"]); v != "null" {
+		t.Errorf("measurements.samples_per_sec = %s, want null", v)
+	}
+	if v := string(docs[0].PCC["value"]); v != "null" {
+		t.Errorf("pcc.value = %s, want null", v)
+	}
+	_, out, _ = ciRun(t, f.args("results", "query", "--run", "nomeasure")...)
+	if strings.Contains(out, "0.000") {
+		t.Errorf("the table prints an unmeasured figure as 0:\n%s", out)
+	}
+	_, out, _ = ciRun(t, f.args("results", "query", "--run", "nomeasure", "--format", "csv")...)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || strings.Contains(lines[1], ",0,") {
+		t.Errorf("csv prints an unmeasured figure as 0:\n%s", out)
+	}
+	// The Parquet index: the columns are null.
+	if code, _, errOut := ciRun(t, f.args("results", "compact")...); code != ExitOK {
+		t.Fatalf("compact: exit %d\n%s", code, errOut)
+	}
+	var parts []string
+	for k, err := range f.store.List(t.Context(), storage.PrefixIndex) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, k)
+	}
+	if len(parts) != 1 {
+		t.Fatalf("index parts %v, want 1", parts)
+	}
+	rc, err := f.store.Get(t.Context(), parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []string{"samples_per_sec", "pcc_value", "total_time_s"} {
+		leaf, ok := pf.Schema().Lookup(col)
+		if !ok {
+			t.Fatalf("no column %s", col)
+		}
+		rows := pf.RowGroups()[0].Rows()
+		buf := make([]parquet.Row, 1)
+		if n, _ := rows.ReadRows(buf); n != 1 {
+			t.Fatalf("no row")
+		}
+		rows.Close()
+		if v := buf[0][leaf.ColumnIndex]; !v.IsNull() {
+			t.Errorf("parquet %s = %v, want null", col, v)
+		}
 	}
 }
