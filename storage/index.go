@@ -76,16 +76,16 @@ type indexRow struct {
 	PCCS         float64   `parquet:"pcc_s"`
 	UploadS      float64   `parquet:"upload_s"`
 	TotalSamples *int64    `parquet:"total_samples,optional"`
-	TotalTimeS   *float64 `parquet:"total_time_s,optional"`
-	SamplesPerS  *float64 `parquet:"samples_per_sec,optional"`
-	IterMinMS    *float64 `parquet:"iter_min_ms,optional"`
-	IterP50MS    *float64 `parquet:"iter_p50_ms,optional"`
-	IterP90MS    *float64 `parquet:"iter_p90_ms,optional"`
-	IterP99MS    *float64 `parquet:"iter_p99_ms,optional"`
-	IterMaxMS    *float64 `parquet:"iter_max_ms,optional"`
-	IterMeanMS   *float64 `parquet:"iter_mean_ms,optional"`
-	IterStdMS    *float64 `parquet:"iter_stddev_ms,optional"`
-	PCCValue     *float64 `parquet:"pcc_value,optional"`
+	TotalTimeS   *float64  `parquet:"total_time_s,optional"`
+	SamplesPerS  *float64  `parquet:"samples_per_sec,optional"`
+	IterMinMS    *float64  `parquet:"iter_min_ms,optional"`
+	IterP50MS    *float64  `parquet:"iter_p50_ms,optional"`
+	IterP90MS    *float64  `parquet:"iter_p90_ms,optional"`
+	IterP99MS    *float64  `parquet:"iter_p99_ms,optional"`
+	IterMaxMS    *float64  `parquet:"iter_max_ms,optional"`
+	IterMeanMS   *float64  `parquet:"iter_mean_ms,optional"`
+	IterStdMS    *float64  `parquet:"iter_stddev_ms,optional"`
+	PCCValue     *float64  `parquet:"pcc_value,optional"`
 	PCCMin       float64   `parquet:"pcc_min"`
 	PCCPassed    bool      `parquet:"pcc_passed"`
 	Upstream     string    `parquet:"upstream,optional,zstd"`
