@@ -32,11 +32,12 @@ func (s *JobState) Terminal() bool { return s.Kind.Terminal() }
 
 // Counts are the jobs of a run (or a pool) by state.
 type Counts struct {
-	Total, Queued, Running, Passed, Failed int
+	// Failed counts jobs that ended without passing, except cancelled ones.
+	Total, Queued, Running, Passed, Failed, Cancelled int
 }
 
 // Done is the number of ended jobs.
-func (c Counts) Done() int { return c.Passed + c.Failed }
+func (c Counts) Done() int { return c.Passed + c.Failed + c.Cancelled }
 
 // Progress summarizes a run's jobs.
 type Progress struct {
@@ -211,6 +212,9 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 		case st.Kind == protocol.EventPassed:
 			c.Passed++
 			p.All.Passed++
+		case st.Kind == protocol.EventCancelled:
+			c.Cancelled++
+			p.All.Cancelled++
 		case st.Terminal():
 			c.Failed++
 			p.All.Failed++

@@ -314,7 +314,11 @@ func (a *attemptState) ack(ctx context.Context) {
 // letter after MaxDeliver.
 func (a *attemptState) retry(ctx context.Context, cause error) {
 	if a.deliveries >= a.s.w.cfg.MaxDeliver {
-		a.dead(ctx, fmt.Sprintf("infrastructure failure on the last of %d attempts: %v", a.s.w.cfg.MaxDeliver, cause))
+		what := fmt.Sprintf("the last of %d attempts", a.s.w.cfg.MaxDeliver)
+		if a.attempt != a.deliveries { // re-queued by dlq retry: attempts count on
+			what = fmt.Sprintf("attempt %d, the last of %d since it was re-queued", a.attempt, a.s.w.cfg.MaxDeliver)
+		}
+		a.dead(ctx, fmt.Sprintf("infrastructure failure on %s: %v", what, cause))
 		return
 	}
 	delay := a.s.w.cfg.backoff(a.deliveries)

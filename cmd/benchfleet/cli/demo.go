@@ -77,7 +77,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "run %s: %d jobs submitted\n", run, len(jobs))
+			fmt.Fprintf(a.stdout, "run %s: %s submitted\n", run, jobCount(len(jobs)))
 			return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: time.Hour, inProcess: true})
 		},
 	}

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/benchfleet/benchfleet/device/sim"
+	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
@@ -258,5 +264,147 @@ func TestUnmeasuredIsAbsentEverywhere(t *testing.T) {
 		if v := buf[0][leaf.ColumnIndex]; !v.IsNull() {
 			t.Errorf("parquet %s = %v, want null", col, v)
 		}
+	}
+}
+
+// Issue 12, item 11: a job re-queued by `dlq retry` that fails again says
+// which attempt it died on, not "the last of 4" beside 8 attempts.
+func TestDLQRetryAttemptsInReason(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1)
+	if code, out, errOut := ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4",
+		"--run", "dies", "--label", "sim.fail=transient", "--label", "sim.duration=1ms")...); code != ExitOK {
+		t.Fatalf("submit: exit %d\n%s\n%s", code, out, errOut)
+	}
+	type dead struct {
+		ID       string `json:"id"`
+		Reason   string `json:"reason"`
+		Attempts int    `json:"attempts"`
+	}
+	deadWith := func(attempts int) *dead {
+		var found *dead
+		testfleet.Eventually(t, 60*time.Second, fmt.Sprintf("a dead letter after %d attempts", attempts), func() bool {
+			_, out, _ := ciRun(t, f.args("dlq", "list", "--format", "json")...)
+			var ds []dead
+			if json.Unmarshal([]byte(out), &ds) != nil {
+				return false
+			}
+			for i := range ds {
+				if ds[i].Attempts == attempts {
+					found = &ds[i]
+				}
+			}
+			return found != nil
+		})
+		return found
+	}
+	first := deadWith(4)
+	if !strings.Contains(first.Reason, "last of 4 attempts") {
+		t.Errorf("first dead letter: %q", first.Reason)
+	}
+	if code, out, errOut := ciRun(t, f.args("dlq", "retry", first.ID)...); code != ExitOK {
+		t.Fatalf("dlq retry: exit %d\n%s\n%s", code, out, errOut)
+	}
+	second := deadWith(8)
+	if strings.Contains(second.Reason, "last of 4 attempts") || !strings.Contains(second.Reason, "attempt 8") {
+		t.Errorf("dead letter after dlq retry, 8 attempts: reason %q", second.Reason)
+	}
+}
+
+// Issue 12, item 11: runs list shows every run's state; a cancelled job is
+// counted as cancelled, not failed.
+func TestRunsListStateAndCancelledCount(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1) // serves sim only
+	if code, out, errOut := ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4",
+		"--run", "stpassed", "--label", "sim.duration=1ms", "--wait", "--timeout", "60s")...); code != ExitOK {
+		t.Fatalf("submit: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, r := range []string{"stqueued", "stcancelled"} {
+		if code, out, errOut := ciRun(t, f.args("submit", "--pool", "cpu", "--model", "mlp", "--batch-size", "2", "--loop-count", "4", "--run", r)...); code != ExitOK {
+			t.Fatalf("submit: exit %d\n%s\n%s", code, out, errOut)
+		}
+	}
+	if code, out, errOut := ciRun(t, f.args("runs", "cancel", "stcancelled")...); code != ExitOK {
+		t.Fatalf("cancel: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, out, _ := ciRun(t, f.args("runs", "list")...)
+	for run, state := range map[string]string{"stpassed": "passed", "stqueued": "queued", "stcancelled": "cancelled"} {
+		if !regexp.MustCompile(`(?m)^` + run + `\s.*\s` + state + `\s*$`).MatchString(out) {
+			t.Errorf("runs list: %s is not shown %s:\n%s", run, state, out)
+		}
+	}
+	_, out, _ = ciRun(t, f.args("runs", "watch", "stcancelled", "--timeout", "30s")...)
+	if !strings.Contains(out, "0 failed, 1 cancelled") {
+		t.Errorf("watch of a cancelled run counts the cancelled job as failed:\n%s", out)
+	}
+}
+
+// Issue 12, item 11: the small surprises of the first hour.
+func TestFirstHourMessages(t *testing.T) {
+	t.Parallel()
+	f := startCIFleet(t, 1)
+	// "1 job", not "1 jobs".
+	code, out, _ := ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4", "--run", "onejob")...)
+	if code != ExitOK || !strings.Contains(out, "1 job submitted") {
+		t.Errorf("submit output: %s", out)
+	}
+	// A missing --batch-size is required, not "0: must be positive".
+	code, _, errOut := ciRun(t, "submit", "--pool", "cpu", "--model", "mlp", "--loop-count", "4")
+	if code != ExitUsage || !strings.Contains(errOut, "--batch-size is required") {
+		t.Errorf("missing --batch-size: exit %d: %s", code, errOut)
+	}
+	// An unknown job is not found (exit 1), not a usage error.
+	code, _, errOut = ciRun(t, f.args("results", "show", "jnosuchjob")...)
+	if code != ExitFailed || !strings.Contains(errOut, "no result for job") {
+		t.Errorf("results show of an unknown job: exit %d: %s", code, errOut)
+	}
+	// Matrix errors name the line and key, not a Go type.
+	dir := t.TempDir()
+	mf := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(mf, []byte("defaults:\n  pool: cpu\n  benchmark: {model: mlp, batch_size: 1, loop_count: 2}\nmatrixx:\n  pool: [cpu]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = ciRun(t, "submit", "--matrix", mf)
+	if code != ExitUsage || !strings.Contains(errOut, `line 4: unknown key "matrixx"`) || strings.Contains(errOut, "producer.") {
+		t.Errorf("matrix with an unknown key: exit %d: %s", code, errOut)
+	}
+	// worker --help's example store is where dev writes it (DIR/store).
+	_, out, _ = ciRun(t, "worker", "--help")
+	if !strings.Contains(out, "--store file:///tmp/bf/store") {
+		t.Errorf("worker --help example store:\n%s", out)
+	}
+	// The sim labels are documented.
+	doc, err := os.ReadFile("../../../docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{sim.LabelDuration, sim.LabelFail, sim.LabelFailAttempts, sim.LabelPCC, sim.LabelSamplesPerSec} {
+		if !strings.Contains(string(doc), "`"+l+"`") {
+			t.Errorf("docs/OPERATIONS.md does not document the sim label %s", l)
+		}
+	}
+}
+
+// Issue 12, item 11: --token (env NATS_TOKEN) authenticates, as the README says.
+func TestTokenFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "token.conf")
+	if err := os.WriteFile(conf, []byte("authorization { token: \"s3cret-token\" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(dir, "nats"), ConfigFile: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	url := srv.ClientURL()
+	if code, _, errOut := ciRun(t, "fleet", "status", "--nats", url, "--token", "wrong"); code == ExitOK {
+		t.Errorf("a wrong token connected: %s", errOut)
+	}
+	if code, _, errOut := ciRun(t, "submit", "--nats", url, "--token", "s3cret-token", "--pool", "sim", "--model", "simnet",
+		"--batch-size", "1", "--loop-count", "1", "--run", "tok"); code != ExitOK {
+		t.Errorf("--token: exit %d: %s", code, errOut)
 	}
 }

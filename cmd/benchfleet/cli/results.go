@@ -125,7 +125,8 @@ func (a *app) resultsShowCmd() *cobra.Command {
 				return err
 			}
 			if len(rs) == 0 {
-				return usageErr("no result for job %q", args[0])
+				// Not found is an answer, not a usage error.
+				return &exitError{code: ExitFailed, err: fmt.Errorf("no result for job %q in %s", args[0], storage.Redact(a.storeURL))}
 			}
 			return writeJSON(a.stdout, rs[len(rs)-1])
 		},

@@ -155,7 +155,7 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.nkey, "nkey", os.Getenv("NATS_NKEY"), "NATS nkey seed file (env NATS_NKEY)")
 	pf.StringVar(&a.user, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER; password from NATS_PASSWORD)")
 	a.password = os.Getenv("NATS_PASSWORD")
-	a.token = os.Getenv("NATS_TOKEN")
+	pf.StringVar(&a.token, "token", os.Getenv("NATS_TOKEN"), "NATS auth token (env NATS_TOKEN; prefer the env var, a flag shows in ps)")
 	pf.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_TLS_CA"), "CA bundle to verify NATS servers (env NATS_TLS_CA)")
 	pf.StringVar(&a.tlsCert, "tls-cert", os.Getenv("NATS_TLS_CERT"), "client certificate for NATS (env NATS_TLS_CERT)")
 	pf.StringVar(&a.tlsKey, "tls-key", os.Getenv("NATS_TLS_KEY"), "client key for NATS (env NATS_TLS_KEY)")

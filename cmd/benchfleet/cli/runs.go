@@ -27,11 +27,15 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, topo, err := a.openTopology(ctx, "benchfleet-runs")
+			nc, js, err := a.connect(ctx, "benchfleet-runs")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
+			topo, err := topology.Open(ctx, js)
+			if err != nil {
+				return err
+			}
 			keys, err := topo.Runs.ListKeys(ctx)
 			if err != nil {
 				return fmt.Errorf("list runs: %w", err)
@@ -61,9 +65,10 @@ func (a *app) runsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tCREATED\tJOBS\tPRIORITY\tCOMMIT\tSUBMITTER\tSTATE")
 			for _, m := range mans {
-				state := ""
-				if cancelled[m.Run] {
-					state = "cancelled"
+				w := &producer.Watcher{JS: js, Manifest: m, Stored: a.loadResults(ctx, m, nil)}
+				state := "?"
+				if states, err := w.Snapshot(ctx); err == nil {
+					state = producer.RunState(producer.ProgressOf(m, states), cancelled[m.Run])
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
 					producer.ShortCommit(m.Source.Commit), m.Submitter, state)
@@ -112,7 +117,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if showFormat == "json" {
 				return writeJSON(a.stdout, m)
 			}
-			fmt.Fprintf(a.stdout, "run %s: %d jobs, created %s by %s, priority %s\n", m.Run, len(m.Jobs),
+			fmt.Fprintf(a.stdout, "run %s: %s, created %s by %s, priority %s\n", m.Run, jobCount(len(m.Jobs)),
 				m.CreatedAt.Format(time.RFC3339), m.Submitter, m.Priority)
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)

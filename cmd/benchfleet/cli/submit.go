@@ -139,7 +139,10 @@ func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
 			name string
 			v    int
 		}{{"--batch-size", f.batchSize}, {"--loop-count", f.loopCount}} {
-			if chk.v <= 0 {
+			if chk.v == 0 {
+				return nil, usageErr("%s is required (a positive integer)", chk.name)
+			}
+			if chk.v < 0 {
 				return nil, usageErr("%s %d: must be a positive integer", chk.name, chk.v)
 			}
 		}
@@ -272,10 +275,10 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		return err
 	}
 	if res.Attached {
-		fmt.Fprintf(a.stdout, "run %s already submitted at %s (%d jobs): re-attaching, nothing new published\n",
-			res.Manifest.Run, res.Manifest.CreatedAt.Format(time.RFC3339), len(res.Manifest.Jobs))
+		fmt.Fprintf(a.stdout, "run %s already submitted at %s (%s): re-attaching, nothing new published\n",
+			res.Manifest.Run, res.Manifest.CreatedAt.Format(time.RFC3339), jobCount(len(res.Manifest.Jobs)))
 	} else {
-		fmt.Fprintf(a.stdout, "run %s: %d jobs submitted (%d new)\n", res.Manifest.Run, len(res.Manifest.Jobs), res.Published)
+		fmt.Fprintf(a.stdout, "run %s: %s submitted (%d new)\n", res.Manifest.Run, jobCount(len(res.Manifest.Jobs)), res.Published)
 	}
 	a.warnUnserved(ctx, topo, res.Manifest)
 	if !f.wait {

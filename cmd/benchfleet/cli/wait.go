@@ -168,7 +168,11 @@ func (p *progressPrinter) finish() {
 func progressText(pr producer.Progress) string {
 	c := pr.All
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d/%d done (%d passed, %d failed), %d running, %d queued", c.Done(), c.Total, c.Passed, c.Failed, c.Running, c.Queued)
+	fmt.Fprintf(&b, "%d/%d done (%d passed, %d failed", c.Done(), c.Total, c.Passed, c.Failed)
+	if c.Cancelled > 0 {
+		fmt.Fprintf(&b, ", %d cancelled", c.Cancelled)
+	}
+	fmt.Fprintf(&b, "), %d running, %d queued", c.Running, c.Queued)
 	if len(pr.ByPool) > 1 {
 		pools := make([]string, 0, len(pr.ByPool))
 		for k := range pr.ByPool {

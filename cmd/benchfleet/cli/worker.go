@@ -39,7 +39,7 @@ a time when its device is free, highest priority first.
 SIGTERM drains: running jobs finish (bounded by timeouts.drain), nothing new
 is claimed. A second SIGTERM stops at once and hands running jobs back.`,
 		Example: `  benchfleet worker --nats nats://nats-1:4222 --store s3://bench/farm --config /etc/benchfleet/worker.yaml
-  benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf --slots cpu=1,sim=4`,
+  benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf/store --slots cpu=1,sim=4   # beside "benchfleet dev --data /tmp/bf"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd, &f) },
 	}
