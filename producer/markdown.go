@@ -133,4 +133,3 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
-
