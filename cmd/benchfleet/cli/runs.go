@@ -138,7 +138,12 @@ func (a *app) runsCmd() *cobra.Command {
 	show.Flags().StringVar(&showFormat, "format", "table", "table or json (the manifest)")
 
 	cancel := &cobra.Command{
-		Use: "cancel RUN", Short: "Cancel a run: stop its running jobs, drop its queued ones", Args: cobra.ExactArgs(1),
+		Use: "cancel RUN", Short: "Cancel a run: stop its running jobs, remove its queued ones", Args: cobra.ExactArgs(1),
+		Long: `Cancel a run that has not finished: its running jobs are stopped by their
+workers, and its jobs still queued are removed from the queue at once (also
+those of pools no worker serves), each ended with a cancelled event and,
+with --store (or BENCHFLEET_STORE), a cancelled result. A run whose jobs
+have all ended is left as it is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := protocol.ValidID("run", args[0]); err != nil {
