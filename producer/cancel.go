@@ -86,23 +86,35 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, topo *topology.Handl
 			continue // running: its worker stops it and records the result
 		}
 		if err := topo.Jobs.DeleteMsg(ctx, seq); err != nil {
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				continue // claimed and acknowledged meanwhile
+			if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+				// Claimed and acknowledged meanwhile (the server reports
+				// "no message found"); a worker that claims it drops it.
+				continue
 			}
 			return nil, fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
 		}
 		out.Removed++
 		const why = "run cancelled before the job started (removed from the queue)"
 		var key string
+		recordedElsewhere := false
 		if req.Store != nil && j.ID != "" {
 			r := &protocol.Result{Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: m.CreatedAt,
 				Pool: j.Pool, Runner: j.Runner, Status: protocol.StatusCancelled,
 				Error:     &protocol.ResultError{Class: protocol.ClassCancelled, Message: why},
 				StartedAt: now, FinishedAt: now, Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
 				PCC: protocol.PCC{Min: j.Limits.PCCMin}}
-			if k, err := storage.Deliver(ctx, req.Store, r, nil); err == nil || errors.Is(err, storage.ErrExists) {
+			k, err := storage.Deliver(ctx, req.Store, r, nil)
+			switch {
+			case err == nil:
 				key = k
+			case errors.Is(err, storage.ErrExists):
+				// A worker claimed the job just now and recorded its
+				// cancelled result (and event) itself: say nothing more.
+				recordedElsewhere = true
 			}
+		}
+		if recordedElsewhere {
+			continue
 		}
 		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,
 			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
