@@ -349,6 +349,11 @@ func TestFirstHourMessages(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "1 job submitted") {
 		t.Errorf("submit output: %s", out)
 	}
+	// "1 worker", not "1 workers".
+	testfleet.Eventually(t, 30*time.Second, "the worker in fleet status", func() bool {
+		_, out, _ := ciRun(t, f.args("fleet", "status")...)
+		return strings.Contains(out, "1 worker, 1 device:")
+	})
 	// A missing --batch-size is required, not "0: must be positive".
 	code, _, errOut := ciRun(t, "submit", "--pool", "cpu", "--model", "mlp", "--loop-count", "4")
 	if code != ExitUsage || !strings.Contains(errOut, "--batch-size is required") {

@@ -91,5 +91,13 @@ func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.Worker
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d workers, %d devices: %d busy, %d idle, %d quarantined\n", len(sts), idle+busy+quarantined, busy, idle, quarantined)
+	workers := fmt.Sprintf("%d workers", len(sts))
+	if len(sts) == 1 {
+		workers = "1 worker"
+	}
+	devices := fmt.Sprintf("%d devices", idle+busy+quarantined)
+	if idle+busy+quarantined == 1 {
+		devices = "1 device"
+	}
+	fmt.Fprintf(w, "%s, %s: %d busy, %d idle, %d quarantined\n", workers, devices, busy, idle, quarantined)
 }
