@@ -161,7 +161,7 @@ func writeResults(w interface{ Write([]byte) (int, error) }, rs []*protocol.Resu
 				r.Run, r.Job, r.Benchmark.Model, r.Pool, r.Benchmark.BatchSize, r.Benchmark.DataFormat,
 				producer.FmtRate(r.Measurements.SamplesPerSec), producer.FmtPCC(r.PCC.Value), r.Status, producer.ShortCommit(r.Source.Commit))
 		}
-		fmt.Fprintf(tw, "(%d results)\n", len(rs))
+		fmt.Fprintf(tw, "(%s)\n", count(len(rs), "result"))
 		return tw.Flush()
 	}
 }

@@ -137,6 +137,6 @@ func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("--out %q: %w", path, err)
 	}
-	fmt.Fprintf(stdout, "exported %d results to %s\n", len(rs), path)
+	fmt.Fprintf(stdout, "exported %s to %s\n", count(len(rs), "result"), path)
 	return nil
 }

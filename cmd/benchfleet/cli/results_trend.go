@@ -59,7 +59,7 @@ a self-contained SVG written atomically. PNG is not supported in this build.`,
 			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
 				return fmt.Errorf("--out %q: %w", out, err)
 			}
-			fmt.Fprintf(a.stdout, "wrote the %s trend of %d results to %s\n", m, len(rs), out)
+			fmt.Fprintf(a.stdout, "wrote the %s trend of %s to %s\n", m, count(len(rs), "result"), out)
 			return nil
 		},
 	}
@@ -105,7 +105,7 @@ previous passed result, commit and run. The file is written atomically.`,
 			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
 				return fmt.Errorf("--out %q: %w", out, err)
 			}
-			fmt.Fprintf(a.stdout, "wrote a report of %d results to %s\n", len(rs), out)
+			fmt.Fprintf(a.stdout, "wrote a report of %s to %s\n", count(len(rs), "result"), out)
 			return nil
 		},
 	}

@@ -222,9 +222,12 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 }
 
 // jobCount is "1 job" or "n jobs".
-func jobCount(n int) string {
+func jobCount(n int) string { return count(n, "job") }
+
+// count is "1 noun" or "n nouns".
+func count(n int, noun string) string {
 	if n == 1 {
-		return "1 job"
+		return "1 " + noun
 	}
-	return fmt.Sprintf("%d jobs", n)
+	return fmt.Sprintf("%d %ss", n, noun)
 }
