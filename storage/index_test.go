@@ -217,7 +217,10 @@ func TestQueryLateResultForCompactedDate(t *testing.T) {
 
 	before := indexKeys(t, b)
 	cst := mustCompact(t, b, CompactOptions{})
-	if cst.Written != 1 || cst.Current != 4 || cst.Removed != 1 || cst.Rows != 41 {
+	// The other four are current; under load they may have settled since
+	// the first compact and get their stamp recorded (Restamped, same
+	// part names and rows), which is not a rewrite (issue 12, item 10).
+	if cst.Written != 1 || cst.Current+cst.Restamped != 4 || cst.Removed != 1 || cst.Rows != 41 {
 		t.Fatalf("compact after a late result: %+v, want one partition rewritten", cst)
 	}
 	after := indexKeys(t, b)
