@@ -20,7 +20,7 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 	out := r.Outcome()
 	passed, failed, regressions, improved := r.Counts()
 	fmt.Fprintf(&b, "## benchfleet run `%s`: %s\n\n", m.Run, out)
-	fmt.Fprintf(&b, "**%s**: %d jobs, %d passed, %d failed", out, len(r.Rows), passed, failed)
+	fmt.Fprintf(&b, "**%s**: %s, %d passed, %d failed", out, fmt.Sprintf("%d %s", len(r.Rows), plural(len(r.Rows), "job", "jobs")), passed, failed)
 	if r.Verdicts != nil {
 		fmt.Fprintf(&b, "; %d %s, %d improved", regressions, plural(regressions, "regression", "regressions"), improved)
 		if !r.GateOn && regressions > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/benchfleet/benchfleet/internal/yamlerr"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -105,7 +106,7 @@ func ParseMatrix(data []byte) (*Matrix, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("matrix: the file is empty")
 		}
-		return nil, fmt.Errorf("matrix: %w", err)
+		return nil, fmt.Errorf("matrix: %w", yamlerr.Clean(err))
 	}
 	var extra any
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {

@@ -63,6 +63,9 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		return err
 	}, jetstream.ErrKeyNotFound)
 	if m := existing; err == nil {
+		if err := sameJobs(m, s.Jobs); err != nil {
+			return nil, err
+		}
 		return &SubmitResult{Manifest: m, Attached: true}, nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, err
@@ -82,7 +85,7 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
 		}
 		man.Jobs = append(man.Jobs, protocol.ManifestJob{ID: j.ID, Pool: j.Pool, Runner: j.Runner,
-			Model: j.Benchmark.Model, Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat})
+			Model: j.Benchmark.Model, Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat, Cell: j.Cell()})
 	}
 	// Publish asynchronously, bounded, then wait for every ack.
 	futures := make([]jetstream.PubAckFuture, 0, len(s.Jobs))

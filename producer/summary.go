@@ -90,6 +90,13 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return tw.Flush()
 }
 
+// FmtRate renders samples/sec as every table prints it: "-" when not measured.
+func FmtRate(v float64) string { return fmtRate(v) }
+
+// FmtPCC renders a PCC as every table prints it: "-" when the check did not
+// run, six decimals, or the distance from 1 when six decimals would read 1.
+func FmtPCC(v float64) string { return fmtPCC(v) }
+
 func fmtRate(v float64) string {
 	if v == 0 {
 		return "-"

@@ -114,40 +114,100 @@ type TrendOptions struct {
 	Title string
 	// Width is the image width in pixels (default 960, at least 480).
 	Width int
+	// Gate is the rule that flags a point as a regression (or an
+	// improvement) against the earlier passed points of its series, as
+	// `results gate` does; zero fields take the gate's defaults. Only
+	// samples/sec is judged.
+	Gate GateConfig
 }
 
 // Plot geometry, in pixels.
 const (
 	svgMarginLeft   = 80
-	svgMarginRight  = 24
-	svgMarginTop    = 44
-	svgPlotHeight   = 340
-	svgAxisBelow    = 48
-	svgLegendLine   = 18
-	svgLegendMargin = 12
-	// svgLegendColumn is the width of a legend column; names longer than
-	// svgLegendColumnChars force a single column.
-	svgLegendColumn      = 280
-	svgLegendColumnChars = 34
-	svgMinWidth          = 480
-	svgDefaultWidth      = 960
+	svgMarginRight  = 16
+	svgTitleHeight  = 40
+	svgPanelTitle   = 22
+	svgPanelHeight  = 150
+	svgPanelAxis    = 26
+	svgPanelGap     = 18
+	svgLegendWidth  = 210
+	svgLegendLine   = 16
+	svgFooterHeight = 66
+	svgMinWidth     = 480
+	svgDefaultWidth = 960
+	// svgLegendChars is the longest series label the legend prints whole.
+	svgLegendChars = 30
 )
 
-// trendPalette colours the series in turn; after a full cycle the lines
-// are dashed so that they stay distinguishable.
+// trendPalette colours the series of a panel in turn; after a full cycle the
+// lines are dashed so that they stay distinguishable.
 var trendPalette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
 	"#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79"}
 
-// failColour marks results that did not pass.
-const failColour = "#d62728"
+// Marker colours.
+const (
+	failColour       = "#d62728"
+	regressionColour = "#d62728"
+	improvedColour   = "#2ca02c"
+)
 
-// WriteTrendSVG draws rs as a self-contained SVG document: one polyline per
+// trendPanel is the series of one model: they share a y axis.
+type trendPanel struct {
+	Title string
+	Lines []TrendLine
+	// Verdicts[i][k] judges Lines[i].Results[k] (gate rule).
+	Verdicts [][]Judgement
+}
+
+// trendPanels groups lines by model (TrendLines order), judging every
+// passed point with the gate's rule against the earlier passed points of
+// its series.
+func trendPanels(lines []TrendLine, gate GateConfig) []trendPanel {
+	var panels []trendPanel
+	index := map[string]int{}
+	for _, l := range lines {
+		key := l.Series.Model
+		i, ok := index[key]
+		if !ok {
+			i = len(panels)
+			index[key] = i
+			panels = append(panels, trendPanel{Title: key})
+		}
+		panels[i].Lines = append(panels[i].Lines, l)
+		panels[i].Verdicts = append(panels[i].Verdicts, judgeLine(l, gate))
+	}
+	return panels
+}
+
+// judgeLine applies the gate's rule to every result of a series: a passed
+// result against the samples/sec of the series' earlier passed results (the
+// last Window of them), a result that did not pass is failed.
+func judgeLine(l TrendLine, gate GateConfig) []Judgement {
+	out := make([]Judgement, len(l.Results))
+	var history []float64
+	for k, r := range l.Results {
+		passed := r.Status == protocol.StatusPassed
+		out[k] = gate.Judge(passed, r.Measurements.SamplesPerSec, history)
+		if passed && r.Measurements.SamplesPerSec > 0 {
+			history = append(history, r.Measurements.SamplesPerSec)
+		}
+	}
+	return out
+}
+
+// WriteTrendSVG draws rs as a self-contained SVG document: one panel per
+// model, stacked, sharing the time axis; in each panel one polyline per
 // series (TrendLines) through the metric of its passed results over run
-// creation time, every passed result marked with a dot, every other result
-// (failed, error, timeout, cancelled) with a red cross — at its value when it
-// has one, else on the bottom axis. Axes carry labelled ticks (UTC dates or
-// times, values) and a legend names each series. All text is XML-escaped.
-// Times are shown in UTC. rs must not be empty.
+// creation time, every passed result marked with a dot. The y axis of a
+// panel is fitted to its passed results (not from 0), so a 10% step shows
+// as one. A result that did not pass is a red cross at its value when that
+// lies inside the axis, else at the edge it is beyond (drawn as a triangle),
+// and on the bottom edge when it has no value: it never sets the range. A
+// samples/sec point the gate's rule judges a regression (TrendOptions.Gate)
+// is ringed in red with its change; an improvement in green. Axes carry
+// labelled ticks (UTC dates or times, values) and each panel's legend names
+// its series. All text is XML-escaped. Times are shown in UTC. rs must not
+// be empty.
 func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 	if len(rs) == 0 {
 		return fmt.Errorf("trend: no results to draw")
@@ -158,6 +218,10 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 	if _, err := ParseMetric(string(o.Metric)); err != nil {
 		return fmt.Errorf("trend: %w", err)
 	}
+	gate, err := o.Gate.WithDefaults()
+	if err != nil {
+		return fmt.Errorf("trend: %w", err)
+	}
 	if o.Title == "" {
 		o.Title = o.Metric.Label() + " over time"
 	}
@@ -165,12 +229,10 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 		o.Width = svgDefaultWidth
 	}
 	o.Width = max(o.Width, svgMinWidth)
-	lines := TrendLines(rs)
+	panels := trendPanels(TrendLines(rs), gate)
 
-	// Ranges: time over every result; values over passed results and
-	// the figures that other results have.
+	// The time axis is shared: every result.
 	tmin, tmax := rs[0].RunCreatedAt, rs[0].RunCreatedAt
-	vmin, vmax := math.Inf(1), math.Inf(-1)
 	for _, r := range rs {
 		if r.RunCreatedAt.Before(tmin) {
 			tmin = r.RunCreatedAt
@@ -178,44 +240,26 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 		if r.RunCreatedAt.After(tmax) {
 			tmax = r.RunCreatedAt
 		}
-		if v, ok := plotValue(o.Metric, r); ok {
-			vmin, vmax = math.Min(vmin, v), math.Max(vmax, v)
-		}
 	}
-	if math.IsInf(vmin, 0) {
-		vmin, vmax = 0, 1
+	if tmax.Sub(tmin) < 10*time.Minute {
+		mid := tmin.Add(tmax.Sub(tmin) / 2)
+		tmin, tmax = mid.Add(-5*time.Minute), mid.Add(5*time.Minute)
 	}
-	yTicks, ystep := niceTicks(vmin, vmax, 6)
-	ylo, yhi := yTicks[0], yTicks[len(yTicks)-1]
-	if tmax.Sub(tmin) < time.Minute {
-		tmin, tmax = tmin.Add(-12*time.Hour), tmax.Add(12*time.Hour)
-	}
-	pad := tmax.Sub(tmin) / 50 // keep the first and last points off the frame
+	pad := tmax.Sub(tmin) / 30 // keep the first and last points off the frame
 	tmin, tmax = tmin.Add(-pad), tmax.Add(pad)
-	xTicks, xfmt := timeTicks(tmin, tmax, max(3, (o.Width-svgMarginLeft-svgMarginRight)/130))
 
-	plotW := float64(o.Width - svgMarginLeft - svgMarginRight)
-	x0, y0 := float64(svgMarginLeft), float64(svgMarginTop)
+	legendW := svgLegendWidth
+	if o.Width < 720 {
+		legendW = 150
+	}
+	plotW := float64(o.Width - svgMarginLeft - svgMarginRight - legendW)
+	x0 := float64(svgMarginLeft)
+	xTicks, xfmt := timeTicks(tmin, tmax, max(3, int(plotW)/110))
 	xOf := func(t time.Time) float64 {
 		return x0 + plotW*float64(t.Sub(tmin))/float64(tmax.Sub(tmin))
 	}
-	yOf := func(v float64) float64 {
-		return y0 + svgPlotHeight*(1-(v-ylo)/(yhi-ylo))
-	}
-	// The legend fills columns of svgLegendColumn pixels, one column when a
-	// name would not fit.
-	cols := max(1, int(plotW)/svgLegendColumn)
-	for _, l := range lines {
-		if len(l.Name) > svgLegendColumnChars {
-			cols = 1
-		}
-	}
-	legendTop := svgMarginTop + svgPlotHeight + svgAxisBelow
-	legendRows := (len(lines) + 1 + cols - 1) / cols
-	legendAt := func(i int) (int, int) {
-		return svgMarginLeft + (i/legendRows)*svgLegendColumn, legendTop + (i%legendRows)*svgLegendLine
-	}
-	height := legendTop + svgLegendLine*legendRows + svgLegendMargin
+	panelH := svgPanelTitle + svgPanelHeight + svgPanelAxis + svgPanelGap
+	height := svgTitleHeight + len(panels)*panelH + svgFooterHeight
 
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -226,82 +270,175 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 	p(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
 	p(`<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", svgMarginLeft, xmlText(o.Title))
 
-	// Grid, ticks and tick labels.
-	p(`<g class="y-axis" stroke="#e0e0e0">` + "\n")
-	for _, v := range yTicks {
-		y := yOf(v)
-		p(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(x0), f1(y), f1(x0+plotW), f1(y))
-		p(`<text x="%s" y="%s" text-anchor="end" dominant-baseline="middle" stroke="none" fill="#333">%s</text>`+"\n",
-			f1(x0-6), f1(y), xmlText(fmtTick(v, ystep)))
-	}
-	p("</g>\n")
-	p(`<g class="x-axis" stroke="#e0e0e0">` + "\n")
-	for _, t := range xTicks {
-		x := xOf(t)
-		p(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(x), f1(y0), f1(x), f1(y0+svgPlotHeight))
-		p(`<text x="%s" y="%s" text-anchor="middle" stroke="none" fill="#333">%s</text>`+"\n",
-			f1(x), f1(y0+svgPlotHeight+16), xmlText(t.UTC().Format(xfmt)))
-	}
-	p("</g>\n")
-	p(`<rect x="%s" y="%s" width="%s" height="%d" fill="none" stroke="#333"/>`+"\n", f1(x0), f1(y0), f1(plotW), svgPlotHeight)
-	p(`<text x="16" y="%s" text-anchor="middle" transform="rotate(-90 16 %s)">%s</text>`+"\n",
-		f1(y0+svgPlotHeight/2), f1(y0+svgPlotHeight/2), xmlText(o.Metric.Label()))
-	p(`<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n",
-		f1(x0+plotW/2), f1(y0+svgPlotHeight+36), "run created (UTC)")
+	for pi, pn := range panels {
+		top := float64(svgTitleHeight + pi*panelH)
+		y0 := top + svgPanelTitle
+		// Fitted to the passed results of the panel.
+		vmin, vmax := math.Inf(1), math.Inf(-1)
+		for _, l := range pn.Lines {
+			for _, r := range l.Results {
+				if v, ok := plotValue(o.Metric, r); ok && r.Status == protocol.StatusPassed {
+					vmin, vmax = math.Min(vmin, v), math.Max(vmax, v)
+				}
+			}
+		}
+		if math.IsInf(vmin, 0) { // nothing passed: fit the other figures
+			for _, l := range pn.Lines {
+				for _, r := range l.Results {
+					if v, ok := plotValue(o.Metric, r); ok {
+						vmin, vmax = math.Min(vmin, v), math.Max(vmax, v)
+					}
+				}
+			}
+		}
+		if math.IsInf(vmin, 0) {
+			vmin, vmax = 0, 1
+		}
+		if spread := vmax - vmin; spread < 0.02*math.Abs(vmax) {
+			// A flat series: show ±2% around it, so noise is not magnified.
+			mid := (vmax + vmin) / 2
+			vmin, vmax = mid-0.02*math.Abs(mid), mid+0.02*math.Abs(mid)
+		}
+		// A margin of 8% keeps the extreme points off the frame.
+		margin := 0.08 * (vmax - vmin)
+		yTicks, ystep := niceTicks(vmin-margin, vmax+margin, 4)
+		ylo, yhi := yTicks[0], yTicks[len(yTicks)-1]
+		yOf := func(v float64) float64 {
+			return y0 + svgPanelHeight*(1-(v-ylo)/(yhi-ylo))
+		}
 
-	// One group per series: the line through passed results, their
-	// markers, then the crosses of the others.
-	for i, l := range lines {
-		colour, dash := trendPalette[i%len(trendPalette)], ""
-		if i >= len(trendPalette) {
-			dash = ` stroke-dasharray="6 3"`
-		}
-		p(`<g class="series" data-series="%s">`+"\n", xmlText(l.Name))
-		var pts []string
-		for _, r := range l.Results {
-			if r.Status == protocol.StatusPassed {
-				v, _ := plotValue(o.Metric, r)
-				pts = append(pts, f1(xOf(r.RunCreatedAt))+","+f1(yOf(v)))
-			}
-		}
-		p(`<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", colour, dash, strings.Join(pts, " "))
-		for _, r := range l.Results {
-			x := xOf(r.RunCreatedAt)
-			v, ok := plotValue(o.Metric, r)
-			tip := xmlText(fmt.Sprintf("%s\nrun %s, job %s\n%s UTC\ncommit %s\n%s: %s (%s)", l.Name, r.Run, r.Job,
-				r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), ShortCommit(r.Source.Commit), o.Metric.Label(),
-				strconv.FormatFloat(o.Metric.Of(r), 'g', 6, 64), r.Status))
-			if r.Status == protocol.StatusPassed {
-				p(`<circle cx="%s" cy="%s" r="3.5" fill="%s"><title>%s</title></circle>`+"\n", f1(x), f1(yOf(v)), colour, tip)
-				continue
-			}
-			y := y0 + svgPlotHeight
-			if ok {
-				y = yOf(v)
-			}
-			p(`<path class="failed" d="M%s %sL%s %sM%s %sL%s %s" stroke="%s" stroke-width="2"><title>%s</title></path>`+"\n",
-				f1(x-4), f1(y-4), f1(x+4), f1(y+4), f1(x-4), f1(y+4), f1(x+4), f1(y-4), failColour, tip)
+		p(`<g class="panel" data-panel="%s">`+"\n", xmlText(pn.Title))
+		p(`<text x="%s" y="%s" font-size="13" font-weight="bold">%s</text>`+"\n", f1(x0), f1(top+15), xmlText(pn.Title))
+		p(`<g class="y-axis" stroke="#e6e6e6">` + "\n")
+		for _, v := range yTicks {
+			y := yOf(v)
+			p(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(x0), f1(y), f1(x0+plotW), f1(y))
+			p(`<text x="%s" y="%s" text-anchor="end" dominant-baseline="middle" stroke="none" fill="#333">%s</text>`+"\n",
+				f1(x0-6), f1(y), xmlText(fmtTick(v, ystep)))
 		}
 		p("</g>\n")
+		p(`<g class="x-axis" stroke="#e6e6e6">` + "\n")
+		for _, t := range xTicks {
+			x := xOf(t)
+			p(`<line x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", f1(x), f1(y0), f1(x), f1(y0+svgPanelHeight))
+			p(`<text x="%s" y="%s" text-anchor="middle" stroke="none" fill="#333">%s</text>`+"\n",
+				f1(x), f1(y0+svgPanelHeight+15), xmlText(t.UTC().Format(xfmt)))
+		}
+		p("</g>\n")
+		p(`<rect x="%s" y="%s" width="%s" height="%d" fill="none" stroke="#333"/>`+"\n", f1(x0), f1(y0), f1(plotW), svgPanelHeight)
+		p(`<text x="16" y="%s" text-anchor="middle" transform="rotate(-90 16 %s)" fill="#333">%s</text>`+"\n",
+			f1(y0+svgPanelHeight/2), f1(y0+svgPanelHeight/2), xmlText(o.Metric.Label()))
+
+		for i, l := range pn.Lines {
+			colour, dash := trendPalette[i%len(trendPalette)], ""
+			if i >= len(trendPalette) {
+				dash = ` stroke-dasharray="6 3"`
+			}
+			p(`<g class="series" data-series="%s">`+"\n", xmlText(l.Name))
+			var pts []string
+			for _, r := range l.Results {
+				if r.Status == protocol.StatusPassed {
+					v, _ := plotValue(o.Metric, r)
+					pts = append(pts, f1(xOf(r.RunCreatedAt))+","+f1(yOf(v)))
+				}
+			}
+			p(`<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", colour, dash, strings.Join(pts, " "))
+			for k, r := range l.Results {
+				x := xOf(r.RunCreatedAt)
+				v, ok := plotValue(o.Metric, r)
+				j := pn.Verdicts[i][k]
+				figure := "not measured"
+				if m := o.Metric.Of(r); m != 0 {
+					figure = strconv.FormatFloat(m, 'g', 6, 64)
+				}
+				tipText := fmt.Sprintf("%s\nrun %s, job %s\n%s UTC\ncommit %s\n%s: %s (%s)", l.Name, r.Run, r.Job,
+					r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), ShortCommit(r.Source.Commit), o.Metric.Label(), figure, r.Status)
+				if j.HasBaseline && r.Status == protocol.StatusPassed {
+					tipText += fmt.Sprintf("\n%s: %s vs median of %d earlier", j.Verdict, FmtChange(&j.Change), j.N)
+				}
+				tip := xmlText(tipText)
+				if r.Status == protocol.StatusPassed {
+					y := yOf(v)
+					p(`<circle cx="%s" cy="%s" r="3.5" fill="%s"><title>%s</title></circle>`+"\n", f1(x), f1(y), colour, tip)
+					if o.Metric == MetricSamplesPerSec && (j.Verdict == VerdictRegression || j.Verdict == VerdictImproved) {
+						c, cls := regressionColour, "regression"
+						if j.Verdict == VerdictImproved {
+							c, cls = improvedColour, "improved"
+						}
+						p(`<g class="%s"><circle cx="%s" cy="%s" r="8" fill="none" stroke="%s" stroke-width="2"><title>%s</title></circle>`+
+							`<text x="%s" y="%s" text-anchor="end" font-weight="bold" fill="%s">%s</text></g>`+"\n",
+							cls, f1(x), f1(y), c, tip, f1(x-10), f1(y-8), c, xmlText(FmtChange(&j.Change)))
+					}
+					continue
+				}
+				// Not passed: at its value inside the axis, else at the edge.
+				bottom, topEdge := y0+svgPanelHeight, y0
+				switch {
+				case !ok:
+					p(`<path class="failed" d="M%s %sL%s %sM%s %sL%s %s" stroke="%s" stroke-width="2"><title>%s</title></path>`+"\n",
+						f1(x-4), f1(bottom-4), f1(x+4), f1(bottom+4), f1(x-4), f1(bottom+4), f1(x+4), f1(bottom-4), failColour, tip)
+				case v > yhi:
+					p(`<path class="failed off-scale" d="M%s %sL%s %sL%s %sZ" fill="%s"><title>%s</title></path>`+"\n",
+						f1(x), f1(topEdge-1), f1(x-5), f1(topEdge+8), f1(x+5), f1(topEdge+8), failColour, tip)
+				case v < ylo:
+					p(`<path class="failed off-scale" d="M%s %sL%s %sL%s %sZ" fill="%s"><title>%s</title></path>`+"\n",
+						f1(x), f1(bottom+1), f1(x-5), f1(bottom-8), f1(x+5), f1(bottom-8), failColour, tip)
+				default:
+					y := yOf(v)
+					p(`<path class="failed" d="M%s %sL%s %sM%s %sL%s %s" stroke="%s" stroke-width="2"><title>%s</title></path>`+"\n",
+						f1(x-4), f1(y-4), f1(x+4), f1(y+4), f1(x-4), f1(y+4), f1(x+4), f1(y-4), failColour, tip)
+				}
+			}
+			p("</g>\n")
+		}
+
+		// The panel's legend, right of the plot: the series without the
+		// panel's model.
+		lx := int(x0+plotW) + 14
+		p(`<g class="legend">` + "\n")
+		for i, l := range pn.Lines {
+			ly := int(y0) + 8 + i*svgLegendLine
+			if ly > int(y0)+svgPanelHeight+svgPanelAxis-8 {
+				p(`<text x="%d" y="%d" fill="#666">… %d more</text>`+"\n", lx, ly, len(pn.Lines)-i)
+				break
+			}
+			colour, dash := trendPalette[i%len(trendPalette)], ""
+			if i >= len(trendPalette) {
+				dash = ` stroke-dasharray="6 3"`
+			}
+			label := strings.TrimPrefix(l.Name, pn.Title+"/")
+			if len(label) > svgLegendChars {
+				label = label[:svgLegendChars-1] + "…"
+			}
+			p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/><circle cx="%d" cy="%d" r="3" fill="%s"/>`+"\n",
+				lx, ly, lx+20, ly, colour, dash, lx+10, ly, colour)
+			p(`<text x="%d" y="%d" dominant-baseline="middle"><title>%s</title>%s (%d)</text>`+"\n", lx+26, ly, xmlText(l.Name), xmlText(label), len(l.Results))
+		}
+		p("</g>\n</g>\n")
 	}
 
-	// Legend.
-	p(`<g class="legend">` + "\n")
-	for i, l := range lines {
-		x, y := legendAt(i)
-		colour, dash := trendPalette[i%len(trendPalette)], ""
-		if i >= len(trendPalette) {
-			dash = ` stroke-dasharray="6 3"`
-		}
-		p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/><circle cx="%d" cy="%d" r="3.5" fill="%s"/>`+"\n",
-			x, y, x+24, y, colour, dash, x+12, y, colour)
-		p(`<text x="%d" y="%d" dominant-baseline="middle">%s (%d)</text>`+"\n", x+32, y, xmlText(l.Name), len(l.Results))
+	// Footer: the time axis' name and the key to the markers.
+	fy := svgTitleHeight + len(panels)*panelH + 8
+	p(`<g class="key">` + "\n")
+	axis := "run created (UTC)"
+	if sameDay(tmin, tmax) {
+		axis = "run created (UTC, " + tmin.UTC().Format("2006-01-02") + ")"
 	}
-	x, y := legendAt(len(lines))
-	p(`<path d="M%d %dL%d %dM%d %dL%d %d" stroke="%s" stroke-width="2"/>`+"\n", x+8, y-4, x+16, y+4, x+8, y+4, x+16, y-4, failColour)
-	p(`<text x="%d" y="%d" dominant-baseline="middle">not passed</text>`+"\n", x+32, y)
+	p(`<text x="%s" y="%d" text-anchor="middle" fill="#333">%s</text>`+"\n", f1(x0+plotW/2), fy, axis)
+	ky := fy + 22
+	kx := svgMarginLeft
+	p(`<circle cx="%d" cy="%d" r="3.5" fill="#333"/><text x="%d" y="%d" dominant-baseline="middle">passed</text>`+"\n", kx+6, ky, kx+16, ky)
+	kx += 80
+	p(`<path d="M%d %dL%d %dM%d %dL%d %d" stroke="%s" stroke-width="2"/>`+"\n", kx+2, ky-4, kx+10, ky+4, kx+2, ky+4, kx+10, ky-4, failColour)
+	p(`<text x="%d" y="%d" dominant-baseline="middle">not passed (▲▼ beyond the axis; on the bottom edge when not measured)</text>`+"\n", kx+16, ky)
+	if o.Metric == MetricSamplesPerSec {
+		kx, ky = svgMarginLeft, ky+20
+		p(`<circle cx="%d" cy="%d" r="7" fill="none" stroke="%s" stroke-width="2"/>`+"\n", kx+6, ky, regressionColour)
+		p(`<text x="%d" y="%d" dominant-baseline="middle">regression (the gate's rule): more than %s below, and outside %g·σ of, the median of the series' last %d earlier passed results</text>`+"\n",
+			kx+18, ky, strconv.FormatFloat(gate.Threshold*100, 'f', -1, 64)+"%", gate.NoiseK, gate.Window)
+	}
 	p("</g>\n</svg>\n")
-	_, err := w.Write(b.Bytes())
+	_, err = w.Write(b.Bytes())
 	return err
 }
 
@@ -365,34 +502,55 @@ func fmtTick(v, step float64) string {
 	return strconv.FormatFloat(v, 'f', dec, 64)
 }
 
-// timeTicks returns round UTC times within [lo, hi], at most about n, and the
-// layout to print them with.
+// timeTicks returns round UTC times within [lo, hi], about n and at least
+// three when a step of a minute allows it, and the layout to print them
+// with: times of day when the span is within one UTC day (the day is then
+// in the axis title), else dates (with times for steps under a day).
 func timeTicks(lo, hi time.Time, n int) ([]time.Time, string) {
 	const day = 24 * time.Hour
-	steps := []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour,
-		3 * time.Hour, 6 * time.Hour, 12 * time.Hour, day, 2 * day, 7 * day, 14 * day, 28 * day, 91 * day, 182 * day, 364 * day}
+	steps := []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
+		30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, day, 2 * day,
+		7 * day, 14 * day, 28 * day, 91 * day, 182 * day, 364 * day}
 	span := hi.Sub(lo)
-	step := steps[len(steps)-1]
-	for _, s := range steps {
+	at := len(steps) - 1
+	for i, s := range steps {
 		if span/s <= time.Duration(n) {
-			step = s
+			at = i
 			break
 		}
 	}
+	step := steps[at]
 	for span/step > time.Duration(n) {
 		step *= 2
 	}
+	ticksOf := func(step time.Duration) []time.Time {
+		var ticks []time.Time
+		for t := lo.UTC().Truncate(step); !t.After(hi); t = t.Add(step) {
+			if !t.Before(lo) {
+				ticks = append(ticks, t)
+			}
+		}
+		return ticks
+	}
+	ticks := ticksOf(step)
+	for len(ticks) < 3 && at > 0 && step == steps[at] {
+		at--
+		step = steps[at]
+		ticks = ticksOf(step)
+	}
 	layout := "2006-01-02"
-	if step < day {
+	switch {
+	case sameDay(lo, hi):
+		layout = "15:04"
+	case step < day:
 		layout = "01-02 15:04"
 	}
-	var ticks []time.Time
-	for t := lo.UTC().Truncate(step); !t.After(hi); t = t.Add(step) {
-		if !t.Before(lo) {
-			ticks = append(ticks, t)
-		}
-	}
 	return ticks, layout
+}
+
+// sameDay reports whether a and b fall on one UTC date.
+func sameDay(a, b time.Time) bool {
+	return a.UTC().Format("2006-01-02") == b.UTC().Format("2006-01-02")
 }
 
 // ReportOptions configures WriteReportHTML.
@@ -404,6 +562,9 @@ type ReportOptions struct {
 	Query string
 	// Now is the generation time printed in the footer (default time.Now()).
 	Now time.Time
+	// Gate is the rule that flags regressions (zero fields: the gate's
+	// defaults).
+	Gate GateConfig
 }
 
 // ReportRow is one series' latest result in the report's table.
@@ -415,15 +576,25 @@ type ReportRow struct {
 	// series' previous passed result; nil when either is missing, Latest
 	// did not pass, or the previous figure is zero.
 	Change *float64
+	// Judgement is the gate's rule applied to Latest against the median of
+	// the series' earlier passed results (regression, improved, ok,
+	// insufficient-history or failed).
+	Judgement Judgement
 }
 
 // ReportRows is the latest result of every series (TrendLines order), with
-// its change against the previous passed result of that series.
+// its change against the previous passed result of that series and the
+// gate's judgement (default GateConfig) against the earlier ones.
 func ReportRows(rs []*protocol.Result) []ReportRow {
+	gate, _ := GateConfig{}.WithDefaults()
+	return reportRows(rs, gate)
+}
+
+func reportRows(rs []*protocol.Result, gate GateConfig) []ReportRow {
 	var rows []ReportRow
 	for _, l := range TrendLines(rs) {
 		n := len(l.Results)
-		row := ReportRow{Series: l.Series, Name: l.Name, Latest: l.Results[n-1]}
+		row := ReportRow{Series: l.Series, Name: l.Name, Latest: l.Results[n-1], Judgement: judgeLine(l, gate)[n-1]}
 		if row.Latest.Status == protocol.StatusPassed {
 			for i := n - 2; i >= 0; i-- {
 				prev := l.Results[i]
@@ -445,6 +616,8 @@ func ReportRows(rs []*protocol.Result) []ReportRow {
 type reportPage struct {
 	Title, Query, Generated string
 	Total, Series           int
+	Regressions             []reportRowView
+	GateRule                string
 	Statuses                []statusCount
 	From, To                string
 	SVG                     template.HTML
@@ -457,8 +630,11 @@ type statusCount struct {
 }
 
 type reportRowView struct {
-	Name, Rate, PCC, Status, Commit, CommitFull, Run, Change, ChangeClass, Created string
-	Passed                                                                         bool
+	Name, Rate, PCC, Status, Commit, CommitFull, Run, Change, Created string
+	Verdict, VerdictChange, VerdictClass, Baseline                    string
+	Passed                                                            bool
+	// Group is the model heading shown above the row (first row of a model).
+	Group string
 }
 
 var reportTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -472,7 +648,9 @@ table { border-collapse: collapse; margin-top: 1em; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.notpassed td { background: #fdecea; }
-.worse { color: #c62828; } .better { color: #2e7d32; }
+.worse { color: #c62828; font-weight: bold; } .better { color: #2e7d32; }
+tr.group th { background: #f3f3f3; text-align: left; }
+ul.regressions li { color: #c62828; }
 .muted { color: #666; font-size: 90%; }
 svg { max-width: 100%; height: auto; }
 </style>
@@ -485,16 +663,22 @@ svg { max-width: 100%; height: auto; }
 <li>{{.Total}} results in {{.Series}} series, runs created {{.From}} to {{.To}} (UTC)</li>
 {{range .Statuses}}<li class="status-{{.Status}}">{{.Status}}: {{.N}}</li>
 {{end}}</ul>
+<h2>Regressions</h2>
+{{if .Regressions}}<ul class="regressions">
+{{range .Regressions}}<li><b>{{.Name}}</b>: {{.Rate}} samples/sec, {{.VerdictChange}} against {{.Baseline}} (run <code>{{.Run}}</code>, commit <code>{{.Commit}}</code>)</li>
+{{end}}</ul>{{else}}<p>None: no series' latest result is a regression by the gate's rule.</p>{{end}}
+<p class="muted">{{.GateRule}}</p>
 <h2>Samples/sec over time</h2>
 {{.SVG}}
-<h2>Latest result per series</h2>
+<h2 id="latest">Latest result per series</h2>
 <table>
-<thead><tr><th>Series</th><th>Samples/sec</th><th>PCC</th><th>Status</th><th>Commit</th><th>Run</th><th>Created (UTC)</th><th>Change vs previous</th></tr></thead>
+<thead><tr><th>Series</th><th>Samples/sec</th><th>PCC</th><th>Status</th><th>Verdict</th><th>Change vs baseline</th><th>Change vs previous</th><th>Commit</th><th>Run</th><th>Created (UTC)</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr class="{{if not .Passed}}notpassed{{end}}"><td>{{.Name}}</td><td class="num">{{.Rate}}</td><td class="num">{{.PCC}}</td><td>{{.Status}}</td><td title="{{.CommitFull}}"><code>{{.Commit}}</code></td><td><code>{{.Run}}</code></td><td>{{.Created}}</td><td class="num {{.ChangeClass}}">{{.Change}}</td></tr>
+{{range .Rows}}{{if .Group}}<tr class="group"><th colspan="10">{{.Group}}</th></tr>
+{{end}}<tr class="{{if not .Passed}}notpassed{{end}}"><td>{{.Name}}</td><td class="num">{{.Rate}}</td><td class="num">{{.PCC}}</td><td>{{.Status}}</td><td class="{{.VerdictClass}}">{{.Verdict}}</td><td class="num {{.VerdictClass}}" title="{{.Baseline}}">{{.VerdictChange}}</td><td class="num">{{.Change}}</td><td title="{{.CommitFull}}"><code>{{.Commit}}</code></td><td><code>{{.Run}}</code></td><td>{{.Created}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="muted">Change is samples/sec of the latest result against the previous passed result of the same series. Generated {{.Generated}} by benchfleet.</p>
+<p class="muted">Change vs baseline: samples/sec of the latest result against the median of the series' earlier passed results (the gate's baseline); only a regression or an improvement by the gate's rule is coloured. Change vs previous: against the previous passed result. Generated {{.Generated}} by benchfleet.</p>
 </body>
 </html>
 `))
@@ -515,7 +699,8 @@ func WriteReportHTML(w io.Writer, rs []*protocol.Result, o ReportOptions) error 
 		o.Now = time.Now()
 	}
 	var svg bytes.Buffer
-	if err := WriteTrendSVG(&svg, rs, TrendOptions{Metric: MetricSamplesPerSec}); err != nil {
+	if err := WriteTrendSVG(&svg, rs, TrendOptions{Metric: MetricSamplesPerSec, Gate: o.Gate,
+		Title: "One panel per model; each y axis fitted to its passed results"}); err != nil {
 		return err
 	}
 	// Inline the SVG element without its XML declaration.
@@ -550,21 +735,34 @@ func WriteReportHTML(w io.Writer, rs []*protocol.Result, o ReportOptions) error 
 	for _, s := range other {
 		page.Statuses = append(page.Statuses, statusCount{s, counts[s]})
 	}
-	rows := ReportRows(rs)
+	gate, err := o.Gate.WithDefaults()
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	page.GateRule = fmt.Sprintf("Gate rule: a drop of more than %s that is also outside %g·σ (σ = 1.4826·MAD) of the median of the series' last %d earlier passed results; at least %d of them are needed.",
+		strconv.FormatFloat(gate.Threshold*100, 'f', -1, 64)+"%", gate.NoiseK, gate.Window, gate.MinHistory)
+	rows := reportRows(rs, gate)
 	page.Series = len(rows)
+	lastGroup := ""
 	for _, row := range rows {
-		r := row.Latest
+		r, j := row.Latest, row.Judgement
 		v := reportRowView{Name: row.Name, Rate: fmtRate(r.Measurements.SamplesPerSec), PCC: fmtPCC(r.PCC.Value),
 			Status: string(r.Status), Commit: ShortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
 			Created: r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), Change: FmtChange(row.Change),
-			Passed: r.Status == protocol.StatusPassed}
-		if row.Change != nil {
-			switch {
-			case *row.Change < 0:
-				v.ChangeClass = "worse"
-			case *row.Change > 0:
-				v.ChangeClass = "better"
-			}
+			Passed: r.Status == protocol.StatusPassed, Verdict: string(j.Verdict), VerdictChange: "-"}
+		if row.Series.Model != lastGroup {
+			v.Group, lastGroup = row.Series.Model, row.Series.Model
+		}
+		if j.HasBaseline && r.Status == protocol.StatusPassed {
+			v.VerdictChange = FmtChange(&j.Change)
+			v.Baseline = fmt.Sprintf("median %s of %d earlier", fmtRate(j.Baseline), j.N)
+		}
+		switch j.Verdict {
+		case VerdictRegression:
+			v.VerdictClass = "worse"
+			page.Regressions = append(page.Regressions, v)
+		case VerdictImproved:
+			v.VerdictClass = "better"
 		}
 		page.Rows = append(page.Rows, v)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func svgDoc(t *testing.T, data []byte) (map[string]int, string) {
 		case xml.StartElement:
 			elems[tok.Name.Local]++
 			for _, a := range tok.Attr {
-				if a.Name.Local == "class" && a.Value == "failed" {
+				if a.Name.Local == "class" && slices.Contains(strings.Fields(a.Value), "failed") {
 					elems["failed"]++
 				}
 			}
@@ -153,7 +154,158 @@ func TestReportRowsAndHTML(t *testing.T) {
 	if strings.Contains(page, "evil<&>") || strings.Contains(page, "<?xml") {
 		t.Error("report has an unescaped model name or an XML declaration")
 	}
-	if n := strings.Count(page, "<tr class="); n != 2 {
-		t.Errorf("%d table rows, want 2", n)
+	if n, groups := strings.Count(page, "<tr class="), strings.Count(page, `<tr class="group">`); n-groups != 2 || groups != 2 {
+		t.Errorf("%d table rows and %d model headings, want 2 and 2", n-groups, groups)
+	}
+}
+
+// pictureResults is what a performance engineer looks at: 7 models × 3
+// pools (21 series) over 8 runs 40 minutes apart; resnet50/n150 drops 13%
+// in the last run, one bert result failed unmeasured and one vit result
+// failed with a wrong, 9× fast figure.
+func pictureResults() []*protocol.Result {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	models := []string{"bert", "llama3b", "mlp", "resnet18", "resnet50", "vit", "yolov5"}
+	base := map[string]float64{"resnet50": 1200, "resnet18": 3400, "mlp": 52000, "bert": 310, "vit": 640, "yolov5": 880, "llama3b": 42}
+	var rs []*protocol.Result
+	for i := 0; i < 8; i++ {
+		for _, m := range models {
+			for pi, pool := range []string{"n150", "n300", "p150"} {
+				// ±0.5% of deterministic noise.
+				rate := base[m] * (1 + 0.3*float64(pi)) * (1 + 0.005*float64((i*7+pi*3)%5-2)/2)
+				r := &protocol.Result{Schema: protocol.SchemaResult, Run: fmt.Sprintf("n%d", i), Job: fmt.Sprintf("j%d-%s-%s", i, m, pool),
+					RunCreatedAt: t0.Add(time.Duration(i) * 40 * time.Minute), Pool: pool, Runner: "forge", Status: protocol.StatusPassed,
+					Benchmark:    protocol.Benchmark{Model: m, BatchSize: 8, DataFormat: "bfloat16"},
+					Source:       protocol.Source{Commit: fmt.Sprintf("c0ffee%02d", i), Branch: "main"},
+					Measurements: protocol.Measurements{SamplesPerSec: rate}, PCC: protocol.PCC{Value: 0.9991, Min: 0.99, Passed: true}}
+				switch {
+				case i == 7 && m == "resnet50" && pool == "n150":
+					r.Measurements.SamplesPerSec = base[m] * 0.87
+				case i == 3 && m == "bert" && pool == "n300":
+					r.Status, r.Measurements, r.PCC.Value = protocol.StatusFailed, protocol.Measurements{}, 0
+				case i == 5 && m == "vit" && pool == "p150":
+					r.Status, r.PCC.Value, r.Measurements.SamplesPerSec = protocol.StatusFailed, 0.41, base[m]*9
+				}
+				rs = append(rs, r)
+			}
+		}
+	}
+	return rs
+}
+
+// svgTicks returns the numbers of the y tick labels of each panel, and the
+// x tick labels of the first panel.
+func svgTicks(t *testing.T, data []byte) (map[string][]float64, []string) {
+	t.Helper()
+	var doc struct {
+		Panels []struct {
+			Name string `xml:"data-panel,attr"`
+			G    []struct {
+				Class string   `xml:"class,attr"`
+				Text  []string `xml:"text"`
+			} `xml:"g"`
+		} `xml:"g"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ys := map[string][]float64{}
+	var xs []string
+	for pi, p := range doc.Panels {
+		if p.Name == "" {
+			continue
+		}
+		for _, g := range p.G {
+			switch g.Class {
+			case "y-axis":
+				for _, s := range g.Text {
+					var v float64
+					if _, err := fmt.Sscan(s, &v); err != nil {
+						t.Fatalf("y tick %q", s)
+					}
+					ys[p.Name] = append(ys[p.Name], v)
+				}
+			case "x-axis":
+				if pi == 0 {
+					xs = g.Text
+				}
+			}
+		}
+	}
+	return ys, xs
+}
+
+// Issue 12, item 12: the picture reads like a performance engineer's chart:
+// one panel per model (not 21 series in one stack and legend), each y axis
+// fitted to its passed results (not from 0) so a 13% drop is a step, failed
+// points marked but never setting the range, several x ticks over a short
+// history, and the gate's regressions flagged — in the SVG and the report,
+// where a −0.0% change is not coloured as a loss.
+func TestTrendPictureReadsLikeAChart(t *testing.T) {
+	t.Parallel()
+	rs := pictureResults()
+	var b bytes.Buffer
+	if err := producer.WriteTrendSVG(&b, rs, producer.TrendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.Bytes()
+	elems, _ := svgDoc(t, svg)
+	if n := strings.Count(string(svg), `class="panel"`); n != 7 {
+		t.Errorf("%d panels, want one per model (7)", n)
+	}
+	ys, xs := svgTicks(t, svg)
+	r50 := ys["resnet50"]
+	if len(r50) < 3 || r50[0] <= 0 {
+		t.Errorf("resnet50 y ticks %v: want an axis fitted to the data, not from 0", r50)
+	}
+	// The 13% drop spans well over a tick: lowest point 1044, n150 1200.
+	if vit := ys["vit"]; len(vit) == 0 || vit[len(vit)-1] >= 640*9 {
+		t.Errorf("vit y ticks %v: the failed 9× figure sets the range", vit)
+	}
+	if bert := ys["bert"]; len(bert) == 0 || bert[0] <= 0 {
+		t.Errorf("bert y ticks %v: the unmeasured failure pulls the axis to 0", bert)
+	}
+	if len(xs) < 4 {
+		t.Errorf("x ticks %v over 4h40m: want at least 4", xs)
+	}
+	if elems["failed"] != 2 || !strings.Contains(string(svg), "off-scale") {
+		t.Errorf("%d failed markers (want 2), off-scale marker present: %v", elems["failed"], strings.Contains(string(svg), "off-scale"))
+	}
+	if n := strings.Count(string(svg), `class="regression"`); n != 1 {
+		t.Errorf("%d regressions flagged, want 1 (resnet50/n150, -13%%)", n)
+	}
+
+	// A short history: three runs in eight minutes still get several ticks.
+	short := rs[:0:0]
+	for _, r := range rs {
+		if r.Benchmark.Model == "mlp" && r.Pool == "n150" && r.Run <= "n2" {
+			c := *r
+			c.RunCreatedAt = c.RunCreatedAt.Add(-time.Duration(c.RunCreatedAt.Sub(rs[0].RunCreatedAt)) * 9 / 10)
+			short = append(short, &c)
+		}
+	}
+	b.Reset()
+	if err := producer.WriteTrendSVG(&b, short, producer.TrendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, xs := svgTicks(t, b.Bytes()); len(xs) < 3 {
+		t.Errorf("short history x ticks %v: want at least 3", xs)
+	}
+
+	// The report: the regression is listed and its change coloured; a
+	// change inside the noise is not coloured, whatever its sign.
+	b.Reset()
+	if err := producer.WriteReportHTML(&b, rs, producer.ReportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, `<ul class="regressions">`) || !strings.Contains(page, "<b>resnet50/n150/bs8/bfloat16</b>") {
+		t.Errorf("the report does not list the regression")
+	}
+	if n := strings.Count(page, `class="num worse"`); n != 1 {
+		t.Errorf("%d changes coloured as worse, want only the regression's", n)
+	}
+	if strings.Contains(page, `class="num better"`) {
+		t.Errorf("a change inside the noise is coloured as better")
 	}
 }

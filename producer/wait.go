@@ -55,11 +55,12 @@ func (s *JobState) Reported() bool {
 
 // Counts are the jobs of a run (or a pool) by state.
 type Counts struct {
-	Total, Queued, Running, Passed, Failed int
+	// Failed counts jobs that ended without passing, except cancelled ones.
+	Total, Queued, Running, Passed, Failed, Cancelled int
 }
 
 // Done is the number of ended jobs.
-func (c Counts) Done() int { return c.Passed + c.Failed }
+func (c Counts) Done() int { return c.Passed + c.Failed + c.Cancelled }
 
 // Progress summarizes a run's jobs.
 type Progress struct {
@@ -311,6 +312,9 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 		case st.Status() == protocol.StatusPassed:
 			c.Passed++
 			p.All.Passed++
+		case st.Status() == protocol.StatusCancelled:
+			c.Cancelled++
+			p.All.Cancelled++
 		case st.Terminal():
 			c.Failed++
 			p.All.Failed++

@@ -126,6 +126,9 @@ type ManifestJob struct {
 	Test       string `json:"test,omitempty"`
 	BatchSize  int    `json:"batch_size"`
 	DataFormat string `json:"data_format"`
+	// Cell is the job's Cell() text, so a re-submit can say what differs;
+	// absent in manifests written before it was added.
+	Cell string `json:"cell,omitempty"`
 }
 
 // DeadLetter is a job that will not be run again without a deliberate retry.

@@ -192,11 +192,17 @@ var (
 	labelPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 )
 
-// Normalize fills the defaults of an otherwise valid job: schema, priority
-// normal, data format bfloat16, warmup min(32, loop count), pcc_min.
+// Normalize fills the defaults of an otherwise valid job: schema, runner by
+// pool (DefaultRunner), priority normal, data format bfloat16, warmup
+// min(32, loop count), pcc_min. Every entry point calls it: submit (matrix
+// expansion) and the worker (DecodeQueuedJob), so a hand-written job gets
+// exactly the defaults a submitted one has.
 func (j *Job) Normalize() {
 	if j.Schema == "" {
 		j.Schema = SchemaJob
+	}
+	if j.Runner == "" {
+		j.Runner = DefaultRunner(j.Pool)
 	}
 	if j.Priority == "" {
 		j.Priority = PriorityNormal
@@ -373,7 +379,11 @@ func (j *Job) CheckID() error {
 // DecodeJob strictly decodes and validates a job: unknown fields, trailing
 // data, a wrong schema and any invalid field are errors matching ErrInvalid.
 // It does not fill defaults; a published job is already normalized.
-func DecodeJob(data []byte) (*Job, error) {
+func DecodeJob(data []byte) (*Job, error) { return decodeJob(data, nil) }
+
+// decodeJob is DecodeJob with fill, when not nil, applied between decoding
+// and validation.
+func decodeJob(data []byte, fill func(*Job)) (*Job, error) {
 	if len(data) > MaxJobBytes {
 		return nil, fieldErr("payload", "is %d bytes, over the %d byte limit", len(data), MaxJobBytes)
 	}
@@ -383,6 +393,9 @@ func DecodeJob(data []byte) (*Job, error) {
 	}
 	if err := decodeStrict(data, &j); err != nil {
 		return nil, &decodeError{kind: "job", err: err}
+	}
+	if fill != nil {
+		fill(&j)
 	}
 	if err := j.Validate(); err != nil {
 		return &j, err

@@ -150,7 +150,9 @@ type Phases struct {
 	UploadS  float64 `json:"upload_s"`
 }
 
-// Measurements are the timed loop's figures.
+// Measurements are the timed loop's figures. A figure that was not
+// measured (the job failed before the timed loop) is 0 in Go and null in
+// JSON; a measured one is always above 0.
 type Measurements struct {
 	TotalSamples  int64       `json:"total_samples"`
 	TotalTimeS    float64     `json:"total_time_s"`
@@ -176,6 +178,7 @@ type IterationMS struct {
 // PCC is the accuracy check: Pearson correlation of the device output with
 // the golden one.
 type PCC struct {
+	// Value is the correlation; 0 (null in JSON) when the check did not run.
 	Value  float64 `json:"value"`
 	Min    float64 `json:"min"`
 	Passed bool    `json:"passed"`
@@ -187,6 +190,38 @@ type Artifact struct {
 	Key    string `json:"key"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+}
+
+// MarshalJSON writes the figures that were not measured (0) as null, so
+// no reader mistakes them for a measured 0.
+func (m Measurements) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		TotalSamples  *int64       `json:"total_samples"`
+		TotalTimeS    *float64     `json:"total_time_s"`
+		SamplesPerSec *float64     `json:"samples_per_sec"`
+		IterationMS   *IterationMS `json:"iteration_ms"`
+	}
+	w := wire{TotalSamples: nonZero(m.TotalSamples), TotalTimeS: nonZero(m.TotalTimeS), SamplesPerSec: nonZero(m.SamplesPerSec)}
+	if m.IterationMS != (IterationMS{}) {
+		w.IterationMS = &m.IterationMS
+	}
+	return json.Marshal(w)
+}
+
+// MarshalJSON writes a value of a check that did not run (0) as null.
+func (p PCC) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Value  *float64 `json:"value"`
+		Min    float64  `json:"min"`
+		Passed bool     `json:"passed"`
+	}{nonZero(p.Value), p.Min, p.Passed})
+}
+
+func nonZero[T int64 | float64](v T) *T {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 // DecodeResult decodes a result, tolerating unknown fields (a newer worker may

@@ -75,17 +75,17 @@ type indexRow struct {
 	TimingS      float64   `parquet:"timing_s"`
 	PCCS         float64   `parquet:"pcc_s"`
 	UploadS      float64   `parquet:"upload_s"`
-	TotalSamples int64     `parquet:"total_samples"`
-	TotalTimeS   float64   `parquet:"total_time_s"`
-	SamplesPerS  float64   `parquet:"samples_per_sec"`
-	IterMinMS    float64   `parquet:"iter_min_ms"`
-	IterP50MS    float64   `parquet:"iter_p50_ms"`
-	IterP90MS    float64   `parquet:"iter_p90_ms"`
-	IterP99MS    float64   `parquet:"iter_p99_ms"`
-	IterMaxMS    float64   `parquet:"iter_max_ms"`
-	IterMeanMS   float64   `parquet:"iter_mean_ms"`
-	IterStdMS    float64   `parquet:"iter_stddev_ms"`
-	PCCValue     float64   `parquet:"pcc_value"`
+	TotalSamples *int64    `parquet:"total_samples,optional"`
+	TotalTimeS   *float64  `parquet:"total_time_s,optional"`
+	SamplesPerS  *float64  `parquet:"samples_per_sec,optional"`
+	IterMinMS    *float64  `parquet:"iter_min_ms,optional"`
+	IterP50MS    *float64  `parquet:"iter_p50_ms,optional"`
+	IterP90MS    *float64  `parquet:"iter_p90_ms,optional"`
+	IterP99MS    *float64  `parquet:"iter_p99_ms,optional"`
+	IterMaxMS    *float64  `parquet:"iter_max_ms,optional"`
+	IterMeanMS   *float64  `parquet:"iter_mean_ms,optional"`
+	IterStdMS    *float64  `parquet:"iter_stddev_ms,optional"`
+	PCCValue     *float64  `parquet:"pcc_value,optional"`
 	PCCMin       float64   `parquet:"pcc_min"`
 	PCCPassed    bool      `parquet:"pcc_passed"`
 	Upstream     string    `parquet:"upstream,optional,zstd"`
@@ -104,6 +104,14 @@ type indexRow struct {
 	Doc              string   `parquet:"doc,zstd"`
 }
 
+// nz is nil for 0 (not measured), else a pointer to v.
+func nz[T int64 | float64](v T) *T {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
 // newIndexRow flattens r; doc is its JSON document as stored.
 func newIndexRow(r *protocol.Result, doc []byte) (indexRow, error) {
 	row := indexRow{
@@ -116,14 +124,18 @@ func newIndexRow(r *protocol.Result, doc []byte) (indexRow, error) {
 		DataFormat: r.Benchmark.DataFormat, InputSize: int32(r.Benchmark.InputSize),
 		Project: r.Source.Project, Repo: r.Source.Repo, Commit: r.Source.Commit, Branch: r.Source.Branch,
 		CompileS: r.Phases.CompileS, WarmupS: r.Phases.WarmupS, TimingS: r.Phases.TimingS, PCCS: r.Phases.PCCS,
-		UploadS: r.Phases.UploadS, TotalSamples: r.Measurements.TotalSamples, TotalTimeS: r.Measurements.TotalTimeS,
-		SamplesPerS: r.Measurements.SamplesPerSec,
-		IterMinMS:   r.Measurements.IterationMS.Min, IterP50MS: r.Measurements.IterationMS.P50,
-		IterP90MS: r.Measurements.IterationMS.P90, IterP99MS: r.Measurements.IterationMS.P99,
-		IterMaxMS: r.Measurements.IterationMS.Max, IterMeanMS: r.Measurements.IterationMS.Mean,
-		IterStdMS: r.Measurements.IterationMS.Stddev,
-		PCCValue:  r.PCC.Value, PCCMin: r.PCC.Min, PCCPassed: r.PCC.Passed, Upstream: r.Upstream,
+		UploadS: r.Phases.UploadS, PCCMin: r.PCC.Min, PCCPassed: r.PCC.Passed, Upstream: r.Upstream,
 	}
+	// What was not measured is null, as in the JSON document.
+	ms := r.Measurements
+	row.TotalSamples, row.TotalTimeS, row.SamplesPerS = nz(ms.TotalSamples), nz(ms.TotalTimeS), nz(ms.SamplesPerSec)
+	it := ms.IterationMS
+	row.IterMinMS, row.IterP50MS, row.IterP90MS, row.IterP99MS = nz(it.Min), nz(it.P50), nz(it.P90), nz(it.P99)
+	row.IterMaxMS, row.IterMeanMS, row.IterStdMS = nz(it.Max), nz(it.Mean), nz(it.Stddev)
+	if it != (protocol.IterationMS{}) && row.IterStdMS == nil {
+		row.IterStdMS = new(float64) // a measured stddev may be 0
+	}
+	row.PCCValue = nz(r.PCC.Value)
 	if r.Error != nil {
 		row.ErrorClass, row.ErrorMessage = r.Error.Class, r.Error.Message
 	}
@@ -308,6 +320,11 @@ type CompactStats struct {
 	Current int
 	// Rows is the number of rows in the parts written.
 	Rows int
+	// Restamped is the number of partitions whose part was current but
+	// written while the partition was still changing (within StampSettle of
+	// a write), and was rewritten under the same name with the same rows
+	// only to record the partition stamp now that it has settled.
+	Restamped int
 	// Removed is the number of stale part files deleted.
 	Removed int
 	// Unreadable are the result keys that could not be decoded and were left
@@ -318,7 +335,9 @@ type CompactStats struct {
 // Compact brings the index up to date: for every date partition whose part
 // does not cover exactly the JSON results of that date, it writes one new
 // part covering all of them and then deletes the old parts. Running it again
-// without new results changes nothing. Safe to run while results are being
+// without new results writes no new part and changes no part's name or rows;
+// the one thing it may still do is record the stamp of a partition that was
+// being written during the first run and has settled since (Restamped). Safe to run while results are being
 // written and queried; two concurrent compactions may leave two parts for a
 // date, which readers handle and the next compaction merges.
 func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, error) {
@@ -362,7 +381,8 @@ func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, 
 	var mu sync.Mutex
 	err = parallel(ctx, len(parts), workers, func(i int) error {
 		p := parts[i]
-		if !opts.Force && p.current() && !p.restamp(ctx, b) {
+		current := !opts.Force && p.current()
+		if current && !p.restamp(ctx, b) {
 			mu.Lock()
 			st.Current++
 			mu.Unlock()
@@ -374,6 +394,10 @@ func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, 
 		st.Unreadable = append(st.Unreadable, bad...)
 		if err != nil {
 			return err
+		}
+		if current {
+			st.Restamped++ // same name, same rows: the index content is unchanged
+			return nil
 		}
 		if len(p.keys) > 0 {
 			st.Written++

@@ -76,9 +76,23 @@ func TestCompactIdempotent(t *testing.T) {
 			t.Fatalf("index key %q is not a part key", k)
 		}
 	}
+	// Under load the first compact can run within StampSettle of the
+	// writes and the second after it: backdating the folders makes that
+	// case certain instead of timing-dependent. The second compact may
+	// then record the stamps, but writes nothing new: same part names,
+	// same rows (issue 12, item 10).
+	settle(t, b)
 	st = mustCompact(t, b, CompactOptions{})
-	if st.Written != 0 || st.Current != 10 || st.Removed != 0 {
+	if st.Written != 0 || st.Current+st.Restamped != 10 || st.Removed != 0 || st.Rows != 0 {
 		t.Fatalf("second compact: %+v, want nothing written", st)
+	}
+	if after := indexKeys(t, b); !slices.Equal(before, after) {
+		t.Fatalf("second compact changed the index: %v -> %v", before, after)
+	}
+	// And a third, with every stamp recorded, touches nothing at all.
+	st = mustCompact(t, b, CompactOptions{})
+	if st.Written != 0 || st.Current != 10 || st.Restamped != 0 || st.Removed != 0 {
+		t.Fatalf("third compact: %+v, want every part current", st)
 	}
 	if after := indexKeys(t, b); !slices.Equal(before, after) {
 		t.Fatalf("second compact changed the index: %v -> %v", before, after)
@@ -203,7 +217,10 @@ func TestQueryLateResultForCompactedDate(t *testing.T) {
 
 	before := indexKeys(t, b)
 	cst := mustCompact(t, b, CompactOptions{})
-	if cst.Written != 1 || cst.Current != 4 || cst.Removed != 1 || cst.Rows != 41 {
+	// The other four are current; under load they may have settled since
+	// the first compact and get their stamp recorded (Restamped, same
+	// part names and rows), which is not a rewrite (issue 12, item 10).
+	if cst.Written != 1 || cst.Current+cst.Restamped != 4 || cst.Removed != 1 || cst.Rows != 41 {
 		t.Fatalf("compact after a late result: %+v, want one partition rewritten", cst)
 	}
 	after := indexKeys(t, b)

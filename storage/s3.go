@@ -172,7 +172,8 @@ var _ Bucket = (*S3Bucket)(nil)
 // (creating it when cfg.Create is set) and returns an error naming the
 // bucket if it does not. If the server cannot be reached, it logs a warning
 // and returns the bucket anyway, so a worker can start during an outage and
-// spool its results.
+// spool its results. Missing credentials are an error matching
+// ErrNoCredentials.
 func NewS3Bucket(ctx context.Context, cfg S3Config) (*S3Bucket, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
@@ -198,6 +199,7 @@ func NewS3Bucket(ctx context.Context, cfg S3Config) (*S3Bucket, error) {
 		// The loader's errors name files and profiles, not secrets.
 		return nil, fmt.Errorf("storage: s3 bucket %q: load AWS configuration: %s", cfg.Bucket, err.Error())
 	}
+	awsCfg.Credentials = guardCredentials(awsCfg.Credentials)
 	hc := newS3HTTPClient(cfg, log, sdkTransport(awsCfg.HTTPClient))
 	awsCfg.HTTPClient = hc
 	if awsCfg.Region == "" {
@@ -230,12 +232,14 @@ func (b *S3Bucket) ensureBucket(ctx context.Context) error {
 	}
 	terr := b.translate(ctx, opOpenBucket, "", err)
 	switch {
+	case errors.Is(terr, ErrNoCredentials):
+		return terr // nothing works without them: say so now
 	case errors.Is(terr, errBucketMissing) && b.cfg.Create:
 		return b.createBucket(ctx)
 	case errors.Is(terr, errBucketMissing):
 		return fmt.Errorf("storage: s3 bucket %q does not exist (create it, or add create=true to the store URL)", b.bucket)
 	case errors.Is(terr, ErrUnavailable):
-		b.log.Warn().Err(terr).Msg("s3 store unreachable at open; continuing (results will spool)")
+		b.log.Warn().Err(terr).Msg("s3 store unreachable at open; continuing")
 		return nil
 	case ctx.Err() != nil:
 		return terr

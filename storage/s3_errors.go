@@ -37,6 +37,10 @@ func (b *S3Bucket) translate(ctx context.Context, op, key string, err error) err
 		// The caller gave up: report that, not an outage.
 		return fmt.Errorf("%s: %w", what, cerr)
 	}
+	if errors.Is(err, errNoCreds) {
+		b.log.Debug().Err(err).Msg("s3 credentials")
+		return fmt.Errorf("%s: %w", what, ErrNoCredentials)
+	}
 	status, code, msg := describeS3Error(err)
 	switch {
 	case code == "NoSuchBucket" || (status == 404 && op == opOpenBucket):
@@ -50,6 +54,10 @@ func (b *S3Bucket) translate(ctx context.Context, op, key string, err error) err
 	case status != 0:
 		return fmt.Errorf("%s: %s", what, msg)
 	case isTransportError(err):
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			msg = "cannot reach the server: " + oe.Error() // not the SDK's retry dump
+		}
 		return fmt.Errorf("%s: %w: %s", what, ErrUnavailable, msg)
 	default:
 		return fmt.Errorf("%s: %s", what, msg)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 // `benchfleet runs cancel RUN` stops the run's running jobs within a grace
@@ -40,7 +41,9 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 		t.Errorf("cancel of a bad run id: exit %d (%s), want 64", code, errOut)
 	}
 	start := time.Now()
-	code, out, errOut := f.cliRun(t, "runs", "cancel", run)
+	// With the store, the queued jobs removed from the queue get their
+	// cancelled results from the canceller (issue 12, item 3).
+	code, out, errOut := f.cliRun(t, "runs", "cancel", run, "--store", "file://"+f.store.(*storage.FileBucket).Root())
 	if code != 0 || !strings.Contains(out, "cancelled") {
 		t.Fatalf("runs cancel: exit %d\n%s%s", code, out, errOut)
 	}

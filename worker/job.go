@@ -46,14 +46,17 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	s.lastJob = ""
 	s.mu.Unlock()
 	a := &attemptState{s: s, msg: msg, raw: msg.Data(), deliveries: 1, log: s.log, started: time.Now().UTC()}
+	var stored time.Time
 	if meta, err := msg.Metadata(); err == nil {
 		a.deliveries = int(meta.NumDelivered)
+		stored = meta.Timestamp
 	}
 	a.attempt = priorAttempts(msg) + a.deliveries
 	ctx := s.w.runCtx
 	pool, _, _ := protocol.ParseJobSubject(msg.Subject())
 
-	job, err := protocol.DecodeJob(a.raw)
+	// Defaults the publisher left out are applied as submit applies them.
+	job, err := protocol.DecodeQueuedJob(a.raw, msg.Subject(), stored)
 	if err == nil && job.Pool != pool {
 		err = &protocol.FieldError{Field: "pool", Rule: fmt.Sprintf("is %q but the job was published for pool %q", job.Pool, pool)}
 	}
@@ -404,7 +407,11 @@ func (a *attemptState) retry(ctx context.Context, cause error) {
 // retryAfter redelivers after delay, or dead-letters after MaxDeliver.
 func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.Duration) {
 	if a.deliveries >= a.s.w.cfg.MaxDeliver {
-		a.dead(ctx, fmt.Sprintf("infrastructure failure on the last of %d attempts: %v", a.s.w.cfg.MaxDeliver, cause))
+		what := fmt.Sprintf("the last of %d attempts", a.s.w.cfg.MaxDeliver)
+		if a.attempt != a.deliveries { // re-queued by dlq retry: attempts count on
+			what = fmt.Sprintf("attempt %d, the last of %d since it was re-queued", a.attempt, a.s.w.cfg.MaxDeliver)
+		}
+		a.dead(ctx, fmt.Sprintf("infrastructure failure on %s: %v", what, cause))
 		return
 	}
 	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")

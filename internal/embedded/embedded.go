@@ -4,9 +4,11 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -64,6 +66,18 @@ func Start(o Options) (*server.Server, error) {
 			return nil, fmt.Errorf("embedded nats: listen %q: bad port", o.Listen)
 		}
 		opts.Host, opts.Port = host, p
+		if p > 0 {
+			// A busy port would only show as "not ready" after the wait
+			// below: find it at once and say so.
+			l, err := net.Listen("tcp", o.Listen)
+			if err != nil {
+				if errors.Is(err, syscall.EADDRINUSE) {
+					return nil, fmt.Errorf("embedded nats: listen %s: address already in use (another benchfleet dev or nats-server? pick another with --listen)", o.Listen)
+				}
+				return nil, fmt.Errorf("embedded nats: listen %s: %w", o.Listen, err)
+			}
+			l.Close()
+		}
 	}
 	opts.NoSigs = true
 	if o.MaxPayload > 0 {

@@ -155,7 +155,7 @@ type junitDoc struct {
 	} `xml:"testsuite"`
 }
 
-var submittedRun = regexp.MustCompile(`run (\S+): \d+ jobs submitted`)
+var submittedRun = regexp.MustCompile(`run (\S+): \d+ jobs? submitted`)
 
 // A CI run for a commit on a feature branch: one series 10% slower than
 // its history on main, one 2% slower (inside the noise), one without

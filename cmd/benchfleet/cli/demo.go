@@ -44,7 +44,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, slots: slots, workDir: os.TempDir()})
+			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, slots: slots, workDir: os.TempDir(), command: "demo"})
 			if err != nil {
 				return err
 			}
@@ -78,8 +78,8 @@ passed. Results stay in DIR/store/results/v1/...`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "run %s: %d jobs submitted\n", run, len(jobs))
-			return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: time.Hour})
+			fmt.Fprintf(a.stdout, "run %s: %s submitted\n", run, jobCount(len(jobs)))
+			return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: time.Hour, inProcess: true})
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data", "./benchfleet-data", "directory for the embedded NATS data and the file store")
@@ -102,7 +102,7 @@ worker with the --slots given. Submit from another terminal with
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir(), metrics: metrics != ""})
+			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir(), metrics: metrics != "", command: "dev"})
 			if err != nil {
 				return err
 			}

@@ -59,7 +59,7 @@ func (a *app) dlqCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.dl.Run, e.Pool, e.Attempts, e.Time.Format(time.RFC3339), producer.Shorten(e.Reason, 100))
 			}
 			tw.Flush()
-			fmt.Fprintf(a.stdout, "(%d dead letters)\n", len(entries))
+			fmt.Fprintf(a.stdout, "(%s)\n", count(len(entries), "dead letter"))
 			return nil
 		},
 	}

@@ -1,14 +1,10 @@
 package cli
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
@@ -67,28 +63,12 @@ func (a *app) fleetCmd() *cobra.Command {
 }
 
 func fleetStatus(cmd *cobra.Command, topo *topology.Handles) ([]protocol.WorkerStatus, error) {
-	ctx := cmd.Context()
-	lister, err := topo.Workers.ListKeys(ctx)
+	sts, err := producer.ReadFleet(cmd.Context(), topo.Workers)
 	if err != nil {
-		return nil, fmt.Errorf("fleet status: %w", err)
+		return nil, err
 	}
-	out := []protocol.WorkerStatus{}
-	for k := range lister.Keys() {
-		e, err := topo.Workers.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("fleet status %s: %w", k, err)
-		}
-		var st protocol.WorkerStatus
-		if json.Unmarshal(e.Value(), &st) == nil {
-			out = append(out, st)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	producer.FlagBoards(out)
-	return out, nil
+	producer.FlagBoards(sts)
+	return sts, nil
 }
 
 func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.WorkerStatus) {
@@ -123,5 +103,13 @@ func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.Worker
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d workers, %d devices: %d busy, %d idle, %d quarantined\n", len(sts), idle+busy+quarantined, busy, idle, quarantined)
+	workers := fmt.Sprintf("%d workers", len(sts))
+	if len(sts) == 1 {
+		workers = "1 worker"
+	}
+	devices := fmt.Sprintf("%d devices", idle+busy+quarantined)
+	if idle+busy+quarantined == 1 {
+		devices = "1 device"
+	}
+	fmt.Fprintf(w, "%s, %s: %d busy, %d idle, %d quarantined\n", workers, devices, busy, idle, quarantined)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -24,6 +26,8 @@ type localFleet struct {
 	url    string
 	// stopSpool ends the spool's background uploader.
 	stopSpool context.CancelFunc
+	// lock keeps a second process off the data directory.
+	lock *dirlock.Lock
 }
 
 type localOptions struct {
@@ -33,6 +37,8 @@ type localOptions struct {
 	workDir string
 	// metrics registers the worker's metrics (served by the caller).
 	metrics bool
+	// command names the process in the data directory's lock ("dev", "demo").
+	command string
 }
 
 // startLocal starts the pieces; close them with stop.
@@ -41,8 +47,17 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 		return nil, usageErr("--data %s: %v", o.dataDir, err)
 	}
 	lf := &localFleet{}
+	lock, err := dirlock.Acquire(o.dataDir, "benchfleet "+o.command)
+	if err != nil {
+		if errors.Is(err, dirlock.ErrHeld) {
+			return nil, usageErr("--data: %v", err)
+		}
+		return nil, err
+	}
+	lf.lock = lock
 	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(o.dataDir, "nats"), Listen: o.listen})
 	if err != nil {
+		lf.close()
 		return nil, err
 	}
 	lf.server = srv
@@ -137,4 +152,5 @@ func (lf *localFleet) close() {
 		lf.server.Shutdown()
 		lf.server.WaitForShutdown()
 	}
+	lf.lock.Unlock()
 }

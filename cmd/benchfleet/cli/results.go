@@ -125,7 +125,8 @@ func (a *app) resultsShowCmd() *cobra.Command {
 				return err
 			}
 			if len(rs) == 0 {
-				return usageErr("no result for job %q", args[0])
+				// Not found is an answer, not a usage error.
+				return &exitError{code: ExitFailed, err: fmt.Errorf("no result for job %q in %s", args[0], storage.Redact(a.storeURL))}
 			}
 			return writeJSON(a.stdout, rs[len(rs)-1])
 		},
@@ -146,8 +147,8 @@ func writeResults(w interface{ Write([]byte) (int, error) }, rs []*protocol.Resu
 		for _, r := range rs {
 			_ = cw.Write([]string{r.Run, r.Job, r.RunCreatedAt.Format(time.RFC3339), r.Benchmark.Model, r.Pool, r.Runner,
 				strconv.Itoa(r.Benchmark.BatchSize), r.Benchmark.DataFormat, string(r.Status),
-				strconv.FormatFloat(r.Measurements.SamplesPerSec, 'g', -1, 64), strconv.FormatFloat(r.PCC.Value, 'g', -1, 64),
-				strconv.FormatFloat(r.Measurements.IterationMS.P50, 'g', -1, 64), r.Source.Commit, r.Source.Branch,
+				csvNum(r.Measurements.SamplesPerSec), csvNum(r.PCC.Value),
+				csvNum(r.Measurements.IterationMS.P50), r.Source.Commit, r.Source.Branch,
 				r.Worker.ID, r.Device.ID, strconv.Itoa(r.Attempt)})
 		}
 		cw.Flush()
@@ -156,11 +157,19 @@ func writeResults(w interface{ Write([]byte) (int, error) }, rs []*protocol.Resu
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CREATED\tRUN\tJOB\tMODEL\tPOOL\tBATCH\tFORMAT\tSAMPLES/S\tPCC\tSTATUS\tCOMMIT")
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.3f\t%.6f\t%s\t%s\n", r.RunCreatedAt.Format("2006-01-02 15:04"),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.RunCreatedAt.Format("2006-01-02 15:04"),
 				r.Run, r.Job, r.Benchmark.Model, r.Pool, r.Benchmark.BatchSize, r.Benchmark.DataFormat,
-				r.Measurements.SamplesPerSec, r.PCC.Value, r.Status, producer.ShortCommit(r.Source.Commit))
+				producer.FmtRate(r.Measurements.SamplesPerSec), producer.FmtPCC(r.PCC.Value), r.Status, producer.ShortCommit(r.Source.Commit))
 		}
-		fmt.Fprintf(tw, "(%d results)\n", len(rs))
+		fmt.Fprintf(tw, "(%s)\n", count(len(rs), "result"))
 		return tw.Flush()
 	}
+}
+
+// csvNum is a measured figure, or empty when it was not measured (0).
+func csvNum(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

@@ -56,8 +56,12 @@ read index/v1/ in place (columns: docs/schema-parquet.md).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current, %d stale parts removed) in %s\n",
-				st.Written, st.Partitions, st.Rows, st.Current, st.Removed, time.Since(start).Round(time.Millisecond))
+			restamped := ""
+			if st.Restamped > 0 {
+				restamped = fmt.Sprintf(", %d stamped now that they settled", st.Restamped)
+			}
+			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current%s, %d stale parts removed) in %s\n",
+				st.Written, st.Partitions, st.Rows, st.Current, restamped, st.Removed, time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
@@ -125,7 +129,7 @@ func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
 	if err := writeExportFile(path, rs); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "exported %d results to %s\n", len(rs), path)
+	fmt.Fprintf(stdout, "exported %s to %s\n", count(len(rs), "result"), path)
 	return nil
 }
 
@@ -141,7 +145,7 @@ func writeExportDir(stdout io.Writer, dir string, rs []*protocol.Result) error {
 		if err := writeExportFile(p, groups[name]); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "exported %d results to %s\n", len(groups[name]), p)
+		fmt.Fprintf(stdout, "exported %s to %s\n", count(len(groups[name]), "result"), p)
 	}
 	if len(names) == 0 {
 		fmt.Fprintf(stdout, "exported 0 results (nothing matched)\n")

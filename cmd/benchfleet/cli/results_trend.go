@@ -26,11 +26,17 @@ func (a *app) resultsTrendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trend --out FILE.svg",
 		Short: "Draw a metric over time, one line per series, as an SVG",
-		Long: `Trend draws one line per series (test and model, batch size, data format,
-pool and runner) of a metric over run creation time, through the series'
-passed results; results that did not pass are red crosses. The filters are
-those of 'results query'. The file is a self-contained SVG written
-atomically. PNG is not supported in this build.`,
+		Long: `Trend draws one panel per model, stacked on a shared time axis, and in each
+one line per series (pool, batch size, data format, runner) of a metric
+over run creation time, through the series' passed results. Each panel's y
+axis is fitted to its passed results (it does not start at 0), so a 10%
+step shows. Results that did not pass are red crosses at their value, a
+triangle at the edge when the value lies beyond the axis, and on the bottom
+edge when nothing was measured; they never set the range. A samples/sec
+point that the regression gate's rule (5% and 3σ below the median of the
+series' last 10 earlier passed results) judges a regression is ringed in
+red with its change. The filters are those of 'results query'. The file is
+a self-contained SVG written atomically. PNG is not supported in this build.`,
 		Example: `  benchfleet results trend --model resnet50 --since 30d --out resnet50.svg
   benchfleet results trend --pool n150 --metric pcc --out pcc.svg`,
 		Args: cobra.NoArgs,
@@ -53,7 +59,7 @@ atomically. PNG is not supported in this build.`,
 			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
 				return fmt.Errorf("--out %q: %w", out, err)
 			}
-			fmt.Fprintf(a.stdout, "wrote the %s trend of %d results to %s\n", m, len(rs), out)
+			fmt.Fprintf(a.stdout, "wrote the %s trend of %s to %s\n", m, count(len(rs), "result"), out)
 			return nil
 		},
 	}
@@ -74,10 +80,12 @@ func (a *app) resultsReportCmd() *cobra.Command {
 		Short: "Write a self-contained HTML report: summary, trend and latest result per series",
 		Long: `Report writes one self-contained HTML page about the results matching the
 filters (those of 'results query'): counts by status and the date range, the
-samples/sec trend (as 'results trend' draws it) inlined, and a table of the
-latest result of every series with samples/sec, PCC, status, commit, run and
-the change against the series' previous passed result. The file is written
-atomically.`,
+samples/sec trend (as 'results trend' draws it) inlined, the series whose
+latest result is a regression by the gate's rule, and a table of the latest
+result of every series, grouped by model, with samples/sec, PCC, status, the
+gate's verdict and change against the median of the earlier passed results
+(coloured only for a regression or an improvement), the change against the
+previous passed result, commit and run. The file is written atomically.`,
 		Example: `  benchfleet results report --since 30d --out report.html
   benchfleet results report --branch main --pool n150 --out n150.html`,
 		Args: cobra.NoArgs,
@@ -97,7 +105,7 @@ atomically.`,
 			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
 				return fmt.Errorf("--out %q: %w", out, err)
 			}
-			fmt.Fprintf(a.stdout, "wrote a report of %d results to %s\n", len(rs), out)
+			fmt.Fprintf(a.stdout, "wrote a report of %s to %s\n", count(len(rs), "result"), out)
 			return nil
 		},
 	}

@@ -57,18 +57,22 @@ func TestResultsTrend(t *testing.T) {
 	}
 	var doc struct {
 		XMLName xml.Name
-		Series  []struct {
-			Name     string   `xml:"data-series,attr"`
-			Polyline []string `xml:"polyline"`
+		Panels  []struct {
+			Series []struct {
+				Name     string   `xml:"data-series,attr"`
+				Polyline []string `xml:"polyline"`
+			} `xml:"g"`
 		} `xml:"g"`
 	}
 	if err := xml.Unmarshal(data, &doc); err != nil || doc.XMLName.Local != "svg" {
 		t.Fatalf("not an SVG document (%v):\n%s", err, data)
 	}
 	var names []string
-	for _, g := range doc.Series {
-		if g.Name != "" && len(g.Polyline) == 1 {
-			names = append(names, g.Name)
+	for _, p := range doc.Panels {
+		for _, g := range p.Series {
+			if g.Name != "" && len(g.Polyline) == 1 {
+				names = append(names, g.Name)
+			}
 		}
 	}
 	if strings.Join(names, " ") != "mlp/n150/bs8/bfloat16 resnet50/n150/bs8/bfloat16" {

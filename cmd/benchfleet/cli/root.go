@@ -37,6 +37,8 @@ const (
 	ExitTimeout  = 3
 	ExitUsage    = 64
 	ExitInternal = 70
+	// ExitInterrupted: Ctrl-C (SIGINT) or SIGTERM while waiting.
+	ExitInterrupted = 130
 )
 
 // exitError carries an exit code out of a command.
@@ -161,7 +163,7 @@ Start with:  benchfleet demo`,
 		}
 		a.password = strings.TrimRight(string(data), "\r\n")
 	}
-	a.token = os.Getenv("NATS_TOKEN")
+	pf.StringVar(&a.token, "token", "", "NATS auth token (default env NATS_TOKEN; prefer the env var, a flag shows in ps)")
 	pf.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_TLS_CA"), "CA bundle to verify NATS servers (env NATS_TLS_CA)")
 	pf.StringVar(&a.tlsCert, "tls-cert", os.Getenv("NATS_TLS_CERT"), "client certificate for NATS (env NATS_TLS_CERT)")
 	pf.StringVar(&a.tlsKey, "tls-key", os.Getenv("NATS_TLS_KEY"), "client key for NATS (env NATS_TLS_KEY)")
@@ -233,7 +235,7 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 	}
 	nc, err := natsconn.Connect(ctx, natsconn.Options{
 		URL: a.natsURL, Name: name, Creds: a.creds, NKeySeed: a.nkey, User: a.user, Password: a.password,
-		Token: a.token, TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
+		Token: cmpOr(a.token, os.Getenv("NATS_TOKEN")), TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
 	}, a.log)
 	if err != nil {
 		return nil, nil, err
@@ -315,4 +317,12 @@ func (a *app) envInt(k string, def int) int {
 		return def
 	}
 	return n
+}
+
+// cmpOr returns the first non-empty string.
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

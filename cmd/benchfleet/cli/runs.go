@@ -15,6 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 func (a *app) runsCmd() *cobra.Command {
@@ -27,11 +28,15 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, topo, err := a.openTopology(ctx, "benchfleet-runs")
+			nc, js, err := a.connect(ctx, "benchfleet-runs")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
+			topo, err := topology.Open(ctx, js)
+			if err != nil {
+				return err
+			}
 			keys, err := topo.Runs.ListKeys(ctx)
 			if err != nil {
 				return fmt.Errorf("list runs: %w", err)
@@ -58,12 +63,22 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 				return writeJSON(a.stdout, mans)
 			}
+			// A job's end is its stored result: with a store, STATE is
+			// exact; without one it follows the events.
+			var store storage.Bucket
+			if a.storeURL != "" {
+				if store, err = a.openStore(ctx); err != nil {
+					return err
+				}
+				defer store.Close()
+			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tCREATED\tJOBS\tPRIORITY\tCOMMIT\tSUBMITTER\tSTATE")
 			for _, m := range mans {
-				state := ""
-				if cancelled[m.Run] {
-					state = "cancelled"
+				w := &producer.Watcher{JS: js, Manifest: m, Store: store}
+				state := "?"
+				if states, err := w.Snapshot(ctx); err == nil {
+					state = producer.RunState(producer.ProgressOf(m, states), cancelled[m.Run])
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
 					producer.ShortCommit(m.Source.Commit), m.Submitter, state)
@@ -112,7 +127,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if showFormat == "json" {
 				return writeJSON(a.stdout, m)
 			}
-			fmt.Fprintf(a.stdout, "run %s: %d jobs, created %s by %s, priority %s\n", m.Run, len(m.Jobs),
+			fmt.Fprintf(a.stdout, "run %s: %s, created %s by %s, priority %s\n", m.Run, jobCount(len(m.Jobs)),
 				m.CreatedAt.Format(time.RFC3339), m.Submitter, m.Priority)
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
@@ -143,24 +158,48 @@ func (a *app) runsCmd() *cobra.Command {
 	show.Flags().StringVar(&showFormat, "format", "table", "table or json (the manifest)")
 
 	cancel := &cobra.Command{
-		Use: "cancel RUN", Short: "Cancel a run: stop its running jobs, drop its queued ones", Args: cobra.ExactArgs(1),
+		Use: "cancel RUN", Short: "Cancel a run: stop its running jobs, remove its queued ones", Args: cobra.ExactArgs(1),
+		Long: `Cancel a run that has not finished: its running jobs are stopped by their
+workers, and its jobs still queued are removed from the queue at once (also
+those of pools no worker serves), each ended with a cancelled event and,
+with --store (or BENCHFLEET_STORE), a cancelled result. A run whose jobs
+have all ended is left as it is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := protocol.ValidID("run", args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			nc, topo, err := a.openTopology(ctx, "benchfleet-cancel")
+			nc, js, err := a.connect(ctx, "benchfleet-cancel")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			if err := producer.Cancel(ctx, topo.Runs, args[0]); err != nil {
+			topo, err := topology.Open(ctx, js)
+			if err != nil {
+				return err
+			}
+			req := producer.CancelRequest{Run: args[0]}
+			if a.storeURL != "" {
+				b, err := a.openStore(ctx)
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				req.Store = b
+			}
+			out, err := producer.CancelRun(ctx, js, topo, req)
+			if err != nil {
 				if errors.Is(err, jetstream.ErrKeyNotFound) {
 					return usageErr("run %q not found", args[0])
 				}
 				return err
 			}
-			fmt.Fprintf(a.stdout, "run %s cancelled: running jobs are being stopped, queued ones will be dropped\n", args[0])
+			if out.Finished {
+				fmt.Fprintf(a.stdout, "run %s already finished (%s): nothing to cancel\n", args[0], jobCount(len(out.Manifest.Jobs)))
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "run %s cancelled: %s removed from the queue, %s being stopped\n", args[0],
+				jobCount(out.Removed), jobCount(out.Running))
 			return nil
 		},
 	}
@@ -197,4 +236,15 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jobCount is "1 job" or "n jobs".
+func jobCount(n int) string { return count(n, "job") }
+
+// count is "1 noun" or "n nouns".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,7 +144,10 @@ func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
 			name string
 			v    int
 		}{{"--batch-size", f.batchSize}, {"--loop-count", f.loopCount}} {
-			if chk.v <= 0 {
+			if chk.v == 0 {
+				return nil, usageErr("%s is required (a positive integer)", chk.name)
+			}
+			if chk.v < 0 {
 				return nil, usageErr("%s %d: must be a positive integer", chk.name, chk.v)
 			}
 		}
@@ -311,22 +315,46 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	}
 	res, err := p.Submit(ctx, *sub)
 	if err != nil {
-		if errors.Is(err, protocol.ErrInvalid) {
+		if errors.Is(err, protocol.ErrInvalid) || errors.Is(err, producer.ErrRunDiffers) {
 			return usageErr("%v", err)
 		}
 		return err
 	}
 	if res.Attached {
-		fmt.Fprintf(a.stdout, "run %s already submitted at %s (%d jobs): re-attaching, nothing new published\n",
-			res.Manifest.Run, res.Manifest.CreatedAt.Format(time.RFC3339), len(res.Manifest.Jobs))
+		fmt.Fprintf(a.stdout, "run %s already submitted at %s (%s): re-attaching, nothing new published\n",
+			res.Manifest.Run, res.Manifest.CreatedAt.Format(time.RFC3339), jobCount(len(res.Manifest.Jobs)))
 	} else {
-		fmt.Fprintf(a.stdout, "run %s: %d jobs submitted (%d new)\n", res.Manifest.Run, len(res.Manifest.Jobs), res.Published)
+		fmt.Fprintf(a.stdout, "run %s: %s submitted (%d new)\n", res.Manifest.Run, jobCount(len(res.Manifest.Jobs)), res.Published)
 	}
+	a.warnUnserved(ctx, topo, res.Manifest)
 	if !f.wait {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
 	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify})
+}
+
+// warnUnserved says on stderr which of the run's pools no live worker
+// serves: their jobs stay queued (and --wait keeps waiting) until one starts.
+func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) {
+	fleet, err := producer.ReadFleet(ctx, topo.Workers)
+	if err != nil {
+		return // a hint only
+	}
+	for _, pool := range producer.UnservedPools(fleet, m.Jobs) {
+		n := 0
+		for _, j := range m.Jobs {
+			if j.Pool == pool {
+				n++
+			}
+		}
+		verb := "stay"
+		if n == 1 {
+			verb = "stays"
+		}
+		fmt.Fprintf(a.stderr, "warning: no live worker serves pool %s: its %s %s queued until one starts (see benchfleet fleet status)\n",
+			pool, jobCount(n), verb)
+	}
 }
 
 // checkBuiltin asks each job's runner kind (device.CheckJob) whether it can

@@ -24,6 +24,9 @@ type waitOptions struct {
 	quiet      bool
 	// notify tells about a gated run (used only with gate).
 	notify *notifyFlags
+	// inProcess: the run's NATS and worker live in this process (demo), so
+	// an interrupt ends the run too.
+	inProcess bool
 }
 
 // waitRun follows a run to its end with progress, prints the results table
@@ -39,6 +42,9 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 		return err
 	}
 	defer store.Close()
+	// Ctrl-C stops the waiting, not the run: say so, and how to follow it.
+	ctx, stop := signalContext(ctx)
+	defer stop()
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	pr := newProgressPrinter(a.stdout, a.isTTY())
@@ -54,7 +60,10 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			timedOut = true
 		} else if ctx.Err() != nil {
-			return exitCode(ExitFailed)
+			if o.inProcess {
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted: run %s stopped with this process", m.Run)}
+			}
+			return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted: stopped waiting, but run %s goes on; follow it with: benchfleet runs watch %s", m.Run, m.Run)}
 		} else {
 			return err
 		}
@@ -147,7 +156,11 @@ func (p *progressPrinter) finish() {
 func progressText(pr producer.Progress) string {
 	c := pr.All
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d/%d done (%d passed, %d failed), %d running, %d queued", c.Done(), c.Total, c.Passed, c.Failed, c.Running, c.Queued)
+	fmt.Fprintf(&b, "%d/%d done (%d passed, %d failed", c.Done(), c.Total, c.Passed, c.Failed)
+	if c.Cancelled > 0 {
+		fmt.Fprintf(&b, ", %d cancelled", c.Cancelled)
+	}
+	fmt.Fprintf(&b, "), %d running, %d queued", c.Running, c.Queued)
 	if len(pr.ByPool) > 1 {
 		pools := make([]string, 0, len(pr.ByPool))
 		for k := range pr.ByPool {

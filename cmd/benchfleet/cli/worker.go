@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -52,7 +54,7 @@ harness's settings are forge: or harnesses.<name>: {workdir, python, env};
 see docs/OPERATIONS.md):
 ` + runnerHelp(),
 		Example: `  benchfleet worker --nats nats://nats-1:4222 --store s3://bench/farm --config /etc/benchfleet/worker.yaml
-  benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf --slots cpu=1,sim=4`,
+  benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf/store --slots cpu=1,sim=4   # beside "benchfleet dev --data /tmp/bf"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd, &f) },
 	}
@@ -153,6 +155,14 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	}
 	var spool *storage.Spool
 	if f.spool != "" {
+		lock, err := dirlock.Acquire(f.spool, "benchfleet worker "+f.id)
+		if err != nil {
+			if errors.Is(err, dirlock.ErrHeld) {
+				return usageErr("--spool: %v", err)
+			}
+			return err
+		}
+		defer lock.Unlock()
 		spool, err = storage.NewSpool(f.spool, bucket, a.log)
 		if err != nil {
 			return err

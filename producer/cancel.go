@@ -1,0 +1,133 @@
+package producer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// CancelRequest is a run to cancel.
+type CancelRequest struct {
+	Run string
+	// Store, if set, holds the run's results (they end their jobs: a job
+	// is over when its result is stored) and receives a cancelled result
+	// for each queued job removed.
+	Store storage.Bucket
+}
+
+// CancelOutcome says what CancelRun did.
+type CancelOutcome struct {
+	Manifest *protocol.RunManifest
+	// Finished is true when every job had already ended: nothing was changed.
+	Finished bool
+	// Removed counts the queued jobs deleted from BENCH_JOBS.
+	Removed int
+	// Running counts the jobs running now, which their workers stop.
+	Running int
+}
+
+// CancelRun cancels a run that has not finished: it sets the cancel flag
+// (workers stop the run's running jobs and drop any they claim later), then
+// deletes the run's jobs still waiting in BENCH_JOBS, including those of
+// pools no worker serves, and ends each with a cancelled event (and a
+// cancelled result when req.Store is set). A run whose jobs have all ended
+// is left as it is (Finished). An unknown run is jetstream.ErrKeyNotFound.
+func CancelRun(ctx context.Context, js jetstream.JetStream, topo *topology.Handles, req CancelRequest) (*CancelOutcome, error) {
+	m, err := GetManifest(ctx, topo.Runs, req.Run)
+	if err != nil {
+		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
+	}
+	w := &Watcher{JS: js, Manifest: m, Store: req.Store}
+	states, err := w.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
+	}
+	out := &CancelOutcome{Manifest: m, Finished: true}
+	for _, st := range states {
+		if !st.Terminal() {
+			out.Finished = false
+		}
+	}
+	if out.Finished {
+		return out, nil
+	}
+	if err := Cancel(ctx, topo.Runs, req.Run); err != nil {
+		return nil, err
+	}
+	// Now that no worker starts a job of the run, remove the queued ones.
+	info, err := topo.Jobs.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
+	}
+	now := time.Now().UTC()
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		raw, err := topo.Jobs.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cancel %s: read queued job %d: %w", req.Run, seq, err)
+		}
+		var j protocol.Job
+		if json.Unmarshal(raw.Data, &j) != nil || j.Run != req.Run {
+			continue
+		}
+		st, ok := states[j.ID]
+		if ok && (st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog) {
+			continue // running: its worker stops it and records the result
+		}
+		if err := topo.Jobs.DeleteMsg(ctx, seq); err != nil {
+			if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+				// Claimed and acknowledged meanwhile (the server reports
+				// "no message found"); a worker that claims it drops it.
+				continue
+			}
+			return nil, fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
+		}
+		out.Removed++
+		const why = "run cancelled before the job started (removed from the queue)"
+		var key string
+		recordedElsewhere := false
+		if req.Store != nil && j.ID != "" {
+			r := &protocol.Result{Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: m.CreatedAt,
+				Pool: j.Pool, Runner: j.Runner, Status: protocol.StatusCancelled,
+				Error:     &protocol.ResultError{Class: protocol.ClassCancelled, Message: why},
+				StartedAt: now, FinishedAt: now, Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
+				PCC: protocol.PCC{Min: j.Limits.PCCMin}}
+			k, err := storage.Deliver(ctx, req.Store, r, nil)
+			switch {
+			case err == nil:
+				key = k
+			case errors.Is(err, storage.ErrExists):
+				// A worker claimed the job just now and recorded its
+				// cancelled result (and event) itself: say nothing more.
+				recordedElsewhere = true
+			}
+		}
+		if recordedElsewhere {
+			continue
+		}
+		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,
+			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
+	}
+	for _, st := range states {
+		if st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog {
+			out.Running++
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(eventsWait):
+	case <-ctx.Done():
+		return out, fmt.Errorf("cancel %s: %w", req.Run, ctx.Err())
+	}
+	return out, nil
+}

@@ -1,0 +1,27 @@
+package producer
+
+// Run states shown by `runs list`.
+const (
+	RunQueued    = "queued"    // no job started yet
+	RunRunning   = "running"   // some job started, some not ended
+	RunPassed    = "passed"    // every job passed
+	RunFailed    = "failed"    // every job ended, some did not pass
+	RunCancelled = "cancelled" // cancelled (ended or still stopping)
+)
+
+// RunState is the state of a run from its progress and its cancel flag.
+func RunState(p Progress, cancelled bool) string {
+	c := p.All
+	switch {
+	case cancelled:
+		return RunCancelled
+	case c.Total > 0 && c.Done() == c.Total && c.Passed == c.Total:
+		return RunPassed
+	case c.Total > 0 && c.Done() == c.Total:
+		return RunFailed
+	case c.Running > 0 || c.Done() > 0:
+		return RunRunning
+	default:
+		return RunQueued
+	}
+}
