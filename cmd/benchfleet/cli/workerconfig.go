@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	_ "github.com/benchfleet/benchfleet/device/cpu"     // registers the cpu runner
 	_ "github.com/benchfleet/benchfleet/device/harness" // registers forge, tt-xla
 	_ "github.com/benchfleet/benchfleet/device/sim"     // registers the sim runner
+	"github.com/benchfleet/benchfleet/internal/yamlerr"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -89,14 +89,10 @@ func loadWorkerFile(path string) (*workerFile, error) {
 	dec.KnownFields(true)
 	var wf workerFile
 	if err := dec.Decode(&wf); err != nil && !errors.Is(err, io.EOF) {
-		return nil, usageErr("--config %s: %s", path, yamlTypeRE.ReplaceAllString(err.Error(), `unknown key "$1"`))
+		return nil, usageErr("--config %s: %v", path, yamlerr.Clean(err))
 	}
 	return &wf, nil
 }
-
-// yamlTypeRE matches the YAML decoder's "field x not found in type
-// cli.workerFile", which names a Go type instead of the key.
-var yamlTypeRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
 
 func (t timeoutsSpec) durations() (job, drain time.Duration, err error) {
 	if t.Job != "" {
