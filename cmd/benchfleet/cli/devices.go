@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/benchfleet/benchfleet/worker"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -27,17 +28,17 @@ func (a *app) devicesCmd() *cobra.Command {
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
-			var wf *workerFile
+			var wf *worker.File
 			if config != "" {
 				var err error
-				if wf, err = loadWorkerFile(config); err != nil {
-					return err
+				if wf, err = worker.LoadFile(config); err != nil {
+					return configUsage(err)
 				}
 			}
 			// Listing devices needs no checkout: no runner is built.
-			ss, err := planSlots(cmd.Context(), wf, slots, a.log)
+			ss, err := worker.PlanSlots(cmd.Context(), wf, slots, a.log)
 			if err != nil {
-				return err
+				return configUsage(err)
 			}
 			out := []deviceJSON{}
 			for _, s := range ss {

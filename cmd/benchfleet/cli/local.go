@@ -70,27 +70,27 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 	tc, err := a.topologyConfig()
 	if err != nil {
 		lf.stop()
-		return nil, err
+		return nil, configUsage(err)
 	}
 	if lf.store, err = a.openStore(ctx); err != nil {
 		lf.stop()
-		return nil, err
+		return nil, configUsage(err)
 	}
-	slots, err := buildSlots(ctx, nil, o.slots, o.workDir, a.log)
+	slots, err := worker.BuildSlots(ctx, nil, o.slots, o.workDir, a.log)
 	if err != nil {
 		lf.stop()
-		return nil, err
+		return nil, configUsage(err)
 	}
 	if lf.nc, _, err = a.connect(ctx, "benchfleet-local-worker"); err != nil {
 		lf.stop()
-		return nil, err
+		return nil, configUsage(err)
 	}
 	// Results spool under DIR/spool while the store is unreachable (e.g. an
 	// s3:// store that is down) and are uploaded when it is back.
 	spool, err := storage.NewSpool(filepath.Join(o.dataDir, "spool"), lf.store, a.log)
 	if err != nil {
 		lf.stop()
-		return nil, err
+		return nil, configUsage(err)
 	}
 	spoolCtx, stopSpool := context.WithCancel(context.WithoutCancel(ctx))
 	lf.stopSpool = stopSpool
@@ -111,7 +111,7 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 	// The worker outlives ctx: stop decides between a drain and a hard stop.
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		lf.stop()
-		return nil, err
+		return nil, configUsage(err)
 	}
 	lf.worker = w
 	return lf, nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/benchfleet/benchfleet/worker"
 	"io"
 	"math"
 	"net/http"
@@ -206,7 +207,7 @@ func TestWorkerConfigMetricsAndNotify(t *testing.T) {
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf, err := loadWorkerFile(p)
+	wf, err := worker.LoadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestWorkerConfigMetricsAndNotify(t *testing.T) {
 	if err := os.WriteFile(p, []byte("notify: {url: x, channel: y}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadWorkerFile(p); err == nil || !strings.Contains(err.Error(), "channel") {
+	if _, err := worker.LoadFile(p); err == nil || !strings.Contains(err.Error(), "channel") {
 		t.Errorf("unknown notify key: %v", err)
 	}
 }

@@ -74,11 +74,11 @@ see docs/OPERATIONS.md):
 
 func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	ctx := cmd.Context()
-	var wf *workerFile
+	var wf *worker.File
 	if f.config != "" {
 		var err error
-		if wf, err = loadWorkerFile(f.config); err != nil {
-			return err
+		if wf, err = worker.LoadFile(f.config); err != nil {
+			return configUsage(err)
 		}
 		if a.natsURL == "" {
 			a.natsURL = wf.NATS
@@ -98,9 +98,9 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		if f.notify == "" {
 			f.notify = wf.Notify.URL
 		}
-		job, drain, err := wf.Timeouts.durations()
+		job, drain, err := wf.Timeouts.Durations()
 		if err != nil {
-			return err
+			return configUsage(err)
 		}
 		if f.jobLimit == 0 {
 			f.jobLimit = job
@@ -116,9 +116,9 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if f.workDir == "" {
 		f.workDir = os.TempDir()
 	}
-	slots, err := buildSlots(ctx, wf, f.slots, f.workDir, a.log)
+	slots, err := worker.BuildSlots(ctx, wf, f.slots, f.workDir, a.log)
 	if err != nil {
-		return err
+		return configUsage(err)
 	}
 	if len(slots) == 0 {
 		return usageErr("no slots: give --slots (e.g. cpu=1) or a --config with slots or discovery")

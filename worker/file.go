@@ -1,4 +1,4 @@
-package cli
+package worker
 
 import (
 	"bytes"
@@ -16,51 +16,51 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/benchfleet/benchfleet/device"
-	_ "github.com/benchfleet/benchfleet/device/cpu"     // registers the cpu runner
-	_ "github.com/benchfleet/benchfleet/device/harness" // registers forge, tt-xla
-	_ "github.com/benchfleet/benchfleet/device/sim"     // registers the sim runner
 	"github.com/benchfleet/benchfleet/internal/yamlerr"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/worker"
 )
 
-// workerFile is the worker's YAML config (DESIGN §7). Decoding is strict:
-// an unknown key is an error naming it.
-type workerFile struct {
+// File is the worker's YAML config (DESIGN §7, docs/OPERATIONS.md): what
+// `benchfleet worker --config` reads. Decoding is strict: an unknown key is
+// an error naming it. PlanSlots and BuildSlots turn it (and a --slots spec)
+// into the worker's slots through the device registry; the runner kinds
+// must be registered (the binary imports device/cpu, device/sim and
+// device/harness).
+type File struct {
 	NATS      string        `yaml:"nats"`
 	Store     string        `yaml:"store"`
 	ID        string        `yaml:"id"`
-	Slots     []slotSpec    `yaml:"slots"`
-	Discovery discoverySpec `yaml:"discovery"`
+	Slots     []SlotSpec    `yaml:"slots"`
+	Discovery DiscoverySpec `yaml:"discovery"`
 	// Forge is the forge harness's settings (the same as harnesses.forge).
-	Forge *harnessSpec `yaml:"forge"`
+	Forge *HarnessSpec `yaml:"forge"`
 	// Harnesses holds each harness runner's settings by runner name
 	// (forge, tt-xla, ...): a slot names its harness with `runner:`.
-	Harnesses map[string]harnessSpec `yaml:"harnesses"`
+	Harnesses map[string]HarnessSpec `yaml:"harnesses"`
 	Spool     string                 `yaml:"spool"`
-	Timeouts  timeoutsSpec           `yaml:"timeouts"`
+	Timeouts  TimeoutsSpec           `yaml:"timeouts"`
 	// MetricsListen is the address of /metrics and /healthz (e.g.
 	// 0.0.0.0:9464); empty = not served.
 	MetricsListen string `yaml:"metrics_listen"`
 	// Notify is where quarantines and dead letters are told.
-	Notify notifySpec `yaml:"notify"`
+	Notify NotifySpec `yaml:"notify"`
 }
 
-// notifySpec is the worker config's notify: section.
-type notifySpec struct {
+// NotifySpec is the worker config's notify: section.
+type NotifySpec struct {
 	// URL receives a JSON POST (Slack/Mattermost compatible text) when a
 	// device is quarantined or a job is dead-lettered; empty = none.
 	URL string `yaml:"url"`
 }
 
-type slotSpec struct {
+type SlotSpec struct {
 	Pool    string   `yaml:"pool"`
 	Runner  string   `yaml:"runner"`
 	Devices []string `yaml:"devices"`
 	Count   int      `yaml:"count"`
 }
 
-type discoverySpec struct {
+type DiscoverySpec struct {
 	Enabled bool   `yaml:"enabled"`
 	TTSMI   string `yaml:"tt_smi"`
 	DevRoot string `yaml:"dev_root"`
@@ -69,40 +69,40 @@ type discoverySpec struct {
 	Runner string `yaml:"runner"`
 }
 
-type timeoutsSpec struct {
+type TimeoutsSpec struct {
 	Job   string `yaml:"job"`
 	Drain string `yaml:"drain"`
 }
 
-type harnessSpec struct {
+type HarnessSpec struct {
 	Workdir string            `yaml:"workdir"`
 	Python  string            `yaml:"python"`
 	Env     map[string]string `yaml:"env"`
 }
 
-func loadWorkerFile(path string) (*workerFile, error) {
+func LoadFile(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, usageErr("--config: %v", err)
+		return nil, configErr("--config: %v", err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var wf workerFile
+	var wf File
 	if err := dec.Decode(&wf); err != nil && !errors.Is(err, io.EOF) {
-		return nil, usageErr("--config %s: %v", path, yamlerr.Clean(err))
+		return nil, configErr("--config %s: %v", path, yamlerr.Clean(err))
 	}
 	return &wf, nil
 }
 
-func (t timeoutsSpec) durations() (job, drain time.Duration, err error) {
+func (t TimeoutsSpec) Durations() (job, drain time.Duration, err error) {
 	if t.Job != "" {
 		if job, err = time.ParseDuration(t.Job); err != nil || job <= 0 {
-			return 0, 0, usageErr("config timeouts.job %q: want a positive duration like 30m", t.Job)
+			return 0, 0, configErr("config timeouts.job %q: want a positive duration like 30m", t.Job)
 		}
 	}
 	if t.Drain != "" {
 		if drain, err = time.ParseDuration(t.Drain); err != nil || drain <= 0 {
-			return 0, 0, usageErr("config timeouts.drain %q: want a positive duration like 10m", t.Drain)
+			return 0, 0, configErr("config timeouts.drain %q: want a positive duration like 10m", t.Drain)
 		}
 	}
 	return job, drain, nil
@@ -110,40 +110,40 @@ func (t timeoutsSpec) durations() (job, drain time.Duration, err error) {
 
 // harness returns the settings of the harness runner name: harnesses.<name>,
 // or the forge: section for forge (giving both is an error).
-func (wf *workerFile) harness(name string) (harnessSpec, error) {
+func (wf *File) harness(name string) (HarnessSpec, error) {
 	if wf == nil {
-		return harnessSpec{}, nil
+		return HarnessSpec{}, nil
 	}
 	h, ok := wf.Harnesses[name]
 	if name == protocol.RunnerForge && wf.Forge != nil {
 		if ok {
-			return h, usageErr("config: give the forge harness's settings once, in forge: or in harnesses.forge, not both")
+			return h, configErr("config: give the forge harness's settings once, in forge: or in harnesses.forge, not both")
 		}
 		h = *wf.Forge
 	}
 	return h, nil
 }
 
-// plannedSlot is a slot before its runner exists: what `devices` lists and
-// what buildSlots gives a runner.
-type plannedSlot struct {
+// PlannedSlot is a slot before its runner exists: what `devices` lists and
+// what BuildSlots gives a runner.
+type PlannedSlot struct {
 	Device  device.Device
 	Health  device.Health
 	Sampler device.Sampler
 }
 
-// planSlots turns --slots, the config's slots and discovery into devices
+// PlanSlots turns --slots, the config's slots and discovery into devices
 // with the name of their runner kind; it needs no checkout and starts no
 // runner. Errors name the config key.
-func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolog.Logger) ([]plannedSlot, error) {
-	var slots []plannedSlot
+func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logger) ([]PlannedSlot, error) {
+	var slots []PlannedSlot
 	if slotsFlag != "" {
 		devs, err := device.BuiltinSlots(slotsFlag)
 		if err != nil {
-			return nil, usageErr("--slots: %v", err)
+			return nil, configErr("--slots: %v", err)
 		}
 		for _, d := range devs {
-			slots = append(slots, plannedSlot{Device: d})
+			slots = append(slots, PlannedSlot{Device: d})
 		}
 	}
 	if wf == nil {
@@ -154,7 +154,7 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 	for i, s := range wf.Slots {
 		key := fmt.Sprintf("config slots[%d]", i)
 		if !protocol.ValidPool(s.Pool) {
-			return nil, usageErr("%s.pool %q: want one of %v", key, s.Pool, protocol.Pools)
+			return nil, configErr("%s.pool %q: want one of %v", key, s.Pool, protocol.Pools)
 		}
 		runner := s.Runner
 		if runner == "" {
@@ -162,33 +162,33 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 		}
 		kind, ok := device.Lookup(runner)
 		if !ok {
-			return nil, usageErr("%s.runner %q: want one of %v", key, runner, device.KindNames())
+			return nil, configErr("%s.runner %q: want one of %v", key, runner, device.KindNames())
 		}
 		if protocol.IsBuiltinPool(s.Pool) {
 			if len(s.Devices) > 0 {
-				return nil, usageErr("%s: built-in pool %s takes count, not devices", key, s.Pool)
+				return nil, configErr("%s: built-in pool %s takes count, not devices", key, s.Pool)
 			}
 			if s.Count < 1 || s.Count > device.MaxBuiltinSlots {
-				return nil, usageErr("%s.count %d: want 1..%d", key, s.Count, device.MaxBuiltinSlots)
+				return nil, configErr("%s.count %d: want 1..%d", key, s.Count, device.MaxBuiltinSlots)
 			}
 			if runner != s.Pool {
-				return nil, usageErr("%s: pool %s runs the %s runner, not %q", key, s.Pool, s.Pool, runner)
+				return nil, configErr("%s: pool %s runs the %s runner, not %q", key, s.Pool, s.Pool, runner)
 			}
 			for k := range s.Count {
 				id := fmt.Sprintf("%s-%d", s.Pool, countPool(slots, s.Pool)+k)
-				slots = append(slots, plannedSlot{Device: device.Device{ID: id, Pool: s.Pool, Runner: runner, Chips: 1, Healthy: true}})
+				slots = append(slots, PlannedSlot{Device: device.Device{ID: id, Pool: s.Pool, Runner: runner, Chips: 1, Healthy: true}})
 			}
 			continue
 		}
 		if !kind.Harness {
-			return nil, usageErr("%s: Tenstorrent pool %s runs a harness (%v), not the built-in %s runner", key, s.Pool, harnessNames(), runner)
+			return nil, configErr("%s: Tenstorrent pool %s runs a harness (%v), not the built-in %s runner", key, s.Pool, harnessNames(), runner)
 		}
 		if len(s.Devices) == 0 || s.Count != 0 {
-			return nil, usageErr("%s: Tenstorrent pool %s takes devices: [\"0\", ...], not count", key, s.Pool)
+			return nil, configErr("%s: Tenstorrent pool %s takes devices: [\"0\", ...], not count", key, s.Pool)
 		}
 		for _, d := range s.Devices {
 			if n, err := strconv.Atoi(d); err != nil || n < 0 || strconv.Itoa(n) != d {
-				return nil, usageErr("%s.devices: %q is not a device node number like \"0\"", key, d)
+				return nil, configErr("%s.devices: %q is not a device node number like \"0\"", key, d)
 			}
 		}
 		root := wf.Discovery.DevRoot
@@ -198,9 +198,9 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 		dev := device.Device{ID: "tt" + s.Devices[0], Pool: s.Pool, Runner: runner, Chips: len(s.Devices),
 			Path: filepath.Join(root, s.Devices[0]), Visible: strings.Join(s.Devices, ","), Healthy: true}
 		if hasDevice(slots, dev.ID) {
-			return nil, usageErr("%s: device %s is already a slot", key, dev.ID)
+			return nil, configErr("%s: device %s is already a slot", key, dev.ID)
 		}
-		slots = append(slots, plannedSlot{Device: dev, Health: health, Sampler: sampler})
+		slots = append(slots, PlannedSlot{Device: dev, Health: health, Sampler: sampler})
 	}
 	if wf.Discovery.Enabled {
 		runner := wf.Discovery.Runner
@@ -208,7 +208,7 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 			runner = protocol.DefaultHarness
 		}
 		if k, ok := device.Lookup(runner); !ok || !k.Harness {
-			return nil, usageErr("config discovery.runner %q: want one of %v", runner, harnessNames())
+			return nil, configErr("config discovery.runner %q: want one of %v", runner, harnessNames())
 		}
 		devs, err := device.Discover(ctx, dcfg)
 		if err != nil {
@@ -219,22 +219,22 @@ func planSlots(ctx context.Context, wf *workerFile, slotsFlag string, log zerolo
 				continue // configured statically
 			}
 			d.Runner = runner
-			slots = append(slots, plannedSlot{Device: d, Health: health, Sampler: sampler})
+			slots = append(slots, PlannedSlot{Device: d, Health: health, Sampler: sampler})
 		}
 	}
 	return slots, nil
 }
 
-// buildSlots plans the slots and gives each its runner, one runner per kind
+// BuildSlots plans the slots and gives each its runner, one runner per kind
 // shared by its slots. A harness's per-job and per-slot directories live
 // under workDir/<runner>.
-func buildSlots(ctx context.Context, wf *workerFile, slotsFlag, workDir string, log zerolog.Logger) ([]worker.Slot, error) {
-	planned, err := planSlots(ctx, wf, slotsFlag, log)
+func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, log zerolog.Logger) ([]Slot, error) {
+	planned, err := PlanSlots(ctx, wf, slotsFlag, log)
 	if err != nil {
 		return nil, err
 	}
 	runners := map[string]device.Runner{}
-	var slots []worker.Slot
+	var slots []Slot
 	for _, p := range planned {
 		name := p.Device.Runner
 		r, ok := runners[name]
@@ -251,16 +251,16 @@ func buildSlots(ctx context.Context, wf *workerFile, slotsFlag, workDir string, 
 					if name == protocol.RunnerForge {
 						key = "forge.workdir"
 					}
-					return nil, usageErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
+					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
 				}
 				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name)}
 			}
 			if r, err = kind.New(st, log); err != nil {
-				return nil, usageErr("config %s: %v", name, err)
+				return nil, configErr("config %s: %v", name, err)
 			}
 			runners[name] = r
 		}
-		slots = append(slots, worker.Slot{Device: p.Device, Runner: r, Health: p.Health, Sampler: p.Sampler})
+		slots = append(slots, Slot{Device: p.Device, Runner: r, Health: p.Health, Sampler: p.Sampler})
 	}
 	return slots, nil
 }
@@ -275,7 +275,7 @@ func harnessNames() []string {
 	return out
 }
 
-func countPool(slots []plannedSlot, pool string) int {
+func countPool(slots []PlannedSlot, pool string) int {
 	n := 0
 	for _, s := range slots {
 		if s.Device.Pool == pool {
@@ -285,11 +285,21 @@ func countPool(slots []plannedSlot, pool string) int {
 	return n
 }
 
-func hasDevice(slots []plannedSlot, id string) bool {
+func hasDevice(slots []PlannedSlot, id string) bool {
 	for _, s := range slots {
 		if s.Device.ID == id {
 			return true
 		}
 	}
 	return false
+}
+
+// ConfigError is a bad worker config or slot spec: the message names the
+// key or flag and what is wrong. Callers treat it as a usage error.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+func configErr(format string, args ...any) error {
+	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
 }

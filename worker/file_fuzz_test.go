@@ -1,4 +1,4 @@
-package cli
+package worker_test
 
 import (
 	"context"
@@ -7,12 +7,17 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	_ "github.com/benchfleet/benchfleet/device/cpu"
+	_ "github.com/benchfleet/benchfleet/device/harness"
+	_ "github.com/benchfleet/benchfleet/device/sim"
+	"github.com/benchfleet/benchfleet/worker"
 )
 
 // FuzzWorkerConfig: the worker config YAML never panics the strict
 // decoder, the timeouts or the slot builder (discovery off: no host access).
 //
-//	go test ./cmd/benchfleet/cli -run '^$' -fuzz '^FuzzWorkerConfig$' -fuzztime 30s
+//	go test ./worker -run '^$' -fuzz '^FuzzWorkerConfig$' -fuzztime 30s
 func FuzzWorkerConfig(f *testing.F) {
 	f.Add([]byte("nats: nats://a:4222\nstore: file:///tmp/x\nid: w1\nslots:\n  - {pool: cpu, runner: cpu, count: 2}\n  - {pool: sim, count: 3}\ntimeouts: {job: 30m, drain: 10m}\n"))
 	f.Add([]byte("slots: [{pool: n150, runner: forge, devices: [\"0\", \"1\"]}]\nforge: {workdir: /nonexistent}\n"))
@@ -26,11 +31,11 @@ func FuzzWorkerConfig(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		wf, err := loadWorkerFile(path)
+		wf, err := worker.LoadFile(path)
 		if err != nil {
 			return
 		}
-		if _, _, err := wf.Timeouts.durations(); err != nil {
+		if _, _, err := wf.Timeouts.Durations(); err != nil {
 			return
 		}
 		wf.Discovery.Enabled = false
@@ -39,6 +44,6 @@ func FuzzWorkerConfig(f *testing.F) {
 				return
 			}
 		}
-		_, _ = buildSlots(context.Background(), wf, "", t.TempDir(), zerolog.Nop())
+		_, _ = worker.BuildSlots(context.Background(), wf, "", t.TempDir(), zerolog.Nop())
 	})
 }

@@ -1,0 +1,20 @@
+package cli
+
+import (
+	"errors"
+
+	_ "github.com/benchfleet/benchfleet/device/cpu"     // registers the cpu runner
+	_ "github.com/benchfleet/benchfleet/device/harness" // registers forge, tt-xla
+	_ "github.com/benchfleet/benchfleet/device/sim"     // registers the sim runner
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// configUsage turns a bad worker config or slot spec (worker.ConfigError)
+// into a usage error (exit 64); other errors pass through.
+func configUsage(err error) error {
+	var ce *worker.ConfigError
+	if errors.As(err, &ce) {
+		return usageErr("%s", ce.Msg)
+	}
+	return err
+}
