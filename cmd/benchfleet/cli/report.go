@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,36 +22,29 @@ import (
 // The gate's tuning comes from o.gateConfig (zero: the defaults). Without a
 // store there is no history: every passed job is insufficient-history.
 func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []producer.Row, o waitOptions) (*producer.RunReport, int, error) {
-	rep := &producer.RunReport{Manifest: m, Rows: rows, GateOn: o.gate}
-	var history producer.HistoryFunc
+	req := producer.JudgeRequest{Manifest: m, Rows: rows, Gate: o.gate, GateConfig: o.gateConfig}
 	if a.storeURL != "" {
 		b, err := a.openStore(ctx)
 		if err != nil {
 			return nil, ExitFailed, err
 		}
 		defer b.Close()
-		history = a.historyFrom(ctx, b)
+		req.History = a.historyFrom(ctx, b)
 	}
-	if history != nil || o.gate {
-		g, err := producer.NewGate(o.gateConfig, history)
-		if err != nil {
-			return nil, ExitUsage, usageErr("%v", err)
-		}
-		verdicts, err := g.Evaluate(ctx, m, rows)
-		switch {
-		case err != nil && o.gate:
-			return nil, ExitFailed, fmt.Errorf("regression gate: %w", err)
-		case err != nil:
-			a.log.Warn().Err(err).Str("run", m.Run).Msg("no comparison with the baseline: history unreadable")
-		default:
-			producer.ApplyVerdicts(rows, verdicts)
-			rep.Verdicts, rep.Gate = verdicts, g.Config()
-		}
-	}
-	if err := writeReports(rep, o.junit, o.summaryMD); err != nil {
+	v, err := producer.Judge(ctx, req)
+	switch {
+	case errors.Is(err, producer.ErrGateConfig):
+		return nil, ExitUsage, usageErr("%v", err)
+	case err != nil:
 		return nil, ExitFailed, err
 	}
-	return rep, outcomeCode(rep.Outcome()), nil
+	if v.HistoryErr != nil {
+		a.log.Warn().Err(v.HistoryErr).Str("run", m.Run).Msg("no comparison with the baseline: history unreadable")
+	}
+	if err := writeReports(v.Report, o.junit, o.summaryMD); err != nil {
+		return nil, ExitFailed, err
+	}
+	return v.Report, v.Code, nil
 }
 
 // writeReports writes the JUnit report to junitPath (replacing it) and

@@ -65,19 +65,6 @@ func (a *app) historyFrom(ctx context.Context, b storage.Bucket) producer.Histor
 	}
 }
 
-// outcomeCode maps a run's outcome to the exit code: 1 when any job did
-// not pass (even if another regressed), else 2 on a regression with the
-// gate on, else 0.
-func outcomeCode(o producer.Outcome) int {
-	switch o {
-	case producer.OutcomeFail:
-		return ExitFailed
-	case producer.OutcomeRegression:
-		return ExitGate
-	}
-	return ExitOK
-}
-
 const gateHelp = `The gate compares each job's samples/sec with the history of its series
 (same test/model, batch size, data format, pool and runner) on the baseline
 branch, excluding the run itself and later runs: the baseline is the median
@@ -185,7 +172,7 @@ so only --store is needed; without a manifest the run's results are used.
 				return err
 			}
 			nf.send(ctx, a, b, rep)
-			if code := outcomeCode(rep.Outcome()); code != ExitOK {
+			if code := rep.Outcome().ExitCode(); code != ExitOK {
 				return exitCode(code)
 			}
 			return nil

@@ -69,7 +69,7 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 		}
 	}
 	rows := producer.Rows(m, states)
-	code := verdictCode(rows)
+	code := producer.RowsCode(rows)
 	// The comparison with the baseline (for reports, the gate, or a run of
 	// a commit) fills each row's change and verdict, so it runs before the
 	// table is printed.
@@ -105,16 +105,6 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 		return exitCode(code)
 	}
 	return nil
-}
-
-// verdictCode is 1 when any job did not pass, else 0.
-func verdictCode(rows []producer.Row) int {
-	for _, r := range rows {
-		if r.Status != protocol.StatusPassed {
-			return ExitFailed
-		}
-	}
-	return ExitOK
 }
 
 // progressPrinter shows a live bar on a TTY and periodic lines otherwise.
