@@ -1,9 +1,9 @@
-package cli
+package chaos
 
 import "syscall"
 
-// chaosProcAttr makes the kernel kill a chaos worker when the chaos
+// procAttr makes the kernel kill a chaos worker when the chaos
 // process dies, so no worker outlives its run.
-func chaosProcAttr() *syscall.SysProcAttr {
+func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

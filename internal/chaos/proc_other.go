@@ -1,0 +1,9 @@
+//go:build !linux
+
+package chaos
+
+import "syscall"
+
+// procAttr: no parent-death signal outside Linux; the chaos command
+// stops its workers itself on exit and on SIGINT/SIGTERM.
+func procAttr() *syscall.SysProcAttr { return nil }
