@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/storagetest"
@@ -32,4 +33,18 @@ func TestOpenFileURL(t *testing.T) {
 			t.Fatalf("Open(%q) = %T %v", u, b, b)
 		}
 	}
+}
+
+// The conformance suite holds through a wrapper (storage.Observe), which
+// passes every operation on.
+func TestObservedBucketConformance(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, func(t *testing.T) storage.Bucket {
+		b, err := storage.NewFileBucket(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return storage.Observe(b, func(string, error, time.Duration) {})
+	})
 }

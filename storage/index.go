@@ -349,8 +349,8 @@ func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, 
 	// Stamps are taken before the keys are listed: a result written in
 	// between changes the stamp, so the part never claims more than it has.
 	stamps := map[string]string{}
-	if sb, ok := b.(stamper); ok {
-		if fl, ok := b.(folderLister); ok {
+	if sb, ok := capability[stamper](b); ok {
+		if fl, ok := capability[folderLister](b); ok {
 			dates, err := folderDates(ctx, fl, since)
 			if err != nil {
 				return st, fmt.Errorf("storage: compact: %w", err)

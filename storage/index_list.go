@@ -21,7 +21,7 @@ import (
 // dates on or after since.
 func listPartitions(ctx context.Context, b Bucket, since string) ([]*partition, error) {
 	var prefixes []string // after "<tree>date="
-	if fl, ok := b.(folderLister); ok {
+	if fl, ok := capability[folderLister](b); ok {
 		dates, err := folderDates(ctx, fl, since)
 		if err != nil {
 			return nil, err

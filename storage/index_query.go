@@ -71,7 +71,7 @@ func Query(ctx context.Context, b Bucket, f Filter) ([]*protocol.Result, QuerySt
 	}
 	workers := max(2*runtime.GOMAXPROCS(0), 4)
 	var err error
-	if sb, ok := b.(stamper); ok {
+	if sb, ok := capability[stamper](b); ok {
 		err = queryStamped(ctx, b, sb, since, f, workers, add, &st)
 	} else {
 		var parts []*partition
@@ -126,7 +126,7 @@ func (st *QueryStats) merge(ps partStats) {
 // answered by queryPartition.
 func queryStamped(ctx context.Context, b Bucket, sb stamper, since string, f Filter, workers int,
 	add func([]*protocol.Result, partStats), st *QueryStats) error {
-	fl, ok := b.(folderLister)
+	fl, ok := capability[folderLister](b)
 	if !ok {
 		return fmt.Errorf("storage: query: bucket has stamps but no folders")
 	}

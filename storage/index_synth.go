@@ -111,7 +111,7 @@ func (o SynthOptions) withDefaults() SynthOptions {
 // any other bucket through Put.
 func WriteSynth(ctx context.Context, b Bucket, o SynthOptions) error {
 	o = o.withDefaults()
-	fb, direct := b.(*FileBucket)
+	fb, direct := capability[*FileBucket](b)
 	made := map[string]bool{}
 	if direct {
 		// Create the run folders up front, once each.

@@ -395,3 +395,24 @@ func TestSinceLimitsListing(t *testing.T) {
 		}
 	}
 }
+
+// A wrapper with Unwrap keeps the file store's fast paths (partition
+// stamps, folder listing) and answers queries as the bare bucket does; a
+// wrapper that hides the backend (plainBucket) loses them.
+func TestWrapperKeepsIndexFastPaths(t *testing.T) {
+	t.Parallel()
+	b, _ := newSynthStore(t, 400, 10)
+	mustCompact(t, b, CompactOptions{})
+	obs := Observe(Observe(b, func(string, error, time.Duration) {}), func(string, error, time.Duration) {})
+	if _, ok := capability[stamper](obs); !ok {
+		t.Fatal("partition stamps not found through two wrappers")
+	}
+	if _, ok := capability[folderLister](obs); !ok {
+		t.Fatal("folder listing not found through two wrappers")
+	}
+	if _, ok := capability[stamper](plainBucket{b}); ok {
+		t.Fatal("a wrapper without Unwrap exposes the backend's stamps")
+	}
+	f := Filter{Model: "resnet50"}
+	sameResults(t, mustQuery(t, obs, f), mustQuery(t, b, f))
+}

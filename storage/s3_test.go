@@ -59,6 +59,16 @@ func TestS3BucketConformance(t *testing.T) {
 	})
 }
 
+// Through a wrapper (storage.Observe) the S3 bucket still conforms.
+func TestS3BucketConformanceObserved(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	storagetest.Run(t, func(t *testing.T) storage.Bucket {
+		b := newS3Bucket(t, s3Config(srv, "obs/"+strings.ReplaceAll(t.Name(), "/", "-")))
+		return storage.Observe(b, func(string, error, time.Duration) {})
+	})
+}
+
 func TestS3BucketConformanceNoPrefix(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t)
