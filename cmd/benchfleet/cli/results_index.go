@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/export"
 )
 
 func (a *app) resultsCompactCmd() *cobra.Command {
@@ -121,7 +122,7 @@ other filters are those of 'results query'.`,
 // reader never sees half an export.
 func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
 	if path == "" {
-		return storage.WriteBenchmarkJSONL(stdout, rs)
+		return export.WriteJSONL(stdout, rs)
 	}
 	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
 		return writeExportDir(stdout, path, rs)
@@ -134,12 +135,12 @@ func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
 }
 
 // writeExportDir writes one file per pipeline into dir, named as
-// Tenstorrent's loader names them (storage.BenchmarkFileName).
+// Tenstorrent's loader names them (export.FileName).
 func writeExportDir(stdout io.Writer, dir string, rs []*protocol.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return usageErr("--out %q: %v", dir, err)
 	}
-	names, groups := storage.GroupBenchmarkFiles(rs)
+	names, groups := export.GroupFiles(rs)
 	for _, name := range names {
 		p := filepath.Join(dir, name)
 		if err := writeExportFile(p, groups[name]); err != nil {
@@ -159,7 +160,7 @@ func writeExportFile(path string, rs []*protocol.Result) error {
 		return usageErr("--out %q: %v", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := storage.WriteBenchmarkJSONL(tmp, rs); err != nil {
+	if err := export.WriteJSONL(tmp, rs); err != nil {
 		tmp.Close()
 		return err
 	}

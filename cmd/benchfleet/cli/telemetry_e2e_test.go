@@ -22,6 +22,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/export"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -114,7 +115,7 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	recordcheck.Validate(t, data)
-	var rec storage.BenchmarkRun
+	var rec export.BenchmarkRun
 	if err := json.Unmarshal(bytes.TrimSpace(data), &rec); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package storage
+package export
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ func exportResult() *protocol.Result {
 func reportResult(t *testing.T) *protocol.Result {
 	t.Helper()
 	r := exportResult()
-	data, err := os.ReadFile("../device/harness/testdata/resnet50_report.json")
+	data, err := os.ReadFile("../../device/harness/testdata/resnet50_report.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func reportResult(t *testing.T) *protocol.Result {
 func TestExportFromUpstreamReport(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	if err := WriteBenchmarkJSONL(&buf, []*protocol.Result{reportResult(t)}); err != nil {
+	if err := WriteJSONL(&buf, []*protocol.Result{reportResult(t)}); err != nil {
 		t.Fatal(err)
 	}
 	line := bytes.TrimSpace(buf.Bytes())
@@ -149,7 +149,7 @@ func TestExportWithoutReport(t *testing.T) {
 	failed.Error = &protocol.ResultError{Class: protocol.ClassBenchmark, Message: "PCC 0.5 below 0.99"}
 	failed.Source = protocol.Source{Project: "tt-forge/tt-forge-onnx"}
 	var buf bytes.Buffer
-	if err := WriteBenchmarkJSONL(&buf, []*protocol.Result{exportResult(), failed}); err != nil {
+	if err := WriteJSONL(&buf, []*protocol.Result{exportResult(), failed}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -174,14 +174,14 @@ func TestExportWithoutReport(t *testing.T) {
 	recordcheck.Validate(t, buf.Bytes())
 }
 
-func TestBenchmarkFileName(t *testing.T) {
+func TestFileName(t *testing.T) {
 	t.Parallel()
 	r := reportResult(t)
-	if got, want := BenchmarkFileName(r), "benchmark_12345678901_2026-11-03T09:30:00+0000.jsonl"; got != want {
+	if got, want := FileName(r), "benchmark_12345678901_2026-11-03T09:30:00+0000.jsonl"; got != want {
 		t.Fatalf("%s, want %s", got, want)
 	}
 	r.Source.CIRunID = 0
-	if got := BenchmarkFileName(r); got != "benchmark_nightly-1103_2026-11-03T09:30:00+0000.jsonl" {
+	if got := FileName(r); got != "benchmark_nightly-1103_2026-11-03T09:30:00+0000.jsonl" {
 		t.Fatalf("without a CI run: %s", got)
 	}
 }

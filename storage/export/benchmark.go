@@ -1,4 +1,7 @@
-package storage
+// Package export writes benchfleet results in other systems' shapes: today
+// Tenstorrent's CompleteBenchmarkRun record, as their CI database loader
+// builds it (`benchfleet results export --format benchmark-jsonl`).
+package export
 
 import (
 	"encoding/json"
@@ -261,23 +264,23 @@ func imageDimension(b protocol.Benchmark) string {
 	return fmt.Sprintf("3x%dx%d", size, size)
 }
 
-// WriteBenchmarkJSONL writes one CompleteBenchmarkRun JSON object per line.
-func WriteBenchmarkJSONL(w io.Writer, rs []*protocol.Result) error {
+// WriteJSONL writes one CompleteBenchmarkRun JSON object per line.
+func WriteJSONL(w io.Writer, rs []*protocol.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, r := range rs {
 		if err := enc.Encode(ToBenchmarkRun(r)); err != nil {
-			return fmt.Errorf("storage: export %s: %w", r.Job, err)
+			return fmt.Errorf("export %s: %w", r.Job, err)
 		}
 	}
 	return nil
 }
 
-// BenchmarkFileName is the loader's name for the records of one pipeline:
+// FileName is the loader's name for the records of one pipeline:
 // benchmark_<github_pipeline_id>_<run_start_ts as %Y-%m-%dT%H:%M:%S%z>.jsonl
 // (tt-github-actions get_benchmark_filename). Results submitted outside CI
 // use their run id in place of the pipeline id.
-func BenchmarkFileName(r *protocol.Result) string {
+func FileName(r *protocol.Result) string {
 	id := r.Run
 	if r.Source.CIRunID > 0 {
 		id = strconv.FormatInt(r.Source.CIRunID, 10)
@@ -285,9 +288,9 @@ func BenchmarkFileName(r *protocol.Result) string {
 	return fmt.Sprintf("benchmark_%s_%s.jsonl", id, r.StartedAt.UTC().Format("2006-01-02T15:04:05-0700"))
 }
 
-// GroupBenchmarkFiles groups rs by BenchmarkFileName of each group's first
+// GroupFiles groups rs by FileName of each group's first
 // result (results of one pipeline share a file), in first-seen order.
-func GroupBenchmarkFiles(rs []*protocol.Result) (names []string, groups map[string][]*protocol.Result) {
+func GroupFiles(rs []*protocol.Result) (names []string, groups map[string][]*protocol.Result) {
 	groups = map[string][]*protocol.Result{}
 	byID := map[string]string{}
 	for _, r := range rs {
@@ -297,7 +300,7 @@ func GroupBenchmarkFiles(rs []*protocol.Result) (names []string, groups map[stri
 		}
 		name, ok := byID[id]
 		if !ok {
-			name = BenchmarkFileName(r)
+			name = FileName(r)
 			byID[id] = name
 			names = append(names, name)
 		}
