@@ -533,7 +533,7 @@ func regressionText(v *GateRow, cfg GateConfig) string {
 		pct = math.Abs(*v.Change)
 	}
 	return fmt.Sprintf("%s samples/sec is %.1f%% %s the baseline %s (median of the last %d passed results on %s; threshold %s, noise band ±%.1f)",
-		fmtRate(v.Value), pct*100, dir, fmtRate(*v.Baseline), v.History, cfg.BaselineBranch,
+		FmtRate(v.Value), pct*100, dir, FmtRate(*v.Baseline), v.History, cfg.BaselineBranch,
 		FmtPercent(cfg.Threshold), v.Band)
 }
 

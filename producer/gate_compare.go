@@ -37,8 +37,8 @@ type Comparison struct {
 // by the median of its passed results; its status is passed when any
 // passed, else the status of its first result.
 func Compare(a, b []*protocol.Result) Comparison {
-	ga, oa := groupSeries(a)
-	gb, ob := groupSeries(b)
+	ga, oa := GroupSeries(a)
+	gb, ob := GroupSeries(b)
 	var c Comparison
 	for _, s := range oa {
 		if _, inB := gb[s]; !inB {
@@ -63,9 +63,9 @@ func Compare(a, b []*protocol.Result) Comparison {
 	return c
 }
 
-// groupSeries groups results by series; order lists the series sorted by
+// GroupSeries groups results by series; order lists the series sorted by
 // model, pool, batch size, data format, runner and test.
-func groupSeries(rs []*protocol.Result) (map[Series][]*protocol.Result, []Series) {
+func GroupSeries(rs []*protocol.Result) (map[Series][]*protocol.Result, []Series) {
 	g := map[Series][]*protocol.Result{}
 	var order []Series
 	for _, r := range rs {

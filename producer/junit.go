@@ -196,7 +196,7 @@ func problemText(row Row) string {
 		fmt.Fprintf(&b, "class: %s\n", row.Result.Error.Class)
 	}
 	if row.PCC != 0 {
-		fmt.Fprintf(&b, "pcc: %s", fmtPCC(row.PCC))
+		fmt.Fprintf(&b, "pcc: %s", FmtPCC(row.PCC))
 		if row.Result != nil && row.Result.PCC.Min > 0 {
 			fmt.Fprintf(&b, " (required %s)", strconv.FormatFloat(row.Result.PCC.Min, 'f', -1, 64))
 		}

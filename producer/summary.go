@@ -81,7 +81,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 			status = "pending"
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Job, r.Model, r.Pool, r.BatchSize, r.DataFormat,
-			fmtRate(r.SamplesPerSec), fmtPCC(r.PCC), status)
+			FmtRate(r.SamplesPerSec), FmtPCC(r.PCC), status)
 		if withChange {
 			line += "\t" + FmtChange(r.Change) + "\t" + r.Verdict
 		}
@@ -91,13 +91,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 }
 
 // FmtRate renders samples/sec as every table prints it: "-" when not measured.
-func FmtRate(v float64) string { return fmtRate(v) }
-
-// FmtPCC renders a PCC as every table prints it: "-" when the check did not
-// run, six decimals, or the distance from 1 when six decimals would read 1.
-func FmtPCC(v float64) string { return fmtPCC(v) }
-
-func fmtRate(v float64) string {
+func FmtRate(v float64) string {
 	if v == 0 {
 		return "-"
 	}
@@ -107,7 +101,9 @@ func fmtRate(v float64) string {
 	return strconv.FormatFloat(v, 'f', 3, 64)
 }
 
-func fmtPCC(v float64) string {
+// FmtPCC renders a PCC as every table prints it: "-" when the check did not
+// run, six decimals, or the distance from 1 when six decimals would read 1.
+func FmtPCC(v float64) string {
 	switch {
 	case v == 0:
 		return "-"

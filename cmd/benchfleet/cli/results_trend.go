@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/chart"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -41,7 +41,7 @@ a self-contained SVG written atomically. PNG is not supported in this build.`,
   benchfleet results trend --pool n150 --metric pcc --out pcc.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := producer.ParseMetric(metric)
+			m, err := chart.ParseMetric(metric)
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
@@ -53,7 +53,7 @@ a self-contained SVG written atomically. PNG is not supported in this build.`,
 				return err
 			}
 			var buf bytes.Buffer
-			if err := producer.WriteTrendSVG(&buf, rs, producer.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe()}); err != nil {
+			if err := chart.WriteTrendSVG(&buf, rs, chart.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe()}); err != nil {
 				return err
 			}
 			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
@@ -65,7 +65,7 @@ a self-contained SVG written atomically. PNG is not supported in this build.`,
 	}
 	addFilterFlags(cmd, &q, "", "passed, failed, error, timeout or cancelled")
 	fl := cmd.Flags()
-	fl.StringVar(&metric, "metric", string(producer.MetricSamplesPerSec), "samples_per_sec, pcc or p50_ms")
+	fl.StringVar(&metric, "metric", string(chart.MetricSamplesPerSec), "samples_per_sec, pcc or p50_ms")
 	fl.StringVar(&out, "out", "", "the SVG file to write (required; .svg)")
 	return cmd
 }
@@ -98,8 +98,8 @@ previous passed result, commit and run. The file is written atomically.`,
 				return err
 			}
 			var buf bytes.Buffer
-			opts := producer.ReportOptions{Query: strings.TrimPrefix(q.describe(), " — ")}
-			if err := producer.WriteReportHTML(&buf, rs, opts); err != nil {
+			opts := chart.ReportOptions{Query: strings.TrimPrefix(q.describe(), " — ")}
+			if err := chart.WriteReportHTML(&buf, rs, opts); err != nil {
 				return err
 			}
 			if err := writeFileAtomic(out, buf.Bytes()); err != nil {

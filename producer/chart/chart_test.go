@@ -1,4 +1,4 @@
-package producer_test
+package chart_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/chart"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -68,11 +68,11 @@ func svgDoc(t *testing.T, data []byte) (map[string]int, string) {
 
 func TestWriteTrendSVG(t *testing.T) {
 	t.Parallel()
-	for _, m := range producer.Metrics {
+	for _, m := range chart.Metrics {
 		t.Run(string(m), func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if err := producer.WriteTrendSVG(&b, trendResults(), producer.TrendOptions{Metric: m}); err != nil {
+			if err := chart.WriteTrendSVG(&b, trendResults(), chart.TrendOptions{Metric: m}); err != nil {
 				t.Fatal(err)
 			}
 			elems, text := svgDoc(t, b.Bytes())
@@ -99,10 +99,10 @@ func TestWriteTrendSVG(t *testing.T) {
 
 func TestWriteTrendSVGEdges(t *testing.T) {
 	t.Parallel()
-	if err := producer.WriteTrendSVG(io.Discard, nil, producer.TrendOptions{}); err == nil {
+	if err := chart.WriteTrendSVG(io.Discard, nil, chart.TrendOptions{}); err == nil {
 		t.Error("no results: want an error")
 	}
-	if err := producer.WriteTrendSVG(io.Discard, trendResults(), producer.TrendOptions{Metric: "nope"}); err == nil {
+	if err := chart.WriteTrendSVG(io.Discard, trendResults(), chart.TrendOptions{Metric: "nope"}); err == nil {
 		t.Error("unknown metric: want an error")
 	}
 	// One result, and only failed ones: still a well-formed plot.
@@ -110,7 +110,7 @@ func TestWriteTrendSVGEdges(t *testing.T) {
 	failed := trendResults()[3:4]
 	for _, rs := range [][]*protocol.Result{one, failed} {
 		var b bytes.Buffer
-		if err := producer.WriteTrendSVG(&b, rs, producer.TrendOptions{}); err != nil {
+		if err := chart.WriteTrendSVG(&b, rs, chart.TrendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if elems, _ := svgDoc(t, b.Bytes()); elems["polyline"] != 1 {
@@ -122,7 +122,7 @@ func TestWriteTrendSVGEdges(t *testing.T) {
 func TestReportRowsAndHTML(t *testing.T) {
 	t.Parallel()
 	rs := trendResults()
-	rows := producer.ReportRows(rs)
+	rows := chart.ReportRows(rs)
 	if len(rows) != 2 {
 		t.Fatalf("%d rows, want one per series (2)", len(rows))
 	}
@@ -141,7 +141,7 @@ func TestReportRowsAndHTML(t *testing.T) {
 	}
 
 	var b bytes.Buffer
-	if err := producer.WriteReportHTML(&b, rs, producer.ReportOptions{Query: "model <x>"}); err != nil {
+	if err := chart.WriteReportHTML(&b, rs, chart.ReportOptions{Query: "model <x>"}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -245,7 +245,7 @@ func TestTrendPictureReadsLikeAChart(t *testing.T) {
 	t.Parallel()
 	rs := pictureResults()
 	var b bytes.Buffer
-	if err := producer.WriteTrendSVG(&b, rs, producer.TrendOptions{}); err != nil {
+	if err := chart.WriteTrendSVG(&b, rs, chart.TrendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	svg := b.Bytes()
@@ -285,7 +285,7 @@ func TestTrendPictureReadsLikeAChart(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := producer.WriteTrendSVG(&b, short, producer.TrendOptions{}); err != nil {
+	if err := chart.WriteTrendSVG(&b, short, chart.TrendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, xs := svgTicks(t, b.Bytes()); len(xs) < 3 {
@@ -295,7 +295,7 @@ func TestTrendPictureReadsLikeAChart(t *testing.T) {
 	// The report: the regression is listed and its change coloured; a
 	// change inside the noise is not coloured, whatever its sign.
 	b.Reset()
-	if err := producer.WriteReportHTML(&b, rs, producer.ReportOptions{}); err != nil {
+	if err := chart.WriteReportHTML(&b, rs, chart.ReportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()

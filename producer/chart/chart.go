@@ -1,4 +1,4 @@
-package producer
+package chart
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -64,7 +65,7 @@ func (m Metric) Label() string {
 
 // TrendLine is one series of a trend: its results, oldest first.
 type TrendLine struct {
-	Series Series
+	Series producer.Series
 	// Name is the series' display name (Series.Name), with the runner and
 	// test added when two series would otherwise share a name.
 	Name    string
@@ -74,7 +75,7 @@ type TrendLine struct {
 // TrendLines groups rs by series (sorted like Compare's series) and orders
 // each series' results by run creation time, then run and job.
 func TrendLines(rs []*protocol.Result) []TrendLine {
-	g, order := groupSeries(rs)
+	g, order := producer.GroupSeries(rs)
 	count := map[string]int{}
 	for _, s := range order {
 		count[s.Name()]++
@@ -118,7 +119,7 @@ type TrendOptions struct {
 	// improvement) against the earlier passed points of its series, as
 	// `results gate` does; zero fields take the gate's defaults. Only
 	// samples/sec is judged.
-	Gate GateConfig
+	Gate producer.GateConfig
 }
 
 // Plot geometry, in pixels.
@@ -156,13 +157,13 @@ type trendPanel struct {
 	Title string
 	Lines []TrendLine
 	// Verdicts[i][k] judges Lines[i].Results[k] (gate rule).
-	Verdicts [][]Judgement
+	Verdicts [][]producer.Judgement
 }
 
 // trendPanels groups lines by model (TrendLines order), judging every
 // passed point with the gate's rule against the earlier passed points of
 // its series.
-func trendPanels(lines []TrendLine, gate GateConfig) []trendPanel {
+func trendPanels(lines []TrendLine, gate producer.GateConfig) []trendPanel {
 	var panels []trendPanel
 	index := map[string]int{}
 	for _, l := range lines {
@@ -182,8 +183,8 @@ func trendPanels(lines []TrendLine, gate GateConfig) []trendPanel {
 // judgeLine applies the gate's rule to every result of a series: a passed
 // result against the samples/sec of the series' earlier passed results (the
 // last Window of them), a result that did not pass is failed.
-func judgeLine(l TrendLine, gate GateConfig) []Judgement {
-	out := make([]Judgement, len(l.Results))
+func judgeLine(l TrendLine, gate producer.GateConfig) []producer.Judgement {
+	out := make([]producer.Judgement, len(l.Results))
 	var history []float64
 	for k, r := range l.Results {
 		passed := r.Status == protocol.StatusPassed
@@ -352,22 +353,22 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 					figure = strconv.FormatFloat(m, 'g', 6, 64)
 				}
 				tipText := fmt.Sprintf("%s\nrun %s, job %s\n%s UTC\ncommit %s\n%s: %s (%s)", l.Name, r.Run, r.Job,
-					r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), ShortCommit(r.Source.Commit), o.Metric.Label(), figure, r.Status)
+					r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), producer.ShortCommit(r.Source.Commit), o.Metric.Label(), figure, r.Status)
 				if j.HasBaseline && r.Status == protocol.StatusPassed {
-					tipText += fmt.Sprintf("\n%s: %s vs median of %d earlier", j.Verdict, FmtChange(&j.Change), j.N)
+					tipText += fmt.Sprintf("\n%s: %s vs median of %d earlier", j.Verdict, producer.FmtChange(&j.Change), j.N)
 				}
 				tip := xmlText(tipText)
 				if r.Status == protocol.StatusPassed {
 					y := yOf(v)
 					p(`<circle cx="%s" cy="%s" r="3.5" fill="%s"><title>%s</title></circle>`+"\n", f1(x), f1(y), colour, tip)
-					if o.Metric == MetricSamplesPerSec && (j.Verdict == VerdictRegression || j.Verdict == VerdictImproved) {
+					if o.Metric == MetricSamplesPerSec && (j.Verdict == producer.VerdictRegression || j.Verdict == producer.VerdictImproved) {
 						c, cls := regressionColour, "regression"
-						if j.Verdict == VerdictImproved {
+						if j.Verdict == producer.VerdictImproved {
 							c, cls = improvedColour, "improved"
 						}
 						p(`<g class="%s"><circle cx="%s" cy="%s" r="8" fill="none" stroke="%s" stroke-width="2"><title>%s</title></circle>`+
 							`<text x="%s" y="%s" text-anchor="end" font-weight="bold" fill="%s">%s</text></g>`+"\n",
-							cls, f1(x), f1(y), c, tip, f1(x-10), f1(y-8), c, xmlText(FmtChange(&j.Change)))
+							cls, f1(x), f1(y), c, tip, f1(x-10), f1(y-8), c, xmlText(producer.FmtChange(&j.Change)))
 					}
 					continue
 				}
@@ -564,12 +565,12 @@ type ReportOptions struct {
 	Now time.Time
 	// Gate is the rule that flags regressions (zero fields: the gate's
 	// defaults).
-	Gate GateConfig
+	Gate producer.GateConfig
 }
 
 // ReportRow is one series' latest result in the report's table.
 type ReportRow struct {
-	Series Series
+	Series producer.Series
 	Name   string
 	Latest *protocol.Result
 	// Change is the relative change in samples/sec of Latest against the
@@ -579,18 +580,18 @@ type ReportRow struct {
 	// Judgement is the gate's rule applied to Latest against the median of
 	// the series' earlier passed results (regression, improved, ok,
 	// insufficient-history or failed).
-	Judgement Judgement
+	Judgement producer.Judgement
 }
 
 // ReportRows is the latest result of every series (TrendLines order), with
 // its change against the previous passed result of that series and the
-// gate's judgement (default GateConfig) against the earlier ones.
+// gate's judgement (default producer.GateConfig) against the earlier ones.
 func ReportRows(rs []*protocol.Result) []ReportRow {
-	gate, _ := GateConfig{}.WithDefaults()
+	gate, _ := producer.GateConfig{}.WithDefaults()
 	return reportRows(rs, gate)
 }
 
-func reportRows(rs []*protocol.Result, gate GateConfig) []ReportRow {
+func reportRows(rs []*protocol.Result, gate producer.GateConfig) []ReportRow {
 	var rows []ReportRow
 	for _, l := range TrendLines(rs) {
 		n := len(l.Results)
@@ -672,7 +673,7 @@ svg { max-width: 100%; height: auto; }
 {{.SVG}}
 <h2 id="latest">Latest result per series</h2>
 <table>
-<thead><tr><th>Series</th><th>Samples/sec</th><th>PCC</th><th>Status</th><th>Verdict</th><th>Change vs baseline</th><th>Change vs previous</th><th>Commit</th><th>Run</th><th>Created (UTC)</th></tr></thead>
+<thead><tr><th>producer.Series</th><th>Samples/sec</th><th>PCC</th><th>Status</th><th>Verdict</th><th>Change vs baseline</th><th>Change vs previous</th><th>Commit</th><th>Run</th><th>Created (UTC)</th></tr></thead>
 <tbody>
 {{range .Rows}}{{if .Group}}<tr class="group"><th colspan="10">{{.Group}}</th></tr>
 {{end}}<tr class="{{if not .Passed}}notpassed{{end}}"><td>{{.Name}}</td><td class="num">{{.Rate}}</td><td class="num">{{.PCC}}</td><td>{{.Status}}</td><td class="{{.VerdictClass}}">{{.Verdict}}</td><td class="num {{.VerdictClass}}" title="{{.Baseline}}">{{.VerdictChange}}</td><td class="num">{{.Change}}</td><td title="{{.CommitFull}}"><code>{{.Commit}}</code></td><td><code>{{.Run}}</code></td><td>{{.Created}}</td></tr>
@@ -746,22 +747,22 @@ func WriteReportHTML(w io.Writer, rs []*protocol.Result, o ReportOptions) error 
 	lastGroup := ""
 	for _, row := range rows {
 		r, j := row.Latest, row.Judgement
-		v := reportRowView{Name: row.Name, Rate: fmtRate(r.Measurements.SamplesPerSec), PCC: fmtPCC(r.PCC.Value),
-			Status: string(r.Status), Commit: ShortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
-			Created: r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), Change: FmtChange(row.Change),
+		v := reportRowView{Name: row.Name, Rate: producer.FmtRate(r.Measurements.SamplesPerSec), PCC: producer.FmtPCC(r.PCC.Value),
+			Status: string(r.Status), Commit: producer.ShortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
+			Created: r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), Change: producer.FmtChange(row.Change),
 			Passed: r.Status == protocol.StatusPassed, Verdict: string(j.Verdict), VerdictChange: "-"}
 		if row.Series.Model != lastGroup {
 			v.Group, lastGroup = row.Series.Model, row.Series.Model
 		}
 		if j.HasBaseline && r.Status == protocol.StatusPassed {
-			v.VerdictChange = FmtChange(&j.Change)
-			v.Baseline = fmt.Sprintf("median %s of %d earlier", fmtRate(j.Baseline), j.N)
+			v.VerdictChange = producer.FmtChange(&j.Change)
+			v.Baseline = fmt.Sprintf("median %s of %d earlier", producer.FmtRate(j.Baseline), j.N)
 		}
 		switch j.Verdict {
-		case VerdictRegression:
+		case producer.VerdictRegression:
 			v.VerdictClass = "worse"
 			page.Regressions = append(page.Regressions, v)
-		case VerdictImproved:
+		case producer.VerdictImproved:
 			v.VerdictClass = "better"
 		}
 		page.Rows = append(page.Rows, v)
