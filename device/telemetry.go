@@ -2,6 +2,7 @@ package device
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benchfleet/benchfleet/protocol"
@@ -41,14 +43,28 @@ const SampleInterval = 250 * time.Millisecond
 // disturb the device). A board with several device nodes sums power and
 // takes the hottest chip. When a node has no hwmon files it falls back to
 // the `tt-smi -s` snapshot's telemetry ("power" in W, "asic_temperature"
-// in °C, strings), which is slow (seconds): samples then come as fast as
-// tt-smi answers, one at a time.
+// in °C, strings), which is slow (seconds) and talks to the firmware: it
+// is read at most every SnapshotInterval per device (ErrNoSample between).
 type TTSampler struct {
 	cfg DiscoverConfig
+
+	mu       sync.Mutex
+	lastSnap map[string]time.Time // device id -> last tt-smi snapshot
 }
 
+// SnapshotInterval is the least time between two `tt-smi -s` readings of
+// one device (tt-smi takes seconds and talks to the board's firmware: it
+// must not run back to back while the board is measured).
+const SnapshotInterval = 5 * time.Second
+
+// ErrNoSample is returned by a Sampler that has nothing new to report now
+// (a rate-limited source); the caller skips the sample.
+var ErrNoSample = errors.New("device: no new sample")
+
 // NewTTSampler returns the sampler of devices found with cfg.
-func NewTTSampler(cfg DiscoverConfig) *TTSampler { return &TTSampler{cfg: cfg.withDefaults()} }
+func NewTTSampler(cfg DiscoverConfig) *TTSampler {
+	return &TTSampler{cfg: cfg.withDefaults(), lastSnap: map[string]time.Time{}}
+}
 
 // Sample implements Sampler.
 func (s *TTSampler) Sample(ctx context.Context, dev Device) (Sample, error) {
@@ -67,6 +83,14 @@ func (s *TTSampler) Sample(ctx context.Context, dev Device) (Sample, error) {
 		out.add(p, t)
 	}
 	if len(missing) > 0 {
+		s.mu.Lock()
+		last := s.lastSnap[dev.ID]
+		if time.Since(last) < SnapshotInterval {
+			s.mu.Unlock()
+			return out, ErrNoSample
+		}
+		s.lastSnap[dev.ID] = time.Now()
+		s.mu.Unlock()
 		out.Source = "tt-smi"
 		if err := s.fromSnapshot(ctx, missing, &out); err != nil {
 			return out, err

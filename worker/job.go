@@ -256,6 +256,7 @@ func (s *slot) sample(ctx context.Context) func() []device.Sample {
 			switch {
 			case err == nil:
 				samples = append(samples, smp)
+			case errors.Is(err, device.ErrNoSample):
 			case ctx.Err() == nil && !warned:
 				warned = true
 				s.log.Warn().Err(err).Msg("telemetry: sample failed")
