@@ -25,7 +25,6 @@ import (
 
 const chromium = "/usr/bin/chromium"
 
-
 func newFarm(t *testing.T) (ui.Config, func(run string, jobs []*protocol.Job)) {
 	t.Helper()
 	srv := testfleet.Server(t)
@@ -148,7 +147,7 @@ func (b *drive) text(sel string) string {
 func (b *drive) shot(dir, name string) {
 	t, ctx := b.t, b.ctx
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -278,3 +277,7 @@ func TestBrowserDashboard(t *testing.T) {
 		}
 	}
 }
+
+func topologyConfig() topology.Config { return topology.Config{AckWait: 10 * time.Second} }
+
+func itoa(n int) string { return fmt.Sprint(n) }

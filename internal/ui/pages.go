@@ -324,7 +324,6 @@ func seriesURL(s producer.Series) string {
 	return "/series?" + strings.Join(q, "&")
 }
 
-
 type jobData struct {
 	Run       *protocol.RunManifest
 	Row       jobRow

@@ -32,8 +32,9 @@ type pointView struct {
 }
 
 type tick struct {
-	Pos   float64
-	Label string
+	Pos    float64
+	Label  string
+	Anchor string // text-anchor of the label
 }
 
 type seriesData struct {
@@ -185,7 +186,14 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 		if t1.Sub(t0) < 48*time.Hour {
 			f = "01-02 15:04"
 		}
-		d.XTicks = append(d.XTicks, tick{Pos: round1(x(t)), Label: t.UTC().Format(f)})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 5:
+			anchor = "end"
+		}
+		d.XTicks = append(d.XTicks, tick{Pos: round1(x(t)), Label: t.UTC().Format(f), Anchor: anchor})
 	}
 }
 
