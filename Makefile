@@ -1,7 +1,8 @@
 # benchfleet — the one test command is `make test`: it installs what the
 # tests need (VersityGW at a pinned version, into ./.tools/bin), checks
 # formatting and vet, runs every test (the S3 tests against a real
-# VersityGW are required, not skipped), the race detector on the
+# VersityGW are required, not skipped; so is the dashboard's test in
+# headless Chromium, installed from Debian's packages), the race detector on the
 # concurrent packages, and a brief run of every fuzz target.
 
 GO       ?= go
@@ -15,6 +16,7 @@ test: tools vet unit race fuzz-short
 
 tools:
 	./scripts/install-versitygw.sh
+	./scripts/install-chromium.sh
 
 build:
 	$(GO) build -o bin/benchfleet ./cmd/benchfleet
@@ -24,7 +26,7 @@ vet:
 	$(GO) vet ./...
 
 unit:
-	BENCHFLEET_REQUIRE_S3=1 BENCHFLEET_REQUIRE_PYDANTIC=1 $(GO) test -count=1 -timeout 20m ./...
+	BENCHFLEET_REQUIRE_S3=1 BENCHFLEET_REQUIRE_PYDANTIC=1 BENCHFLEET_REQUIRE_BROWSER=1 AWS_EC2_METADATA_DISABLED=true $(GO) test -count=1 -timeout 20m ./...
 
 # The packages with the most concurrency, under the race detector.
 race:

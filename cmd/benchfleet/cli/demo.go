@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -89,9 +90,10 @@ passed. Results stay in DIR/store/results/v1/...`,
 }
 
 func (a *app) devCmd() *cobra.Command {
-	var dataDir, listen, slots, metrics string
+	var dataDir, listen, slots, metrics, uiAddr string
+	var uiActions bool
 	cmd := &cobra.Command{
-		Use:   "dev [--data DIR] [--listen 127.0.0.1:4222] [--slots cpu=2,sim=8] [--metrics-listen ADDR]",
+		Use:   "dev [--data DIR] [--listen 127.0.0.1:4222] [--slots cpu=2,sim=8] [--metrics-listen ADDR] [--ui ADDR [--ui-actions]]",
 		Short: "Run an embedded NATS, a store and a worker until interrupted, for other terminals to submit to",
 		Long: `The demo's pieces, long-running: an in-process NATS server with JetStream on
 --listen, the file store at DIR/store (or --store, e.g. an s3:// URL), and a
@@ -114,6 +116,13 @@ worker with the --slots given. Submit from another terminal with
 				}
 				defer stopHTTP()
 			}
+			if uiAddr != "" {
+				uctx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+				defer stopUI()
+				if err := a.devUI(uctx, uiAddr, uiActions, lf.store); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.url, storage.Redact(a.storeURL), slots)
 			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --store %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.url, storage.Redact(a.storeURL))
 			fmt.Fprintln(a.stdout, "Ctrl-C to stop")
@@ -126,6 +135,8 @@ worker with the --slots given. Submit from another terminal with
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "client listen address of the embedded NATS server")
 	cmd.Flags().StringVar(&slots, "slots", "cpu=1,sim=4", "built-in slots pool=count[,pool=count]")
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "", "serve the worker's Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
+	cmd.Flags().StringVar(&uiAddr, "ui", "", "serve the web dashboard (as `benchfleet serve`) on this address, e.g. 127.0.0.1:8080")
+	cmd.Flags().BoolVar(&uiActions, "ui-actions", false, "allow cancel, dlq retry and fleet release from the dashboard")
 	a.topologyFlags(cmd)
 	return cmd
 }

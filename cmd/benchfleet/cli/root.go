@@ -173,7 +173,7 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.logFormat, "log-format", envOr("BENCHFLEET_LOG_FORMAT", "auto"), "log format: auto (console on a TTY, else JSON), console, json")
 	root.AddCommand(
 		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
-		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(),
+		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(), a.serveCmd(),
 	)
 	return root
 }

@@ -1,0 +1,478 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// workerView is one worker of the home page.
+type workerView struct {
+	protocol.WorkerStatus
+	Age string // since the last heartbeat
+}
+
+// runView is one run of the home page.
+type runView struct {
+	producer.RunSummary
+	Done, Total int
+	Verdict     string
+}
+
+type queueRow struct {
+	Pool              string
+	High, Normal, Low uint64
+	InFlight          uint64
+	Total             uint64
+}
+
+type homeData struct {
+	Workers              []workerView
+	Boards, Idle, Busy   int
+	Quarantined, Flagged int
+	Queues               []queueRow
+	Active, Recent       []runView
+	Errors               []string
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	var d homeData
+	fleet, err := producer.ReadFleet(ctx, s.cfg.Topology.Workers)
+	if err != nil {
+		d.Errors = append(d.Errors, err.Error())
+	}
+	producer.FlagBoards(fleet)
+	now := time.Now()
+	for _, st := range fleet {
+		d.Workers = append(d.Workers, workerView{WorkerStatus: st, Age: ago(now, st.Time)})
+		for _, dev := range st.Devices {
+			d.Boards++
+			switch dev.State {
+			case protocol.DeviceIdle:
+				d.Idle++
+			case protocol.DeviceBusy:
+				d.Busy++
+			case protocol.DeviceQuarantined:
+				d.Quarantined++
+			}
+			if dev.Flag != "" {
+				d.Flagged++
+			}
+		}
+	}
+	qs, err := producer.ReadQueues(ctx, s.cfg.JS)
+	if err != nil {
+		d.Errors = append(d.Errors, err.Error())
+	}
+	byPool := map[string]*queueRow{}
+	for _, q := range qs {
+		row, ok := byPool[q.Pool]
+		if !ok {
+			row = &queueRow{Pool: q.Pool}
+			byPool[q.Pool] = row
+		}
+		switch q.Priority {
+		case protocol.PriorityHigh:
+			row.High = q.Pending
+		case protocol.PriorityNormal:
+			row.Normal = q.Pending
+		case protocol.PriorityLow:
+			row.Low = q.Pending
+		}
+		row.InFlight += q.InFlight
+		row.Total += q.Pending
+	}
+	for _, p := range protocol.Pools {
+		if row, ok := byPool[p]; ok && (row.Total > 0 || row.InFlight > 0) {
+			d.Queues = append(d.Queues, *row)
+		}
+	}
+	runs, err := producer.ListRuns(ctx, s.cfg.JS, s.cfg.Topology.Runs, s.cfg.Store, s.cfg.RecentRuns)
+	if err != nil {
+		d.Errors = append(d.Errors, err.Error())
+	}
+	for _, rs := range runs {
+		if rs.Progress == nil {
+			break
+		}
+		v := runView{RunSummary: rs, Done: rs.Progress.All.Done(), Total: rs.Progress.All.Total}
+		switch rs.State {
+		case producer.RunQueued, producer.RunRunning:
+			d.Active = append(d.Active, v)
+		default:
+			v.Verdict = s.finishedVerdict(ctx, rs)
+			d.Recent = append(d.Recent, v)
+		}
+	}
+	s.render(w, r, "home", "benchfleet", true, d)
+}
+
+// finishedVerdict is the word a finished run leads with: FAIL, CANCELLED,
+// or the gate's PASS / REGRESSION (cached: results are write-once).
+func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary) string {
+	switch rs.State {
+	case producer.RunCancelled:
+		return "CANCELLED"
+	case producer.RunFailed:
+		return string(producer.OutcomeFail)
+	}
+	s.mu.Lock()
+	v, ok := s.verdicts[rs.Manifest.Run]
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	rep, err := s.report(ctx, rs.Manifest, nil)
+	if err != nil {
+		return "?"
+	}
+	v = string(rep.Outcome())
+	s.mu.Lock()
+	if len(s.verdicts) > 10000 {
+		clear(s.verdicts)
+	}
+	s.verdicts[rs.Manifest.Run] = v
+	s.mu.Unlock()
+	return v
+}
+
+// report is a run with the gate's verdicts: from states when given (a
+// Watcher snapshot), else from the run's stored results.
+func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map[string]*producer.JobState) (*producer.RunReport, error) {
+	var rows []producer.Row
+	if states != nil {
+		rows = producer.Rows(m, states)
+	} else {
+		rs, _, err := storage.Query(ctx, s.cfg.Store, storage.Filter{Run: m.Run, Since: m.CreatedAt.Add(-time.Second)})
+		if err != nil {
+			return nil, err
+		}
+		rows = producer.RowsFromResults(m, rs)
+	}
+	verdicts, err := s.gate.Evaluate(ctx, m, rows)
+	if err != nil {
+		return nil, err
+	}
+	producer.ApplyVerdicts(rows, verdicts)
+	return &producer.RunReport{Manifest: m, Rows: rows, Verdicts: verdicts, Gate: s.cfg.Gate, GateOn: true}, nil
+}
+
+// jobRow is one job of the run page.
+type jobRow struct {
+	producer.Row
+	State     *producer.JobState
+	StatusTxt string // the verdict, or the progress while not ended
+	Class     string // CSS class of the status
+	Worker    string
+	Board     string
+	Gate      *producer.GateRow
+	Log       string // the artifact key of the job's log, if any
+	SeriesURL string
+}
+
+type runData struct {
+	Manifest   *protocol.RunManifest
+	State      string
+	Cancelled  bool
+	Progress   producer.Progress
+	Done       int
+	Finished   bool
+	Outcome    string
+	Jobs       []jobRow
+	Regressed  []jobRow
+	GateConfig string
+	Unserved   []string
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	m, ok := s.manifest(w, r)
+	if !ok {
+		return
+	}
+	st, err := (&producer.Watcher{JS: s.cfg.JS, Manifest: m, Store: s.cfg.Store}).Snapshot(ctx)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	_, cerr := s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
+	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: producer.ProgressOf(m, st), GateConfig: s.cfg.Gate.String()}
+	d.State = producer.RunState(d.Progress, d.Cancelled)
+	d.Done = d.Progress.All.Done()
+	d.Finished = d.Done == d.Progress.All.Total
+	rep, err := s.report(ctx, m, st)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	if d.Finished {
+		d.Outcome = string(rep.Outcome())
+		if d.Cancelled {
+			d.Outcome = "CANCELLED"
+		}
+	} else if fleet, err := producer.ReadFleet(ctx, s.cfg.Topology.Workers); err == nil {
+		d.Unserved = producer.UnservedPools(fleet, m.Jobs)
+	}
+	for i, row := range rep.Rows {
+		js := st[row.Job]
+		jr := jobRow{Row: row, State: js, Gate: &rep.Verdicts[i]}
+		jr.StatusTxt, jr.Class = statusOf(js)
+		jr.Worker, jr.Board = js.Worker, js.Device
+		if js.Result != nil {
+			jr.Worker, jr.Board = js.Result.Worker.ID, js.Result.Device.ID
+			jr.Log = logKey(js.Result)
+			jr.SeriesURL = seriesURL(producer.SeriesOf(js.Result))
+		} else {
+			jr.SeriesURL = seriesURL(producer.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize,
+				DataFormat: js.Job.DataFormat, Pool: js.Job.Pool, Runner: js.Job.Runner})
+		}
+		d.Jobs = append(d.Jobs, jr)
+		if jr.Gate.Verdict == producer.VerdictRegression {
+			d.Regressed = append(d.Regressed, jr)
+		}
+	}
+	s.render(w, r, "run", "run "+m.Run, !d.Finished, d)
+}
+
+// manifest reads the run named in the path; it has answered the request
+// when ok is false.
+func (s *Server) manifest(w http.ResponseWriter, r *http.Request) (*protocol.RunManifest, bool) {
+	run := r.PathValue("run")
+	if err := protocol.ValidID("run", run); err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return nil, false
+	}
+	m, err := producer.GetManifest(r.Context(), s.cfg.Topology.Runs, run)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		// A run older than the bucket's history: rebuild it from its results.
+		rs, _, qerr := storage.Query(r.Context(), s.cfg.Store, storage.Filter{Run: run})
+		if qerr != nil || len(rs) == 0 {
+			s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %q not found", run))
+			return nil, false
+		}
+		return producer.ManifestFromResults(run, rs), true
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return nil, false
+	}
+	return m, true
+}
+
+// statusOf is a job's status word and its CSS class: the stored result's
+// status, or the events' progress while there is none.
+func statusOf(js *producer.JobState) (string, string) {
+	if s := js.Status(); s != "" {
+		return string(s), string(s)
+	}
+	switch {
+	case js.Reported():
+		return "ending (result awaited)", "running"
+	case js.Kind == protocol.EventRetrying:
+		return "retrying", "running"
+	case js.Kind == protocol.EventPhase && js.Phase != "":
+		return "running: " + js.Phase, "running"
+	case js.Kind == protocol.EventClaimed || js.Kind == protocol.EventPhase || js.Kind == protocol.EventLog:
+		return "running", "running"
+	}
+	return "queued", "queued"
+}
+
+// logKey is the key of a result's log artifact: the runner's, else the
+// worker's.
+func logKey(r *protocol.Result) string {
+	var worker string
+	for _, a := range r.Artifacts {
+		switch a.Name {
+		case "log.txt":
+			return a.Key
+		case "worker.log":
+			worker = a.Key
+		}
+	}
+	return worker
+}
+
+func seriesURL(s producer.Series) string {
+	q := make([]string, 0, 6)
+	add := func(k, v string) {
+		if v != "" {
+			q = append(q, k+"="+urlQuery(v))
+		}
+	}
+	add("model", s.Model)
+	add("pool", s.Pool)
+	add("batch", strconv.Itoa(s.BatchSize))
+	add("format", s.DataFormat)
+	add("runner", s.Runner)
+	add("test", s.Test)
+	return "/series?" + strings.Join(q, "&")
+}
+
+type jobData struct {
+	Run       *protocol.RunManifest
+	Row       jobRow
+	Result    *protocol.Result
+	Events    []*protocol.Event
+	Artifacts []protocol.Artifact
+}
+
+func (s *Server) job(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	m, ok := s.manifest(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("job")
+	st, err := (&producer.Watcher{JS: s.cfg.JS, Manifest: m, Store: s.cfg.Store}).Snapshot(ctx)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	js, ok := st[id]
+	if !ok {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %s has no job %q", m.Run, id))
+		return
+	}
+	rep, err := s.report(ctx, m, map[string]*producer.JobState{id: js})
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	d := jobData{Run: m, Result: js.Result}
+	d.Row = jobRow{Row: rep.Rows[0], State: js, Gate: &rep.Verdicts[0], Worker: js.Worker, Board: js.Device}
+	d.Row.StatusTxt, d.Row.Class = statusOf(js)
+	s0 := producer.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize, DataFormat: js.Job.DataFormat, Pool: js.Job.Pool, Runner: js.Job.Runner}
+	if js.Result != nil {
+		d.Row.Worker, d.Row.Board = js.Result.Worker.ID, js.Result.Device.ID
+		d.Row.Log = logKey(js.Result)
+		d.Artifacts = js.Result.Artifacts
+		s0 = producer.SeriesOf(js.Result)
+	}
+	d.Row.SeriesURL = seriesURL(s0)
+	if m.Run != "" {
+		_, _ = producer.ReadStored(ctx, s.cfg.JS, protocol.StreamEvents, []string{protocol.EventSubject(m.Run, id)}, func(msg jetstream.Msg) {
+			if e, err := protocol.DecodeEvent(msg.Data()); err == nil && e.Kind != protocol.EventLog {
+				d.Events = append(d.Events, e)
+			}
+		})
+	}
+	s.render(w, r, "job", "job "+id, !js.Terminal(), d)
+}
+
+// artifact serves an object under artifacts/ from the store: text as
+// text/plain, JSON as JSON, anything else as a download; never as HTML.
+func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
+	key := strings.TrimPrefix(r.URL.Path, "/")
+	if !strings.HasPrefix(key, storage.PrefixArtifacts) || storage.CheckKey(key) != nil || strings.Contains(key, "..") {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("not an artifact key: %q", key))
+		return
+	}
+	rc, err := s.cfg.Store.Get(r.Context(), key)
+	if errors.Is(err, storage.ErrNotFound) {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no artifact %s", key))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	defer rc.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(rc, head)
+	head = head[:n]
+	h := w.Header()
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	switch {
+	case path.Ext(key) == ".json":
+		h.Set("Content-Type", "application/json")
+	case utf8.Valid(head) || n == 512 && utf8.Valid(head[:n-3]):
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	default:
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(key)}))
+	}
+	_, _ = w.Write(head)
+	_, _ = io.Copy(w, rc)
+}
+
+type dlqData struct {
+	Entries []producer.DeadEntry
+}
+
+func (s *Server) dlq(w http.ResponseWriter, r *http.Request) {
+	es, err := producer.ReadDeadLetters(r.Context(), s.cfg.JS)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
+		es[i], es[j] = es[j], es[i] // newest first
+	}
+	s.render(w, r, "dlq", "dead letters", false, dlqData{Entries: es})
+}
+
+func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) {
+	run := r.PathValue("run")
+	if err := protocol.ValidID("run", run); err != nil {
+		return "", err
+	}
+	out, err := producer.CancelRun(r.Context(), s.cfg.JS, s.cfg.Topology, producer.CancelRequest{Run: run, Store: s.cfg.Store})
+	if err != nil {
+		return "", err
+	}
+	if out.Finished {
+		return fmt.Sprintf("run %s had already finished: nothing to cancel", run), nil
+	}
+	return fmt.Sprintf("run %s cancelled: %d jobs removed from the queue, %d being stopped", run, out.Removed, out.Running), nil
+}
+
+func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
+	job, err := producer.RetryDeadLetter(r.Context(), s.cfg.JS, r.PathValue("id"))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("job %s of run %s re-queued on %s", job.ID, job.Run, protocol.JobSubject(job.Pool, job.Priority)), nil
+}
+
+func (s *Server) release(_ http.ResponseWriter, r *http.Request) (string, error) {
+	wk, dev := r.PathValue("worker"), r.PathValue("device")
+	if _, err := producer.ReleaseBoard(r.Context(), s.cfg.Topology.Health, wk, dev); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("board %s of %s released: the worker checks it and takes jobs again", dev, wk), nil
+}
+
+// ago is a short age, "3s ago".
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}

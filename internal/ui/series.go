@@ -1,0 +1,207 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+func urlQuery(s string) string { return url.QueryEscape(s) }
+
+// Chart geometry (SVG user units).
+const (
+	chartW, chartH         = 960, 340
+	padL, padR, padT, padB = 70, 20, 20, 40
+)
+
+// pointView is one result drawn on the series chart.
+type pointView struct {
+	X, Y    float64
+	Passed  bool
+	Verdict string
+	Title   string // shown on hover (SVG <title>)
+	Href    string
+}
+
+type tick struct {
+	Pos    float64
+	Label  string
+	Anchor string // text-anchor of the label
+}
+
+type seriesData struct {
+	Series     producer.Series
+	Name       string
+	Days       int
+	Points     []pointView
+	Line       string // polyline points through the passed results
+	Band       string // polygon of the baseline ± noise band
+	Baseline   string // polyline of the rolling baseline
+	YTicks     []tick
+	XTicks     []tick
+	Rows       []producer.SeriesPoint
+	Passed     int
+	Failed     int
+	Regressed  int
+	Elapsed    string // time to query and judge the series
+	GateConfig string
+	W, H       int
+	PadL, PadT int
+	PlotW      int
+	PlotH      int
+}
+
+func (s *Server) series(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ser := producer.Series{Model: q.Get("model"), Pool: q.Get("pool"), DataFormat: q.Get("format"), Runner: q.Get("runner"), Test: q.Get("test")}
+	if ser.Model == "" || ser.Pool == "" {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("a series needs model and pool (and batch, format, runner)"))
+		return
+	}
+	if b := q.Get("batch"); b != "" {
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 1 {
+			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("batch %q: want a positive integer", b))
+			return
+		}
+		ser.BatchSize = n
+	}
+	days := 365
+	if v := q.Get("days"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 3660 {
+			s.fail(w, r, http.StatusBadRequest, fmt.Errorf("days %q: want 1 to 3660", v))
+			return
+		}
+		days = n
+	}
+	start := time.Now()
+	rs, _, err := storage.Query(r.Context(), s.cfg.Store, storage.Filter{Model: ser.Model, Pool: ser.Pool,
+		Since: time.Now().UTC().AddDate(0, 0, -days)})
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	pts := producer.SeriesPoints(rs, ser, s.cfg.Gate)
+	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(),
+		W: chartW, H: chartH, PadL: padL, PadT: padT, PlotW: chartW - padL - padR, PlotH: chartH - padT - padB}
+	layout(&d, pts)
+	// The table lists the newest first.
+	for i := len(pts) - 1; i >= 0; i-- {
+		d.Rows = append(d.Rows, pts[i])
+	}
+	if len(d.Rows) > 200 {
+		d.Rows = d.Rows[:200]
+	}
+	d.Elapsed = time.Since(start).Round(100 * time.Microsecond).String()
+	s.render(w, r, "series", ser.Name(), false, d)
+}
+
+// layout places the points: x by run creation time, y fitted to the
+// passed values and the noise band (never from failed points, which sit
+// on the bottom edge).
+func layout(d *seriesData, pts []producer.SeriesPoint) {
+	if len(pts) == 0 {
+		return
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range pts {
+		v := p.Result.Measurements.SamplesPerSec
+		if p.Result.Status == protocol.StatusPassed && v > 0 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if j := p.Judgement; j.HasBaseline {
+			lo, hi = min(lo, j.Baseline-j.Band), max(hi, j.Baseline+j.Band)
+		}
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 0, 1
+	}
+	if hi-lo < 1e-9*math.Max(1, math.Abs(hi)) {
+		lo, hi = lo*0.95, hi*1.05+1e-9
+	}
+	span := hi - lo
+	lo, hi = lo-0.05*span, hi+0.05*span
+	t0, t1 := pts[0].Result.RunCreatedAt, pts[len(pts)-1].Result.RunCreatedAt
+	if !t1.After(t0) {
+		t0, t1 = t0.Add(-time.Hour), t1.Add(time.Hour)
+	}
+	pw, ph := float64(d.PlotW), float64(d.PlotH)
+	x := func(t time.Time) float64 { return padL + pw*float64(t.Sub(t0))/float64(t1.Sub(t0)) }
+	y := func(v float64) float64 { return padT + ph*(1-(v-lo)/(hi-lo)) }
+	var line, upper, lower, base []string
+	for _, p := range pts {
+		r := p.Result
+		v := r.Measurements.SamplesPerSec
+		pv := pointView{X: round1(x(r.RunCreatedAt)), Passed: r.Status == protocol.StatusPassed && v > 0,
+			Verdict: string(p.Judgement.Verdict), Href: "/runs/" + r.Run}
+		if pv.Passed {
+			pv.Y = round1(y(v))
+			line = append(line, fmt.Sprintf("%.1f,%.1f", pv.X, pv.Y))
+			d.Passed++
+		} else {
+			pv.Y = padT + ph
+			d.Failed++
+		}
+		if p.Judgement.Verdict == producer.VerdictRegression {
+			d.Regressed++
+		}
+		commit := r.Source.Commit
+		if commit == "" {
+			commit = "no commit"
+		}
+		pv.Title = fmt.Sprintf("%s  %s@%s\n%s: %s samples/s (%s)\nrun %s", r.RunCreatedAt.UTC().Format("2006-01-02 15:04"),
+			cmpOr(r.Source.Branch, "?"), producer.ShortCommit(commit), r.Status, producer.FmtRate(v), pv.Verdict, r.Run)
+		if j := p.Judgement; j.HasBaseline {
+			xs := pv.X
+			upper = append(upper, fmt.Sprintf("%.1f,%.1f", xs, y(j.Baseline+j.Band)))
+			lower = append(lower, fmt.Sprintf("%.1f,%.1f", xs, y(j.Baseline-j.Band)))
+			base = append(base, fmt.Sprintf("%.1f,%.1f", xs, y(j.Baseline)))
+		}
+		d.Points = append(d.Points, pv)
+	}
+	d.Line = strings.Join(line, " ")
+	d.Baseline = strings.Join(base, " ")
+	if len(upper) > 0 {
+		for i := len(lower) - 1; i >= 0; i-- {
+			upper = append(upper, lower[i])
+		}
+		d.Band = strings.Join(upper, " ")
+	}
+	for i := 0; i <= 4; i++ {
+		v := lo + (hi-lo)*float64(i)/4
+		d.YTicks = append(d.YTicks, tick{Pos: round1(y(v)), Label: producer.FmtRate(v)})
+	}
+	for i := 0; i <= 5; i++ {
+		t := t0.Add(time.Duration(float64(t1.Sub(t0)) * float64(i) / 5))
+		f := "2006-01-02"
+		if t1.Sub(t0) < 48*time.Hour {
+			f = "01-02 15:04"
+		}
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 5:
+			anchor = "end"
+		}
+		d.XTicks = append(d.XTicks, tick{Pos: round1(x(t)), Label: t.UTC().Format(f), Anchor: anchor})
+	}
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,221 @@
+// Package ui is benchfleet's web dashboard (`benchfleet serve`, `dev
+// --ui`): server-rendered pages over the producer's read models — the
+// fleet, the queues, runs and their jobs, a series' history from the
+// Parquet index — with every asset embedded in the binary. It is
+// read-only unless Config.Actions is set; actions are POSTs carrying the
+// server's CSRF token.
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config configures a Server.
+type Config struct {
+	// JS and Topology reach NATS (required): the bench-workers and
+	// bench-runs buckets, the event and dead-letter streams.
+	JS       jetstream.JetStream
+	Topology *topology.Handles
+	// Store holds results and artifacts (required): a job's verdict is
+	// its stored result, never an event.
+	Store storage.Bucket
+	// Gate tunes the regression verdicts shown (zero: the gate's defaults).
+	Gate producer.GateConfig
+	// Actions enables cancel, dlq retry and fleet release (POST with the
+	// CSRF token). Default false: read-only.
+	Actions bool
+	// Refresh is how often live pages reload themselves (default 5s;
+	// negative: never).
+	Refresh time.Duration
+	// RecentRuns is how many of the newest runs the home page shows
+	// (default 20).
+	RecentRuns int
+	// Log receives request errors (default: none).
+	Log zerolog.Logger
+}
+
+// Server serves the dashboard. It is an http.Handler.
+type Server struct {
+	cfg  Config
+	gate *producer.Gate
+	tpl  map[string]*template.Template
+	mux  *http.ServeMux
+	csrf string
+	// verdicts caches the gate's outcome of finished runs (their results
+	// are write-once, so it does not change), by run.
+	mu       sync.Mutex
+	verdicts map[string]string
+}
+
+// New checks cfg, fills its defaults and parses the embedded templates.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.JS == nil:
+		return nil, errors.New("ui: Config.JS is required")
+	case cfg.Topology == nil:
+		return nil, errors.New("ui: Config.Topology is required")
+	case cfg.Store == nil:
+		return nil, errors.New("ui: Config.Store is required (a job's verdict is its stored result)")
+	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = 5 * time.Second
+	}
+	if cfg.RecentRuns <= 0 {
+		cfg.RecentRuns = 20
+	}
+	s := &Server{cfg: cfg, verdicts: map[string]string{}}
+	g, err := producer.NewGate(cfg.Gate, s.history)
+	if err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
+	s.gate = g
+	s.cfg.Gate = g.Config()
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("ui: csrf token: %w", err)
+	}
+	s.csrf = hex.EncodeToString(b[:])
+	if s.tpl, err = parseTemplates(); err != nil {
+		return nil, err
+	}
+	static, _ := fs.Sub(staticFS, "static")
+	m := http.NewServeMux()
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /{$}", s.home)
+	m.HandleFunc("GET /runs/{run}", s.run)
+	m.HandleFunc("GET /runs/{run}/jobs/{job}", s.job)
+	m.HandleFunc("GET /series", s.series)
+	m.HandleFunc("GET /dlq", s.dlq)
+	m.HandleFunc("GET /artifacts/", s.artifact)
+	m.HandleFunc("POST /runs/{run}/cancel", s.action(s.cancel))
+	m.HandleFunc("POST /dlq/{id}/retry", s.action(s.retry))
+	m.HandleFunc("POST /fleet/{worker}/{device}/release", s.action(s.release))
+	s.mux = m
+	return s, nil
+}
+
+// ServeHTTP serves the dashboard's pages with a content security policy
+// that allows nothing from outside the server.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	s.mux.ServeHTTP(w, r)
+}
+
+// Serve serves the dashboard on ln until ctx ends, then shuts down
+// gracefully (at most 5 s).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+		return nil
+	}
+}
+
+// history is the gate's baseline reader: the results query, through the
+// Parquet index for compacted dates.
+func (s *Server) history(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
+	rs, _, err := storage.Query(ctx, s.cfg.Store, f)
+	return rs, err
+}
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Refresh int // seconds; 0 = no reload
+	Actions bool
+	CSRF    string
+	Flash   string
+	Data    any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title string, live bool, data any) {
+	p := page{Title: title, Actions: s.cfg.Actions, CSRF: s.csrf, Flash: r.URL.Query().Get("flash"), Data: data}
+	if live && s.cfg.Refresh > 0 {
+		p.Refresh = max(1, int(s.cfg.Refresh/time.Second))
+	}
+	var b strings.Builder
+	if err := s.tpl[name].ExecuteTemplate(&b, "layout", p); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write([]byte(b.String()))
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	if code >= 500 {
+		s.cfg.Log.Error().Err(err).Str("component", "ui").Str("path", r.URL.Path).Msg("request failed")
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// action wraps a POST handler: actions must be enabled and the form must
+// carry the CSRF token (and, when the browser sends one, an Origin of this
+// server).
+func (s *Server) action(fn func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.cfg.Actions {
+			http.Error(w, "read-only: start the server with --actions to allow this", http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+				http.Error(w, "cross-origin request refused", http.StatusForbidden)
+				return
+			}
+		}
+		tok := r.PostFormValue("csrf")
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.csrf)) != 1 {
+			http.Error(w, "missing or wrong CSRF token: reload the page", http.StatusForbidden)
+			return
+		}
+		msg, err := fn(w, r)
+		if err != nil {
+			msg = "failed: " + err.Error()
+		}
+		back := r.PostFormValue("back")
+		if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+			back = "/"
+		}
+		http.Redirect(w, r, back+"?flash="+url.QueryEscape(msg), http.StatusSeeOther)
+	}
+}

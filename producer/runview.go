@@ -1,0 +1,218 @@
+package producer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// The read models of the web UI (internal/ui) that the command line does
+// not have in this package: the runs list, queue depths, dead letters and a
+// series judged point by point.
+
+// RunSummary is one run of ListRuns.
+type RunSummary struct {
+	Manifest  *protocol.RunManifest
+	Cancelled bool
+	// Progress and State are from the run's stored results and events;
+	// only set for the runs ListRuns looked at (the newest ones).
+	Progress *Progress
+	State    string
+}
+
+// ListRuns returns the runs of the bench-runs bucket, newest first. The
+// newest `detail` runs get their Progress and State (a Snapshot each:
+// their stored results and events; store may be nil, then only events).
+func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyValue, store storage.Bucket, detail int) ([]RunSummary, error) {
+	keys, err := runs.ListKeys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	var out []RunSummary
+	cancelled := map[string]bool{}
+	var names []string
+	for k := range keys.Keys() {
+		if run, ok := strings.CutSuffix(k, ".cancel"); ok {
+			cancelled[run] = true
+			continue
+		}
+		if run, ok := strings.CutSuffix(k, ".manifest"); ok {
+			names = append(names, run)
+		}
+	}
+	for _, run := range names {
+		if m, err := GetManifest(ctx, runs, run); err == nil {
+			out = append(out, RunSummary{Manifest: m, Cancelled: cancelled[run]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Manifest.CreatedAt.After(out[j].Manifest.CreatedAt) })
+	for i := range out {
+		if i >= detail {
+			break
+		}
+		w := &Watcher{JS: js, Manifest: out[i].Manifest, Store: store}
+		states, err := w.Snapshot(ctx)
+		if err != nil {
+			continue
+		}
+		p := ProgressOf(out[i].Manifest, states)
+		out[i].Progress = &p
+		out[i].State = RunState(p, out[i].Cancelled)
+	}
+	return out, nil
+}
+
+// QueueDepth is one job consumer's backlog.
+type QueueDepth struct {
+	Pool     string
+	Priority protocol.Priority
+	// Pending: queued, not yet delivered; InFlight: delivered, not acked.
+	Pending, InFlight uint64
+}
+
+// ReadQueues returns the backlog of every job consumer that exists
+// (pools × priorities, in protocol order).
+func ReadQueues(ctx context.Context, js jetstream.JetStream) ([]QueueDepth, error) {
+	var out []QueueDepth
+	for _, pool := range protocol.Pools {
+		for _, prio := range protocol.Priorities {
+			c, err := js.Consumer(ctx, protocol.StreamJobs, protocol.ConsumerName(pool, prio))
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				continue
+			}
+			if err != nil {
+				return out, fmt.Errorf("queue %s/%s: %w", pool, prio, err)
+			}
+			info := c.CachedInfo()
+			if fresh, err := c.Info(ctx); err == nil {
+				info = fresh
+			}
+			out = append(out, QueueDepth{Pool: pool, Priority: prio, Pending: info.NumPending, InFlight: uint64(info.NumAckPending)})
+		}
+	}
+	return out, nil
+}
+
+// DeadEntry is one message of BENCH_DEAD.
+type DeadEntry struct {
+	Letter protocol.DeadLetter
+	// Seq is its stream sequence.
+	Seq uint64
+}
+
+// ReadDeadLetters reads every message of BENCH_DEAD, oldest first.
+func ReadDeadLetters(ctx context.Context, js jetstream.JetStream) ([]DeadEntry, error) {
+	var out []DeadEntry
+	_, err := ReadStored(ctx, js, protocol.StreamDead, nil, func(m jetstream.Msg) {
+		var dl protocol.DeadLetter
+		if json.Unmarshal(m.Data(), &dl) != nil {
+			return
+		}
+		e := DeadEntry{Letter: dl}
+		if meta, err := m.Metadata(); err == nil {
+			e.Seq = meta.Sequence.Stream
+		}
+		out = append(out, e)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dlq: %w", err)
+	}
+	return out, nil
+}
+
+// ErrNoDeadLetter: no dead letter has the id given to RetryDeadLetter.
+var ErrNoDeadLetter = errors.New("no such dead letter")
+
+// RetryDeadLetter re-queues the newest dead letter of job id under a
+// fresh message id (the original stays deduplicated for the window), with
+// the attempts so far in protocol.HeaderPriorAttempts, publishes a queued
+// event and removes the job's dead letters from BENCH_DEAD. A dead letter
+// whose payload is not a valid job is an error wrapping protocol.ErrInvalid.
+func RetryDeadLetter(ctx context.Context, js jetstream.JetStream, id string) (*protocol.Job, error) {
+	entries, err := ReadDeadLetters(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	var found []DeadEntry
+	for _, e := range entries {
+		if e.Letter.ID == id {
+			found = append(found, e)
+		}
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("dlq retry %q: %w", id, ErrNoDeadLetter)
+	}
+	e := found[len(found)-1]
+	job, err := protocol.DecodeJob(e.Letter.Payload)
+	if err == nil {
+		err = job.CheckID()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dlq retry %s: the job itself is invalid: %w", id, err)
+	}
+	m := nats.NewMsg(protocol.JobSubject(job.Pool, job.Priority))
+	m.Data = e.Letter.Payload
+	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s-retry-%d", job.ID, time.Now().UnixNano()))
+	m.Header.Set(protocol.HeaderPriorAttempts, strconv.Itoa(e.Letter.Attempts))
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		return nil, fmt.Errorf("dlq retry %s: %w", id, err)
+	}
+	ev, _ := json.Marshal(protocol.Event{Schema: protocol.SchemaEvent, Run: job.Run, Job: job.ID, Time: time.Now().UTC(),
+		Kind: protocol.EventQueued, Pool: job.Pool, Message: "re-queued from the dead-letter queue"})
+	_, _ = js.Publish(ctx, protocol.EventSubject(job.Run, job.ID), ev)
+	if stream, err := js.Stream(ctx, protocol.StreamDead); err == nil {
+		for _, f := range found {
+			_ = stream.DeleteMsg(ctx, f.Seq)
+		}
+	}
+	return job, nil
+}
+
+// SeriesPoint is one result of a series with the gate's judgement of it.
+type SeriesPoint struct {
+	Result *protocol.Result
+	// Judgement applies the gate's rule to the result against the
+	// series' earlier passed results on the baseline branch (the last
+	// Window of them), as the gate would have judged it.
+	Judgement Judgement
+	// OnBaseline says the result is on the gate's baseline branch.
+	OnBaseline bool
+}
+
+// SeriesPoints returns the results of rs that belong to series s, oldest
+// first, each judged by gate (defaults filled by the caller).
+func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoint {
+	var mine []*protocol.Result
+	for _, r := range rs {
+		if SeriesOf(r) == s {
+			mine = append(mine, r)
+		}
+	}
+	sort.SliceStable(mine, func(i, j int) bool { return resultBefore(mine[i], mine[j]) })
+	out := make([]SeriesPoint, len(mine))
+	var history []float64
+	for i, r := range mine {
+		passed := r.Status == protocol.StatusPassed
+		v := r.Measurements.SamplesPerSec
+		out[i] = SeriesPoint{Result: r, Judgement: gate.Judge(passed, v, history), OnBaseline: r.Source.Branch == gate.BaselineBranch}
+		if passed && v > 0 && !math.IsInf(v, 0) && out[i].OnBaseline {
+			history = append(history, v)
+		}
+	}
+	return out
+}
