@@ -2,16 +2,12 @@ package producer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/protocol"
@@ -108,81 +104,6 @@ func ReadQueues(ctx context.Context, js jetstream.JetStream) ([]QueueDepth, erro
 	return out, nil
 }
 
-// DeadEntry is one message of BENCH_DEAD.
-type DeadEntry struct {
-	Letter protocol.DeadLetter
-	// Seq is its stream sequence.
-	Seq uint64
-}
-
-// ReadDeadLetters reads every message of BENCH_DEAD, oldest first.
-func ReadDeadLetters(ctx context.Context, js jetstream.JetStream) ([]DeadEntry, error) {
-	var out []DeadEntry
-	_, err := ReadStored(ctx, js, protocol.StreamDead, nil, func(m jetstream.Msg) {
-		var dl protocol.DeadLetter
-		if json.Unmarshal(m.Data(), &dl) != nil {
-			return
-		}
-		e := DeadEntry{Letter: dl}
-		if meta, err := m.Metadata(); err == nil {
-			e.Seq = meta.Sequence.Stream
-		}
-		out = append(out, e)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dlq: %w", err)
-	}
-	return out, nil
-}
-
-// ErrNoDeadLetter: no dead letter has the id given to RetryDeadLetter.
-var ErrNoDeadLetter = errors.New("no such dead letter")
-
-// RetryDeadLetter re-queues the newest dead letter of job id under a
-// fresh message id (the original stays deduplicated for the window), with
-// the attempts so far in protocol.HeaderPriorAttempts, publishes a queued
-// event and removes the job's dead letters from BENCH_DEAD. A dead letter
-// whose payload is not a valid job is an error wrapping protocol.ErrInvalid.
-func RetryDeadLetter(ctx context.Context, js jetstream.JetStream, id string) (*protocol.Job, error) {
-	entries, err := ReadDeadLetters(ctx, js)
-	if err != nil {
-		return nil, err
-	}
-	var found []DeadEntry
-	for _, e := range entries {
-		if e.Letter.ID == id {
-			found = append(found, e)
-		}
-	}
-	if len(found) == 0 {
-		return nil, fmt.Errorf("dlq retry %q: %w", id, ErrNoDeadLetter)
-	}
-	e := found[len(found)-1]
-	job, err := protocol.DecodeJob(e.Letter.Payload)
-	if err == nil {
-		err = job.CheckID()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dlq retry %s: the job itself is invalid: %w", id, err)
-	}
-	m := nats.NewMsg(protocol.JobSubject(job.Pool, job.Priority))
-	m.Data = e.Letter.Payload
-	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s-retry-%d", job.ID, time.Now().UnixNano()))
-	m.Header.Set(protocol.HeaderPriorAttempts, strconv.Itoa(e.Letter.Attempts))
-	if _, err := js.PublishMsg(ctx, m); err != nil {
-		return nil, fmt.Errorf("dlq retry %s: %w", id, err)
-	}
-	ev, _ := json.Marshal(protocol.Event{Schema: protocol.SchemaEvent, Run: job.Run, Job: job.ID, Time: time.Now().UTC(),
-		Kind: protocol.EventQueued, Pool: job.Pool, Message: "re-queued from the dead-letter queue"})
-	_, _ = js.Publish(ctx, protocol.EventSubject(job.Run, job.ID), ev)
-	if stream, err := js.Stream(ctx, protocol.StreamDead); err == nil {
-		for _, f := range found {
-			_ = stream.DeleteMsg(ctx, f.Seq)
-		}
-	}
-	return job, nil
-}
-
 // SeriesPoint is one result of a series with the gate's judgement of it.
 type SeriesPoint struct {
 	Result *protocol.Result
@@ -203,7 +124,7 @@ func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoin
 			mine = append(mine, r)
 		}
 	}
-	sort.SliceStable(mine, func(i, j int) bool { return resultBefore(mine[i], mine[j]) })
+	sort.SliceStable(mine, func(i, j int) bool { return ResultBefore(mine[i], mine[j]) })
 	out := make([]SeriesPoint, len(mine))
 	var history []float64
 	for i, r := range mine {
@@ -215,4 +136,17 @@ func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoin
 		}
 	}
 	return out
+}
+
+// ResultBefore orders results by run creation, then run, then job: the
+// order of a series over time.
+func ResultBefore(a, b *protocol.Result) bool {
+	switch {
+	case !a.RunCreatedAt.Equal(b.RunCreatedAt):
+		return a.RunCreatedAt.Before(b.RunCreatedAt)
+	case a.Run != b.Run:
+		return a.Run < b.Run
+	default:
+		return a.Job < b.Job
+	}
 }

@@ -416,7 +416,7 @@ type dlqData struct {
 }
 
 func (s *Server) dlq(w http.ResponseWriter, r *http.Request) {
-	es, err := producer.ReadDeadLetters(r.Context(), s.cfg.JS)
+	es, err := producer.ReadDead(r.Context(), s.cfg.JS)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -443,7 +443,7 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 }
 
 func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
-	job, err := producer.RetryDeadLetter(r.Context(), s.cfg.JS, r.PathValue("id"))
+	job, err := producer.RetryDead(r.Context(), s.cfg.JS, r.PathValue("id"))
 	if err != nil {
 		return "", err
 	}

@@ -90,21 +90,10 @@ func TrendLines(rs []*protocol.Result) []TrendLine {
 			}
 		}
 		res := append([]*protocol.Result(nil), g[s]...)
-		sort.SliceStable(res, func(i, j int) bool { return resultBefore(res[i], res[j]) })
+		sort.SliceStable(res, func(i, j int) bool { return producer.ResultBefore(res[i], res[j]) })
 		lines = append(lines, TrendLine{Series: s, Name: name, Results: res})
 	}
 	return lines
-}
-
-func resultBefore(a, b *protocol.Result) bool {
-	switch {
-	case !a.RunCreatedAt.Equal(b.RunCreatedAt):
-		return a.RunCreatedAt.Before(b.RunCreatedAt)
-	case a.Run != b.Run:
-		return a.Run < b.Run
-	default:
-		return a.Job < b.Job
-	}
 }
 
 // TrendOptions configures WriteTrendSVG.
