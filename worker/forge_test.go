@@ -155,20 +155,25 @@ func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 	t.Parallel()
 	f := newTTFleet(t)
 	host := newTTHost(t, 2, protocol.RunnerForge, false,
-		map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "25"}, "0")
+		map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "50"}, "0")
 	w := f.start(t, "tt-hang", host.slots)
+	testfleet.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
+		st := w.Status().Devices
+		return st[0].Health != nil && st[1].Health != nil
+	})
 	const run = "forge-hang"
-	// Two jobs, so board 0 takes one while board 1 runs the other (~1 s).
+	// Three jobs of ~2 s, so board 0 takes one while board 1 runs the
+	// others, however slowly board 0's slot starts on a loaded machine.
 	var jobs []*protocol.Job
-	for _, k := range []string{"a", "b"} {
+	for _, k := range []string{"a", "b", "c"} {
 		j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 40, map[string]string{"k": k})
-		// Far above a healthy run (~1 s) even under the race detector on a
+		// Far above a healthy run (~2 s) even under the race detector on a
 		// loaded machine: only the hang on board 0 reaches it.
 		j.Limits.Timeout = protocol.Duration(8 * time.Second)
 		jobs = append(jobs, j)
 	}
 	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
-	rs := f.results(t, run, 2)
+	rs := f.results(t, run, 3)
 	var retried *protocol.Result
 	for _, r := range rs {
 		if r.Status != protocol.StatusPassed || r.Device.ID != "tt1" {
