@@ -205,17 +205,23 @@ func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
 	t.Parallel()
 	f := newTTFleet(t)
-	host := newTTHost(t, 2, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "25"})
+	host := newTTHost(t, 2, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "50"})
 	w := f.start(t, "tt-pass-on", host.slots)
+	testfleet.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
+		st := w.Status().Devices
+		return st[0].Health != nil && st[1].Health != nil
+	})
 	const run = "forge-pass-on"
+	// Three jobs of ~1 s: board 0 takes at least one (and hangs on it)
+	// while board 1 runs the others, however slowly board 0's slot starts.
 	var jobs []*protocol.Job
-	for _, k := range []string{"a", "b"} {
+	for _, k := range []string{"a", "b", "c"} {
 		j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 20, map[string]string{"k": k})
 		j.Limits.Timeout = protocol.Duration(8 * time.Second)
 		jobs = append(jobs, j)
 	}
 	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
-	for _, r := range f.results(t, run, 2) {
+	for _, r := range f.results(t, run, 3) {
 		if r.Status != protocol.StatusPassed || r.Device.ID != "tt1" || r.Attempt > 2 {
 			t.Fatalf("result %s: %s on %s attempt %d, want passed on tt1", r.Job, r.Status, r.Device.ID, r.Attempt)
 		}
