@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,12 +15,34 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// ArtifactFile is a local file to upload beside a result.
+// ArtifactFile is a local file (or an in-memory one) to upload beside a
+// result.
 type ArtifactFile struct {
 	// Name is the artifact's plain file name (CheckArtifactName).
 	Name string
-	// Path is the local file.
+	// Path is the local file; used when Data is nil.
 	Path string
+	// Data, when not nil, is the artifact's content (a small log kept in
+	// memory rather than written to a local file first); Path is then
+	// ignored.
+	Data []byte
+}
+
+// open returns the artifact's content and size.
+func (f ArtifactFile) open() (io.ReadCloser, int64, error) {
+	if f.Data != nil {
+		return io.NopCloser(bytes.NewReader(f.Data)), int64(len(f.Data)), nil
+	}
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, 0, err
+	}
+	return fh, st.Size(), nil
 }
 
 // UploadArtifacts uploads files to their artifact keys for r's job and
@@ -42,20 +65,16 @@ func uploadArtifact(ctx context.Context, b Bucket, r *protocol.Result, f Artifac
 		return protocol.Artifact{}, err
 	}
 	key := ArtifactKey(r.Run, r.Job, r.Attempt, f.Name)
-	fh, err := os.Open(f.Path)
+	fh, size, err := f.open()
 	if err != nil {
 		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", f.Name, err)
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", f.Name, err)
-	}
 	h := sha256.New()
-	if err := b.Put(ctx, key, io.TeeReader(fh, h), Size(st.Size())); err != nil {
+	if err := b.Put(ctx, key, io.TeeReader(fh, h), Size(size)); err != nil {
 		return protocol.Artifact{}, err
 	}
-	return protocol.Artifact{Name: f.Name, Key: key, Size: st.Size(), SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return protocol.Artifact{Name: f.Name, Key: key, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // CheckDeliverable reports, before any I/O, whether r and files can ever be

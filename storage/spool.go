@@ -238,7 +238,13 @@ func (s *Spool) write(r *protocol.Result, key string, files []ArtifactFile, caus
 		Files: make([]string, 0, len(files)), SpooledAt: time.Now().UTC(), Reason: cause.Error(),
 	}
 	for _, f := range files {
-		if err := copyFileSync(f.Path, filepath.Join(fdir, f.Name)); err != nil {
+		copyErr := error(nil)
+		if f.Data != nil {
+			copyErr = writeFileSync(filepath.Join(fdir, f.Name), f.Data)
+		} else {
+			copyErr = copyFileSync(f.Path, filepath.Join(fdir, f.Name))
+		}
+		if err := copyErr; err != nil {
 			return "", fmt.Errorf("artifact %s: %w", f.Name, err)
 		}
 		m.Files = append(m.Files, f.Name)

@@ -28,7 +28,12 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 				busy++
 			}
 		}
-		return busy == 2
+		if busy != 2 {
+			return false
+		}
+		// The canceller knows a job runs from its claimed event, which
+		// the worker publishes without waiting for its ack.
+		return len(eventsOfKind(f.events(t, run), protocol.EventClaimed)) == 2
 	})
 	if p, _ := f.consumerPending(t, "sim", protocol.PriorityNormal); p != 3 {
 		t.Fatalf("%d jobs queued, want 3", p)
@@ -104,4 +109,14 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 		r := testfleet.Results(t, f.store, other)[otherJobs[0].ID]
 		return r != nil && r.Status == protocol.StatusPassed
 	})
+}
+
+func eventsOfKind(evs []protocol.Event, kind protocol.EventKind) []protocol.Event {
+	var out []protocol.Event
+	for _, e := range evs {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
 }

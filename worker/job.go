@@ -124,20 +124,25 @@ func (a *attemptState) run(ctx context.Context) error {
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
 
-	dir, err := os.MkdirTemp(s.w.cfg.WorkDir, "benchfleet-"+job.ID+"-")
-	if err != nil {
-		err = fmt.Errorf("job directory: %w", err)
-		a.retry(ctx, err)
-		return err
-	}
-	defer os.RemoveAll(dir)
-	rec, err := newRecorder(dir, func(phase string) {
+	// The job's directory is made only if its log outgrows memory.
+	var dir string
+	defer func() {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}()
+	rec := newRecorder(func() (string, error) {
+		if dir == "" {
+			d, err := os.MkdirTemp(s.w.cfg.WorkDir, "benchfleet-"+job.ID+"-")
+			if err != nil {
+				return "", fmt.Errorf("job directory: %w", err)
+			}
+			dir = d
+		}
+		return dir, nil
+	}, func(phase string) {
 		a.event(ctx, protocol.Event{Kind: protocol.EventPhase, Phase: phase})
 	})
-	if err != nil {
-		a.retry(ctx, err)
-		return err
-	}
 
 	timeout := job.Limits.Timeout.D()
 	if timeout <= 0 {
@@ -560,7 +565,8 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 	return nil
 }
 
-// event publishes a job event; failures are logged, never fatal.
+// event publishes a job event without waiting for its ack (see
+// eventPublisher); failures are logged, never fatal.
 func (a *attemptState) event(ctx context.Context, e protocol.Event) {
 	if a.job == nil {
 		return
@@ -576,11 +582,7 @@ func (a *attemptState) event(ctx context.Context, e protocol.Event) {
 	if err != nil {
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := a.s.w.js.Publish(pctx, protocol.EventSubject(e.Run, e.Job), data); err != nil {
-		a.log.Debug().Err(err).Str("kind", string(e.Kind)).Msg("event not published")
-	}
+	a.s.w.events.publish(protocol.EventSubject(e.Run, e.Job), data, string(e.Kind))
 }
 
 func truncate(s string, n int) string {

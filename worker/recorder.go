@@ -2,7 +2,9 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,17 +16,21 @@ import (
 )
 
 // recorder implements device.Recorder for one attempt: it times phases,
-// writes log lines to worker.log in the job's directory, collects artifacts
-// and publishes phase events.
+// keeps log lines for worker.log (in memory up to memLogBytes, then in a
+// file of the job's directory, created only then), collects artifacts and
+// publishes phase events.
 type recorder struct {
 	mu        sync.Mutex
 	phase     string
 	phaseAt   time.Time
 	durations map[string]time.Duration
 	windows   map[string][2]time.Time // first start and last end of each phase
-	logFile   *os.File
+	dir       func() (string, error)  // the job's directory, created on first use
+	mem       bytes.Buffer            // the log while it is small
+	logFile   *os.File                // the log once it outgrew mem
 	logBuf    *bufio.Writer
 	logPath   string
+	logErr    error // the spill failed: the rest of the log is dropped
 	lines     int
 	files     []storage.ArtifactFile
 	onPhase   func(name string)
@@ -33,13 +39,41 @@ type recorder struct {
 // maxLogLines bounds worker.log; a runner that floods is cut short.
 const maxLogLines = 100_000
 
-func newRecorder(dir string, onPhase func(string)) (*recorder, error) {
-	p := filepath.Join(dir, "worker.log")
-	f, err := os.Create(p)
-	if err != nil {
-		return nil, fmt.Errorf("job log: %w", err)
+// memLogBytes is how much of worker.log stays in memory; a longer log goes
+// to a file. Most jobs log a few lines: no file is created, written, read
+// back and removed for them.
+const memLogBytes = 256 << 10
+
+func newRecorder(dir func() (string, error), onPhase func(string)) *recorder {
+	return &recorder{durations: map[string]time.Duration{}, windows: map[string][2]time.Time{}, dir: dir, onPhase: onPhase}
+}
+
+// out is where the next log bytes go: memory while small, then the file.
+// r.mu is held.
+func (r *recorder) out(n int) io.Writer {
+	if r.logBuf != nil {
+		return r.logBuf
 	}
-	return &recorder{durations: map[string]time.Duration{}, windows: map[string][2]time.Time{}, logFile: f, logBuf: bufio.NewWriter(f), logPath: p, onPhase: onPhase}, nil
+	if r.logErr != nil {
+		return io.Discard
+	}
+	if r.mem.Len()+n <= memLogBytes {
+		return &r.mem
+	}
+	dir, err := r.dir()
+	if err == nil {
+		p := filepath.Join(dir, "worker.log")
+		var f *os.File
+		if f, err = os.Create(p); err == nil {
+			r.logFile, r.logBuf, r.logPath = f, bufio.NewWriter(f), p
+			r.logBuf.Write(r.mem.Bytes())
+			r.mem = bytes.Buffer{}
+			return r.logBuf
+		}
+	}
+	r.logErr = fmt.Errorf("job log: %w", err)
+	r.mem.WriteString("[log truncated: " + r.logErr.Error() + "]\n")
+	return io.Discard
 }
 
 // Phase implements device.Recorder.
@@ -48,7 +82,8 @@ func (r *recorder) Phase(name string) {
 	now := time.Now()
 	r.endPhase(now)
 	r.phase, r.phaseAt = name, now
-	fmt.Fprintf(r.logBuf, "%s phase %s\n", now.UTC().Format(time.RFC3339Nano), name)
+	line := now.UTC().Format(time.RFC3339Nano) + " phase " + name + "\n"
+	io.WriteString(r.out(len(line)), line)
 	r.mu.Unlock()
 	if r.onPhase != nil {
 		r.onPhase(name)
@@ -84,12 +119,13 @@ func (r *recorder) Log(line string) {
 	r.lines++
 	if r.lines > maxLogLines {
 		if r.lines == maxLogLines+1 {
-			r.logBuf.WriteString("[log truncated]\n")
+			io.WriteString(r.out(16), "[log truncated]\n")
 		}
 		return
 	}
-	r.logBuf.WriteString(line)
-	r.logBuf.WriteByte('\n')
+	w := r.out(len(line) + 1)
+	io.WriteString(w, line)
+	io.WriteString(w, "\n")
 }
 
 // Artifact implements device.Recorder.
@@ -123,6 +159,10 @@ func (r *recorder) finish() (protocol.Phases, []storage.ArtifactFile) {
 		TimingS:  r.durations[device.PhaseTiming].Seconds(),
 		PCCS:     r.durations[device.PhasePCC].Seconds(),
 	}
-	files := append([]storage.ArtifactFile{{Name: "worker.log", Path: r.logPath}}, r.files...)
+	log := storage.ArtifactFile{Name: "worker.log", Path: r.logPath}
+	if r.logPath == "" {
+		log.Data = append([]byte{}, r.mem.Bytes()...)
+	}
+	files := append([]storage.ArtifactFile{log}, r.files...)
 	return ph, files
 }

@@ -101,6 +101,7 @@ func (s *slot) loop() {
 			s.quarantine(err)
 		}
 	}
+	empty := 0 // fetches in a row that found nothing
 	for claim.Err() == nil {
 		if s.outOfService() {
 			select {
@@ -131,11 +132,17 @@ func (s *slot) loop() {
 			}
 		}
 		if msg == nil {
+			// A fetch can come back empty while jobs are queued (the
+			// server was still handing one to another slot): look again
+			// soon, backing off to IdlePoll, so a busy queue never waits a
+			// whole poll and an idle slot stays quiet.
+			recheck := min(s.w.cfg.IdlePoll, time.Millisecond<<min(empty, 10))
+			empty++
 			s.setWaiting(true)
 			select {
 			case <-claim.Done():
 			case <-s.wake:
-			case <-time.After(s.w.cfg.IdlePoll):
+			case <-time.After(recheck):
 			case msg = <-s.handoff:
 			}
 			s.setWaiting(false)
@@ -143,6 +150,7 @@ func (s *slot) loop() {
 				continue
 			}
 		}
+		empty = 0
 		failure := s.handle(msg)
 		s.mu.Lock()
 		s.completed++

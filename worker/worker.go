@@ -28,6 +28,7 @@ type Worker struct {
 	host string
 
 	slots   []*slot
+	events  *eventPublisher
 	failed  *failedBoards
 	metrics *Metrics
 
@@ -73,6 +74,7 @@ func New(cfg Config) (*Worker, error) {
 		statusKick: make(chan struct{}, 1),
 		failed:     newFailedBoards(),
 	}
+	w.events = newEventPublisher(js, w.log)
 	for i := range cfg.Slots {
 		w.slots = append(w.slots, newSlot(w, cfg.Slots[i]))
 	}
@@ -174,6 +176,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	go func() {
 		w.wg.Wait()
+		w.events.close(5 * time.Second)
 		stop()
 		for _, sub := range subs {
 			_ = sub.Unsubscribe()

@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,15 +26,24 @@ import (
 )
 
 func (a *app) benchDispatchCmd() *cobra.Command {
-	var jobs, slots int
+	var jobs, slots, probes int
+	var jobDuration time.Duration
 	cmd := &cobra.Command{
-		Use:   "dispatch [--jobs N] [--slots S]",
+		Use:   "dispatch [--jobs N] [--slots S] [--job-duration D] [--probes P]",
 		Short: "Measure benchfleet's per-job overhead against raw JetStream, in one run",
 		Long: `Runs N zero-length sim jobs through the whole fleet (submit, claim with strict
 priority, events, write-once result in a file store, double ack) and the same
 number of bare messages through raw JetStream (one pull consumer, fetch one,
-ack), with the same number of concurrent consumers, on one embedded NATS
-server. Prints both rates and their ratio, measured in the same run.`,
+double ack), with the same number of concurrent consumers, on one embedded
+NATS server. Prints both rates and their ratio, measured in the same run.
+
+Then, with every slot idle, it publishes P jobs one at a time and prints the
+claim latency (publish to the attempt starting on a slot) p50 and p99.
+
+With --job-duration D (e.g. 50ms) the jobs last D each and the bench prints
+the slots' utilization instead of the raw comparison: the runner's busy time
+(N x D) over slots x the wall time from the start of the submit to the last
+result's finish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if jobs < 1 || jobs > 1_000_000 {
@@ -41,15 +52,23 @@ server. Prints both rates and their ratio, measured in the same run.`,
 			if slots < 1 || slots > 256 {
 				return usageErr("--slots %d: want 1..256", slots)
 			}
-			return a.benchDispatch(cmd.Context(), jobs, slots)
+			if jobDuration < 0 || jobDuration > time.Hour {
+				return usageErr("--job-duration %s: want 0..1h", jobDuration)
+			}
+			if probes < 0 || probes > 10000 {
+				return usageErr("--probes %d: want 0..10000", probes)
+			}
+			return a.benchDispatch(cmd.Context(), jobs, slots, jobDuration, probes)
 		},
 	}
 	cmd.Flags().IntVar(&jobs, "jobs", 2000, "jobs (and raw messages) to dispatch")
 	cmd.Flags().IntVar(&slots, "slots", 8, "concurrent slots (and raw consumers)")
+	cmd.Flags().DurationVar(&jobDuration, "job-duration", 0, "length of each sim job; > 0 measures the slots' utilization instead of the raw comparison")
+	cmd.Flags().IntVar(&probes, "probes", 50, "jobs published one at a time to idle slots for the claim latency (0: none)")
 	return cmd
 }
 
-func (a *app) benchDispatch(ctx context.Context, n, slots int) error {
+func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.Duration, probes int) error {
 	dir, err := os.MkdirTemp("", "benchfleet-dispatch-")
 	if err != nil {
 		return err
@@ -61,21 +80,52 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int) error {
 	}
 	defer srv.Shutdown()
 
-	raw, err := rawJetStream(ctx, srv.ClientURL(), n, slots)
-	if err != nil {
-		return fmt.Errorf("raw jetstream: %w", err)
+	var raw time.Duration
+	if jobDuration == 0 {
+		if raw, err = rawJetStream(ctx, srv.ClientURL(), n, slots); err != nil {
+			return fmt.Errorf("raw jetstream: %w", err)
+		}
 	}
-	fleet, err := fleetDispatch(ctx, srv.ClientURL(), filepath.Join(dir, "store"), n, slots)
+	fl, err := startBenchFleet(ctx, srv.ClientURL(), filepath.Join(dir, "store"), slots)
 	if err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}
-	rawRate := float64(n) / raw.Seconds()
-	fleetRate := float64(n) / fleet.Seconds()
-	fmt.Fprintf(a.stdout, "raw jetstream  %6d msgs  %8.2fs  %9.1f msgs/s\n", n, raw.Seconds(), rawRate)
-	fmt.Fprintf(a.stdout, "benchfleet     %6d jobs  %8.2fs  %9.1f jobs/s\n", n, fleet.Seconds(), fleetRate)
-	fmt.Fprintf(a.stdout, "ratio fleet/raw time %.2fx, overhead %.2f ms/job per slot\n",
-		fleet.Seconds()/raw.Seconds(), (fleet-raw).Seconds()*1000*float64(slots)/float64(n))
+	defer fl.stop()
+	fleet, last, err := fl.dispatch(ctx, "dispatch", n, jobDuration)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	if jobDuration > 0 {
+		busy := time.Duration(n) * jobDuration
+		fmt.Fprintf(a.stdout, "benchfleet     %6d jobs of %s on %d slots  %8.2fs to the last result (ideal %.2fs)\n",
+			n, jobDuration, slots, last.Seconds(), (busy / time.Duration(slots)).Seconds())
+		fmt.Fprintf(a.stdout, "utilization %.3f (runner busy time / slots x wall), overhead %.2f ms/job per slot\n",
+			busy.Seconds()/(float64(slots)*last.Seconds()), (last-busy/time.Duration(slots)).Seconds()*1000*float64(slots)/float64(n))
+	} else {
+		rawRate := float64(n) / raw.Seconds()
+		fleetRate := float64(n) / fleet.Seconds()
+		fmt.Fprintf(a.stdout, "raw jetstream  %6d msgs  %8.2fs  %9.1f msgs/s\n", n, raw.Seconds(), rawRate)
+		fmt.Fprintf(a.stdout, "benchfleet     %6d jobs  %8.2fs  %9.1f jobs/s\n", n, fleet.Seconds(), fleetRate)
+		fmt.Fprintf(a.stdout, "ratio fleet/raw rate %.3f (time %.2fx), overhead %.2f ms/job per slot\n",
+			fleetRate/rawRate, fleet.Seconds()/raw.Seconds(), (fleet-raw).Seconds()*1000*float64(slots)/float64(n))
+	}
+	if probes > 0 {
+		lat, err := fl.claimLatency(ctx, probes)
+		if err != nil {
+			return fmt.Errorf("claim latency: %w", err)
+		}
+		fmt.Fprintf(a.stdout, "claim latency (idle slots, %d jobs one at a time): p50 %.2f ms  p99 %.2f ms  max %.2f ms\n",
+			len(lat), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), ms(lat[len(lat)-1]))
+	}
 	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// quantile of sorted ds (nearest rank).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(ds)))) - 1
+	return ds[max(0, min(i, len(ds)-1))]
 }
 
 // rawJetStream publishes n messages to a work-queue stream and consumes
@@ -130,65 +180,148 @@ func rawJetStream(ctx context.Context, url string, n, slots int) (time.Duration,
 	return time.Since(start), nil
 }
 
-// fleetDispatch runs n zero-length sim jobs through submit, a worker with
-// `slots` sim slots and a file store, and waits for every result.
-func fleetDispatch(ctx context.Context, url, storeDir string, n, slots int) (time.Duration, error) {
-	store, err := storage.NewFileBucket(storeDir)
-	if err != nil {
-		return 0, err
+// benchFleet is a worker with sim slots and a file store on one server.
+type benchFleet struct {
+	store  *storage.FileBucket
+	js     jetstream.JetStream
+	topo   *topology.Handles
+	nc     *nats.Conn
+	wnc    *nats.Conn
+	w      *worker.Worker
+	cancel context.CancelFunc
+}
+
+func startBenchFleet(ctx context.Context, url, storeDir string, slots int) (*benchFleet, error) {
+	f := &benchFleet{}
+	var err error
+	if f.store, err = storage.NewFileBucket(storeDir); err != nil {
+		return nil, err
 	}
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return 0, err
+	if f.nc, err = nats.Connect(url); err != nil {
+		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
+	if f.js, err = jetstream.New(f.nc); err != nil {
+		f.nc.Close()
+		return nil, err
 	}
 	tc := topology.Config{}
-	topo, err := topology.Ensure(ctx, js, tc)
-	if err != nil {
-		return 0, err
+	if f.topo, err = topology.Ensure(ctx, f.js, tc); err != nil {
+		f.nc.Close()
+		return nil, err
 	}
 	var ws []worker.Slot
 	r := sim.New()
 	for i := 0; i < slots; i++ {
 		ws = append(ws, worker.Slot{Device: device.Device{ID: fmt.Sprintf("sim-%d", i), Pool: "sim", Runner: "sim", Chips: 1, Healthy: true}, Runner: r})
 	}
-	wnc, err := nats.Connect(url)
-	if err != nil {
-		return 0, err
+	if f.wnc, err = nats.Connect(url); err != nil {
+		f.nc.Close()
+		return nil, err
 	}
-	defer wnc.Close()
-	w, err := worker.New(worker.Config{ID: "bench", Conn: wnc, Store: store, Slots: ws, Topology: tc, IdlePoll: 50 * time.Millisecond})
+	// The default idle poll (1 s): an idle slot must be woken by the
+	// job's arrival, not find it by polling.
+	f.w, err = worker.New(worker.Config{ID: "bench", Conn: f.wnc, Store: f.store, Slots: ws, Topology: tc})
 	if err != nil {
-		return 0, err
+		f.nc.Close()
+		f.wnc.Close()
+		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); <-w.Done() }()
-	if err := w.Start(wctx); err != nil {
-		return 0, err
+	f.cancel = cancel
+	if err := f.w.Start(wctx); err != nil {
+		cancel()
+		f.nc.Close()
+		f.wnc.Close()
+		return nil, err
 	}
+	return f, nil
+}
+
+func (f *benchFleet) stop() {
+	f.cancel()
+	<-f.w.Done()
+	f.wnc.Close()
+	f.nc.Close()
+}
+
+func benchJobs(run string, n int, d time.Duration) ([]*protocol.Job, error) {
 	var jobs []*protocol.Job
 	for i := 0; i < n; i++ {
-		spec := producer.JobSpec{Pool: "sim", Runner: "sim", Labels: map[string]string{"i": fmt.Sprint(i), sim.LabelDuration: "0s"},
+		spec := producer.JobSpec{Pool: "sim", Runner: "sim", Labels: map[string]string{"i": fmt.Sprint(i), sim.LabelDuration: d.String()},
 			Benchmark: producer.BenchmarkSpec{Model: "noop", BatchSize: 1, LoopCount: 1}}
-		j, err := spec.Job("dispatch", producer.SourceSpec{})
+		j, err := spec.Job(run, producer.SourceSpec{})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		jobs = append(jobs, j)
 	}
-	start := time.Now()
-	p := &producer.Submitter{JS: js, Topo: topo}
-	res, err := p.Submit(ctx, producer.Submission{Run: "dispatch", Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
+	return jobs, nil
+}
+
+// dispatch submits n jobs of duration d as one run and waits for every
+// result. It returns the time until the waiter saw them all and the time
+// until the last result's finish (both from the start of the submit).
+func (f *benchFleet) dispatch(ctx context.Context, run string, n int, d time.Duration) (time.Duration, time.Duration, error) {
+	jobs, err := benchJobs(run, n, d)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	wt := &producer.Watcher{JS: js, Manifest: res.Manifest, Store: store, Poll: 50 * time.Millisecond}
+	start := time.Now()
+	p := &producer.Submitter{JS: f.js, Topo: f.topo}
+	res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
+	if err != nil {
+		return 0, 0, err
+	}
+	wt := &producer.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store, Poll: 50 * time.Millisecond}
 	if _, err := wt.Wait(ctx, nil); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return time.Since(start), nil
+	seen := time.Since(start)
+	rs, _, err := storage.QueryJSON(ctx, f.store, storage.Filter{Run: run})
+	if err != nil {
+		return 0, 0, err
+	}
+	var last time.Time
+	for _, r := range rs {
+		if r.FinishedAt.After(last) {
+			last = r.FinishedAt
+		}
+	}
+	return seen, last.Sub(start), nil
+}
+
+// claimLatency publishes probes jobs one at a time, each once the slots
+// are idle, and returns how long each took from its publish to its
+// attempt starting on a slot (the result's started_at), sorted.
+func (f *benchFleet) claimLatency(ctx context.Context, probes int) ([]time.Duration, error) {
+	p := &producer.Submitter{JS: f.js, Topo: f.topo}
+	var out []time.Duration
+	for i := 0; i < probes; i++ {
+		jobs, err := benchJobs(fmt.Sprintf("claim-latency-%d", i), 1, 0)
+		if err != nil {
+			return nil, err
+		}
+		j := jobs[0]
+		// Give the slots time to go idle (their fetch found nothing).
+		time.Sleep(20 * time.Millisecond)
+		start := time.Now()
+		if _, err := p.Submit(ctx, producer.Submission{Run: j.Run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: []*protocol.Job{j}}); err != nil {
+			return nil, err
+		}
+		key := storage.ResultKey(j.CreatedAt, j.Run, j.ID)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r, err := storage.ReadResult(ctx, f.store, key)
+			if err == nil {
+				out = append(out, r.StartedAt.Sub(start))
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("job %s: no result after 30s", j.ID)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
