@@ -15,7 +15,7 @@ import (
 // Errors of ReleaseBoard.
 var (
 	// ErrUnknownBoard: bench-health has no record of that worker's device.
-	ErrUnknownBoard = errors.New("no such board in bench-health")
+	ErrUnknownBoard = errors.New("no such board in bench-health (only Tenstorrent boards are kept there; built-in cpu and sim slots are never quarantined)")
 	// ErrNotQuarantined: the board is in service already.
 	ErrNotQuarantined = errors.New("board is not quarantined")
 )

@@ -135,10 +135,15 @@ func (w *Worker) watchReleases(ctx context.Context) error {
 				if s == nil {
 					continue
 				}
+				// Only an operator's release counts: the record's last event
+				// is a release (producer.ReleaseBoard), or the record was
+				// deleted. The worker's own writes (a reset recorded just
+				// before a quarantine, say) are not releases.
 				released := e.Operation() != jetstream.KeyValuePut
 				if !released {
 					var h protocol.DeviceHealth
-					released = json.Unmarshal(e.Value(), &h) == nil && !h.Quarantined
+					released = json.Unmarshal(e.Value(), &h) == nil && !h.Quarantined &&
+						len(h.Events) > 0 && h.Events[len(h.Events)-1].Kind == protocol.HealthRelease
 				}
 				if released {
 					s.release()
@@ -149,23 +154,33 @@ func (w *Worker) watchReleases(ctx context.Context) error {
 	return nil
 }
 
-// release returns a quarantined board to service.
+// release tells a quarantined board's slot that an operator released it;
+// the slot checks the board and returns it to service only when the check
+// passes (slot.loop, returnToService).
 func (s *slot) release() {
 	s.mu.Lock()
-	if s.state != protocol.DeviceQuarantined {
-		s.mu.Unlock()
-		return
-	}
-	s.state, s.reason, s.streak = protocol.DeviceIdle, "", 0
-	if s.hist != nil {
+	quarantined := s.state == protocol.DeviceQuarantined
+	if quarantined && s.hist != nil {
 		s.hist.Quarantined, s.hist.Reason, s.hist.Since = false, "", time.Time{}
 	}
 	s.mu.Unlock()
-	s.log.Info().Msg("board released by an operator: back in service")
+	if !quarantined {
+		return
+	}
+	s.log.Info().Msg("board released by an operator: checking it")
 	select {
 	case s.released <- struct{}{}:
 	default:
 	}
+}
+
+// returnToService puts a released board that passed its check back in
+// service.
+func (s *slot) returnToService() {
+	s.mu.Lock()
+	s.state, s.reason, s.streak = protocol.DeviceIdle, "", 0
+	s.mu.Unlock()
+	s.log.Info().Msg("released board healthy: back in service")
 	s.w.kickStatus()
 }
 

@@ -202,6 +202,9 @@ func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logg
 		}
 		slots = append(slots, PlannedSlot{Device: dev, Health: health, Sampler: sampler})
 	}
+	if !wf.Discovery.Enabled && (wf.Discovery.TTSMI != "" || wf.Discovery.DevRoot != "") && len(wf.Slots) == 0 {
+		log.Warn().Msg("config: discovery has tt_smi/dev_root but not enabled: true, so no board is discovered")
+	}
 	if wf.Discovery.Enabled {
 		runner := wf.Discovery.Runner
 		if runner == "" {

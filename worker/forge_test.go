@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -293,7 +294,32 @@ func TestQuarantineLastsUntilReleased(t *testing.T) {
 	testfleet.Eventually(t, 30*time.Second, "tt0 quarantined", func() bool {
 		return w.Status().Devices[0].State == protocol.DeviceQuarantined
 	})
+	// A record that is not quarantined but whose last event is the worker's
+	// own (a reset written just before the quarantine arrives late) is no
+	// release: the board stays out.
+	own, _ := json.Marshal(protocol.DeviceHealth{Schema: protocol.SchemaHealth, Worker: "tt-lasting", Device: "tt0", Pool: "n150",
+		Events: []protocol.HealthEvent{{Time: time.Now().UTC(), Kind: protocol.HealthReset}}})
+	if _, err := f.topo.Health.Put(t.Context(), protocol.HealthKey("tt-lasting", "tt0"), own); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if st := w.Status().Devices[0]; st.State != protocol.DeviceQuarantined {
+			t.Fatalf("the worker's own record released the board: %+v", st)
+		}
+	}
 	w.Stop(t.Context())
+	// Put the quarantine back as the worker had it (the write above
+	// replaced the record).
+	if _, err := producer.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); !errors.Is(err, producer.ErrNotQuarantined) {
+		t.Fatalf("release of a record the test overwrote: %v", err)
+	}
+	qrec, _ := json.Marshal(protocol.DeviceHealth{Schema: protocol.SchemaHealth, Worker: "tt-lasting", Device: "tt0", Pool: "n150",
+		Quarantined: true, Reason: "health check after reset: device node gone", Since: time.Now().UTC(),
+		Events: []protocol.HealthEvent{{Time: time.Now().UTC(), Kind: protocol.HealthHang}, {Time: time.Now().UTC(), Kind: protocol.HealthReset},
+			{Time: time.Now().UTC(), Kind: protocol.HealthQuarantine}}})
+	if _, err := f.topo.Health.Put(t.Context(), protocol.HealthKey("tt-lasting", "tt0"), qrec); err != nil {
+		t.Fatal(err)
+	}
 
 	// The board is back (someone reseated it) and a healthy harness is
 	// installed: a fresh worker would find nothing wrong with it.

@@ -108,9 +108,10 @@ func (s *slot) loop() {
 			case <-claim.Done():
 				return
 			case <-s.released:
-				s.log.Info().Msg("checking the released board")
 				if err := s.checkHealth(claim); err != nil {
 					s.quarantine(fmt.Errorf("released, but still unhealthy: %w", err))
+				} else {
+					s.returnToService()
 				}
 				continue
 			}

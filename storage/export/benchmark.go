@@ -148,7 +148,9 @@ func ToBenchmarkRun(r *protocol.Result) BenchmarkRun {
 	if t, err := time.Parse(time.RFC3339, r.Labels[LabelGitCommitTS]); err == nil {
 		commitTS = Timestamp(t)
 	}
-	if !r.RunCreatedAt.IsZero() || r.Labels[LabelGitCommitTS] != "" {
+	// A commit's time only with a commit (the loader takes the pipeline's
+	// submission time; the run's creation stands in for it).
+	if (r.Source.Commit != "" && !r.RunCreatedAt.IsZero()) || r.Labels[LabelGitCommitTS] != "" {
 		run.GitCommitTS = &commitTS
 	}
 	var power, temp *float64
