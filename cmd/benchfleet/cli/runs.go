@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,29 +37,14 @@ func (a *app) runsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			keys, err := topo.Runs.ListKeys(ctx)
-			if err != nil {
-				return fmt.Errorf("list runs: %w", err)
-			}
-			var mans []*protocol.RunManifest
-			cancelled := map[string]bool{}
-			for k := range keys.Keys() {
-				if run, ok := strings.CutSuffix(k, ".cancel"); ok {
-					cancelled[run] = true
-					continue
-				}
-				run, ok := strings.CutSuffix(k, ".manifest")
-				if !ok {
-					continue
-				}
-				if m, err := producer.GetManifest(ctx, topo.Runs, run); err == nil {
-					mans = append(mans, m)
-				}
-			}
-			sort.Slice(mans, func(i, j int) bool { return mans[i].CreatedAt.After(mans[j].CreatedAt) })
 			if format == "json" {
-				if mans == nil {
-					mans = []*protocol.RunManifest{}
+				sums, err := producer.ListRuns(ctx, js, topo.Runs, nil, 0)
+				if err != nil {
+					return err
+				}
+				mans := []*protocol.RunManifest{}
+				for _, r := range sums {
+					mans = append(mans, r.Manifest)
 				}
 				return writeJSON(a.stdout, mans)
 			}
@@ -72,13 +57,16 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 				defer store.Close()
 			}
+			sums, err := producer.ListRuns(ctx, js, topo.Runs, store, math.MaxInt)
+			if err != nil {
+				return err
+			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tCREATED\tJOBS\tPRIORITY\tCOMMIT\tSUBMITTER\tSTATE")
-			for _, m := range mans {
-				w := &producer.Watcher{JS: js, Manifest: m, Store: store}
-				state := "?"
-				if states, err := w.Snapshot(ctx); err == nil {
-					state = producer.RunState(producer.ProgressOf(m, states), cancelled[m.Run])
+			for _, r := range sums {
+				m, state := r.Manifest, r.State
+				if state == "" {
+					state = "?"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
 					producer.ShortCommit(m.Source.Commit), m.Submitter, state)
