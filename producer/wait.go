@@ -274,6 +274,13 @@ func apply(st *JobState, e *protocol.Event) {
 	if st.Kind == protocol.EventDead && e.Kind != protocol.EventQueued && e.Kind != protocol.EventClaimed {
 		return
 	}
+	// The submitter's "queued" event can reach the stream after a fast
+	// worker's "claimed" (both are published asynchronously): it does not
+	// move a running job back to the queue. (A deliberate re-queue follows
+	// a dead letter, handled above.)
+	if e.Kind == protocol.EventQueued && (st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog) {
+		return
+	}
 	// A job reported ended stays reported while its result is awaited.
 	if st.Reported() && !e.Kind.Terminal() && e.Kind != protocol.EventQueued && e.Kind != protocol.EventClaimed {
 		return
