@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -189,7 +188,7 @@ func healthKind(failure error) string {
 	if failure == nil {
 		return protocol.HealthPass
 	}
-	if device.IsHang(failure) || strings.Contains(failure.Error(), "timed out") {
+	if device.IsHang(failure) { // a timeout is a hang (attemptState.run)
 		return protocol.HealthHang
 	}
 	return protocol.HealthInfra

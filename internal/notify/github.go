@@ -68,23 +68,11 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("notify: GitHub API base %q: want an http(s) URL", cfg.APIBase)
 	}
-	if cfg.Retries < 0 {
-		return nil, fmt.Errorf("notify: Retries %d: must not be negative", cfg.Retries)
+	client, err := retryClient(&cfg.Retries, &cfg.RetryWaitMin, &cfg.RetryWaitMax, &cfg.Timeout)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 4
-	}
-	if cfg.RetryWaitMin <= 0 {
-		cfg.RetryWaitMin = 500 * time.Millisecond
-	}
-	if cfg.RetryWaitMax <= 0 {
-		cfg.RetryWaitMax = 10 * time.Second
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
-	}
-	return &GitHub{cfg: cfg, base: strings.TrimRight(cfg.APIBase, "/"),
-		client: newClient(cfg.Retries, cfg.RetryWaitMin, cfg.RetryWaitMax, cfg.Timeout)}, nil
+	return &GitHub{cfg: cfg, base: strings.TrimRight(cfg.APIBase, "/"), client: client}, nil
 }
 
 var (

@@ -164,23 +164,33 @@ func NewWebhook(cfg Config) (*Webhook, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("notify: URL %q: want an http(s) URL", Redact(cfg.URL))
 	}
-	if cfg.Retries < 0 {
-		return nil, fmt.Errorf("notify: Retries %d: must not be negative", cfg.Retries)
+	client, err := retryClient(&cfg.Retries, &cfg.RetryWaitMin, &cfg.RetryWaitMax, &cfg.Timeout)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 4
+	return &Webhook{cfg: cfg, client: client, log: cfg.Log.With().Str("component", "notify").Logger()}, nil
+}
+
+// retryClient fills the retry settings both senders share (4 retries,
+// waits from 500ms to 10s, a 10s timeout per request; negative retries is
+// an error) and returns the client they configure.
+func retryClient(retries *int, lo, hi, timeout *time.Duration) (*retryablehttp.Client, error) {
+	if *retries < 0 {
+		return nil, fmt.Errorf("notify: Retries %d: must not be negative", *retries)
 	}
-	if cfg.RetryWaitMin <= 0 {
-		cfg.RetryWaitMin = 500 * time.Millisecond
+	if *retries == 0 {
+		*retries = 4
 	}
-	if cfg.RetryWaitMax <= 0 {
-		cfg.RetryWaitMax = 10 * time.Second
+	if *lo <= 0 {
+		*lo = 500 * time.Millisecond
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+	if *hi <= 0 {
+		*hi = 10 * time.Second
 	}
-	return &Webhook{cfg: cfg, client: newClient(cfg.Retries, cfg.RetryWaitMin, cfg.RetryWaitMax, cfg.Timeout),
-		log: cfg.Log.With().Str("component", "notify").Logger()}, nil
+	if *timeout <= 0 {
+		*timeout = 10 * time.Second
+	}
+	return newClient(*retries, *lo, *hi, *timeout), nil
 }
 
 func newClient(retries int, lo, hi, timeout time.Duration) *retryablehttp.Client {

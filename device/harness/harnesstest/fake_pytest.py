@@ -195,15 +195,18 @@ def main(argv):
                 errors.append(f"not found: {p}\n(no match in any of [<Module {os.path.basename(path)}>])")
                 continue
             selected.append((rel + "::" + n, tests[rel][n]))
-    print(f"collecting ... collected {len(selected)} item{'s' if len(selected) != 1 else ''}")
+    chosen = [(n, m) for n, m in selected if eval_marks(opts["-m"], m)]
+    collected = f"collecting ... collected {len(selected)} item{'s' if len(selected) != 1 else ''}"
+    if not errors and len(chosen) < len(selected):
+        # terminal.py report_collect: " / N deselected / M selected"
+        collected += f" / {len(selected) - len(chosen)} deselected / {len(chosen)} selected"
+    print(collected)
     if errors:
         print("\n============================ no tests ran in 0.01s =============================")
         for e in errors:
             err("ERROR: " + e, "")
         return 4
-    chosen = [(n, m) for n, m in selected if eval_marks(opts["-m"], m)]
     if not chosen:
-        print(f"collecting ... collected {len(selected)} item / {len(selected)} deselected / 0 selected")
         print(f"\n============================ {len(selected)} deselected in 0.01s =============================")
         return 5
     if len(chosen) != 1:
