@@ -3,6 +3,8 @@ package protocol_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/benchfleet/benchfleet/protocol"
@@ -56,6 +58,8 @@ func FuzzDecodeResult(f *testing.F) {
 	good, _ := json.Marshal(r)
 	f.Add(good)
 	f.Add([]byte(`{"schema":"benchfleet.result/v2","job":"j","run":"r","new":[1,2]}`))
+	f.Add([]byte(`{"schema":"benchfleet.result/v1","job":"j","run":"r","run_created_at":"2026-03-01T23:35:00.538Z","measurements":{"total_samples":512,"samples_per_sec":664.45,"iteration_ms":{"min":5.4,"p50":6.02}},"pcc":{"value":null,"min":0.99,"passed":true},"labels":{"a":"\u00e9"},"artifacts":[{"name":"log.txt","size":7}]}`))
+	f.Add([]byte(`{"schema":"benchfleet.result/v1","job":"j","run":"r","JOB":"x","status":"passed","status":"failed"}`))
 	f.Add([]byte(`{"schema":"benchfleet.result/v1","job":"../../x","run":"r"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := protocol.DecodeResult(data)
@@ -67,6 +71,30 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 		if protocol.ValidID("job", r.Job) != nil || protocol.ValidID("run", r.Run) != nil {
 			t.Fatalf("decoded result has unsafe ids %q %q", r.Job, r.Run)
+		}
+		// DecodeResult's fast decoder accepts only what encoding/json
+		// accepts, and reads every document encoding/json writes (the
+		// documents benchfleet stores) exactly as encoding/json does.
+		var std protocol.Result
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("DecodeResult accepted %q, encoding/json rejects it: %v", data, err)
+		}
+		canon, err := json.Marshal(std)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		std = protocol.Result{}
+		if err := json.Unmarshal(canon, &std); err != nil {
+			t.Fatalf("encoding/json rejects its own %s: %v", canon, err)
+		}
+		fast, err := protocol.DecodeResult(canon)
+		stdValid := strings.HasPrefix(std.Schema, "benchfleet.result/") &&
+			protocol.ValidID("job", std.Job) == nil && protocol.ValidID("run", std.Run) == nil
+		if (err == nil) != stdValid {
+			t.Fatalf("DecodeResult of encoding/json's own %s: error %v, valid by encoding/json %v", canon, err, stdValid)
+		}
+		if err == nil && !reflect.DeepEqual(*fast, std) {
+			t.Fatalf("DecodeResult and encoding/json read %s differently:\n%+v\n%+v", canon, *fast, std)
 		}
 	})
 }
