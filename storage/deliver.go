@@ -127,6 +127,9 @@ func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []Artifact
 			return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
 		}
 		if ok {
+			if err := noteLate(ctx, b, key); err != nil {
+				return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+			}
 			return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
 		}
 		start := time.Now()

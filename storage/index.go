@@ -209,29 +209,20 @@ func indexPartParts(key string) (date, id string, ok bool) {
 	return d[5:], id, true
 }
 
-// partition is what the store holds for one date: the JSON result keys and
-// the index parts.
+// partition is what the store holds for one date: the JSON result keys, the
+// index parts, and the seal protocol's markers (index_seal.go).
 type partition struct {
-	date  string
-	keys  []string // results/v1/date=<date>/..., sorted
-	parts []string // index/v1/date=<date>/part-*.parquet, sorted
-	// stamp is the settled partition stamp taken before keys were listed
-	// ("" when the bucket has none or the partition is still changing).
-	stamp string
+	date      string
+	keys      []string // results/v1/date=<date>/..., sorted
+	parts     []string // index/v1/date=<date>/part-*.parquet, sorted
+	lates     []string // result keys named by late markers, sorted
+	compacted bool     // the date's _compacted marker exists
 }
 
-// stampKey is the part metadata key holding the partition stamp.
-const stampKey = "benchfleet.stamp"
-
-// restamp reports whether a current part should be rewritten to record the
-// partition's settled stamp (it was written without one, or before a change
-// that left the same keys).
-func (p *partition) restamp(ctx context.Context, b Bucket) bool {
-	if p.stamp == "" || len(p.parts) != 1 {
-		return false
-	}
-	recorded, err := partMetadata(ctx, b, p.parts[0], stampKey)
-	return err == nil && recorded != p.stamp
+// sealed reports whether the part at key carries the seal.
+func sealed(ctx context.Context, b Bucket, key string) (bool, error) {
+	v, err := partMetadata(ctx, b, key, sealKey)
+	return v == sealVersion, err
 }
 
 // partMetadata reads one key of a part's file metadata.
@@ -320,11 +311,13 @@ type CompactStats struct {
 	Current int
 	// Rows is the number of rows in the parts written.
 	Rows int
-	// Restamped is the number of partitions whose part was current but
-	// written while the partition was still changing (within StampSettle of
-	// a write), and was rewritten under the same name with the same rows
-	// only to record the partition stamp now that it has settled.
-	Restamped int
+	// Sealed is the number of partitions whose part was current but
+	// written without a seal (by a benchfleet before seals), rewritten under
+	// the same name with the same rows only to record the seal.
+	Sealed int
+	// LateCleared is the number of late markers deleted because a part now
+	// covers their results.
+	LateCleared int
 	// Removed is the number of stale part files deleted.
 	Removed int
 	// Unreadable are the result keys that could not be decoded and were left
@@ -334,85 +327,101 @@ type CompactStats struct {
 
 // Compact brings the index up to date: for every date partition whose part
 // does not cover exactly the JSON results of that date, it writes one new
-// part covering all of them and then deletes the old parts. Running it again
-// without new results writes no new part and changes no part's name or rows;
-// the one thing it may still do is record the stamp of a partition that was
-// being written during the first run and has settled since (Restamped). Safe to run while results are being
-// written and queried; two concurrent compactions may leave two parts for a
-// date, which readers handle and the next compaction merges.
+// sealed part covering all of them and then deletes the old parts. Running
+// it again without new results writes no new part and changes no part's
+// name or rows; the one thing it may still do is seal a current part written
+// before seals existed (Sealed). Safe to run while results are being
+// written and queried (index_seal.go); two concurrent compactions may leave
+// two parts for a date, which readers handle and the next compaction merges.
 func Compact(ctx context.Context, b Bucket, opts CompactOptions) (CompactStats, error) {
 	var st CompactStats
 	since := ""
 	if !opts.Since.IsZero() {
 		since = DatePartition(opts.Since)
 	}
-	// Stamps are taken before the keys are listed: a result written in
-	// between changes the stamp, so the part never claims more than it has.
-	stamps := map[string]string{}
-	if sb, ok := capability[stamper](b); ok {
-		if fl, ok := capability[folderLister](b); ok {
-			dates, err := folderDates(ctx, fl, since)
-			if err != nil {
-				return st, fmt.Errorf("storage: compact: %w", err)
-			}
-			for _, d := range dates {
-				stamp, settled, err := sb.partitionStamp(ctx, d)
-				if err != nil {
-					return st, fmt.Errorf("storage: compact: %w", err)
-				}
-				if settled && stamp != "" {
-					stamps[d] = stamp
-				}
-			}
-		}
-	}
-	parts, err := listPartitions(ctx, b, since)
+	dates, err := partitionDates(ctx, b, since)
 	if err != nil {
 		return st, fmt.Errorf("storage: compact: %w", err)
-	}
-	st.Partitions = len(parts)
-	for _, p := range parts {
-		p.stamp = stamps[p.date]
 	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 4
 	}
 	var mu sync.Mutex
-	err = parallel(ctx, len(parts), workers, func(i int) error {
-		p := parts[i]
-		current := !opts.Force && p.current()
-		if current && !p.restamp(ctx, b) {
-			mu.Lock()
-			st.Current++
-			mu.Unlock()
-			return nil
-		}
-		rows, bad, err := compactPartition(ctx, b, p)
-		mu.Lock()
-		defer mu.Unlock()
-		st.Unreadable = append(st.Unreadable, bad...)
-		if err != nil {
+	err = parallel(ctx, len(dates), workers, func(i int) error {
+		date := dates[i]
+		// The marker first, then the listing (index_seal.go).
+		if err := ensureCompacted(ctx, b, date); err != nil {
 			return err
 		}
-		if current {
-			st.Restamped++ // same name, same rows: the index content is unchanged
-			return nil
+		ps, err := listPartitionPrefixes(ctx, b, []string{date + "/"}, date)
+		if err != nil || len(ps) == 0 {
+			return err
 		}
-		if len(p.keys) > 0 {
+		p := ps[0]
+		if len(p.keys) == 0 && len(p.parts) == 0 {
+			return nil // only markers: nothing to index
+		}
+		current := !opts.Force && p.current()
+		var isSealed bool
+		if current {
+			if isSealed, err = sealed(ctx, b, p.parts[0]); err != nil && ctx.Err() != nil {
+				return err
+			}
+		}
+		var rows int
+		var bad []string
+		if !current || !isSealed {
+			if rows, bad, err = compactPartition(ctx, b, p); err != nil {
+				mu.Lock()
+				st.Unreadable = append(st.Unreadable, bad...)
+				mu.Unlock()
+				return err
+			}
+		}
+		cleared, err := clearLates(ctx, b, p)
+		mu.Lock()
+		defer mu.Unlock()
+		st.Partitions++
+		st.Unreadable = append(st.Unreadable, bad...)
+		st.LateCleared += cleared
+		switch {
+		case current && isSealed:
+			st.Current++
+		case current:
+			st.Sealed++ // same name, same rows: the index content is unchanged
+		case len(p.keys) > 0:
 			st.Written++
 			st.Rows += rows
 			st.Removed += len(p.parts) - btoi(slices.Contains(p.parts, IndexPartKey(p.date, IndexPartID(p.keys))))
-		} else {
+		default:
 			st.Removed += len(p.parts)
 		}
-		return nil
+		return err
 	})
 	slices.Sort(st.Unreadable)
 	if err != nil {
 		return st, fmt.Errorf("storage: compact: %w", err)
 	}
 	return st, nil
+}
+
+// partitionDates names the date partitions on or after since that hold
+// results or index objects: from the bucket's folders where it can name
+// them (folderLister), else from a listing of both trees.
+func partitionDates(ctx context.Context, b Bucket, since string) ([]string, error) {
+	if fl, ok := capability[folderLister](b); ok {
+		return folderDates(ctx, fl, since)
+	}
+	parts, err := listPartitions(ctx, b, since)
+	if err != nil {
+		return nil, err
+	}
+	dates := make([]string, len(parts))
+	for i, p := range parts {
+		dates[i] = p.date
+	}
+	return dates, nil
 }
 
 func btoi(b bool) int {
@@ -422,8 +431,9 @@ func btoi(b bool) int {
 	return 0
 }
 
-// compactPartition writes the part covering p.keys, then deletes p's other
-// parts. A partition without results loses its parts.
+// compactPartition writes the sealed part covering p.keys, then deletes p's
+// other parts. A partition without results loses its parts. The caller has
+// written the date's _compacted marker before listing p (index_seal.go).
 func compactPartition(ctx context.Context, b Bucket, p *partition) (rows int, bad []string, err error) {
 	var key string
 	if len(p.keys) > 0 {
@@ -496,7 +506,7 @@ func buildPart(ctx context.Context, b Bucket, p *partition) (data []byte, n int,
 		parquet.CreatedBy("benchfleet", "", ""),
 		parquet.KeyValueMetadata("benchfleet.schema", IndexSchemaVersion),
 		parquet.KeyValueMetadata("benchfleet.date", p.date),
-		parquet.KeyValueMetadata(stampKey, p.stamp),
+		parquet.KeyValueMetadata(sealKey, sealVersion),
 		parquet.PageBufferSize(indexPageSize),
 		parquet.MaxRowsPerRowGroup(indexRowGroupRows),
 	)

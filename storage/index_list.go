@@ -94,9 +94,18 @@ func listPartitionPrefixes(ctx context.Context, b Bucket, prefixes []string, sin
 		defer mu.Unlock()
 		for _, key := range keys {
 			if j.index {
-				if date, _, ok := indexPartParts(key); ok && date >= since {
-					p := get(date)
+				date, kind, rk := classifyIndexKey(key)
+				if kind == indexOther || date < since {
+					continue
+				}
+				p := get(date)
+				switch kind {
+				case indexPart:
 					p.parts = append(p.parts, key)
+				case indexLate:
+					p.lates = append(p.lates, rk)
+				case indexCompacted:
+					p.compacted = true
 				}
 				continue
 			}
@@ -114,6 +123,7 @@ func listPartitionPrefixes(ctx context.Context, b Bucket, prefixes []string, sin
 	for _, p := range byDate {
 		slices.Sort(p.keys)
 		slices.Sort(p.parts)
+		slices.Sort(p.lates)
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b *partition) int { return cmp.Compare(a.date, b.date) })

@@ -71,8 +71,8 @@ func Query(ctx context.Context, b Bucket, f Filter) ([]*protocol.Result, QuerySt
 	}
 	workers := max(2*runtime.GOMAXPROCS(0), 4)
 	var err error
-	if sb, ok := capability[stamper](b); ok {
-		err = queryStamped(ctx, b, sb, since, f, workers, add, &st)
+	if fl, ok := capability[folderLister](b); ok {
+		err = queryByDate(ctx, b, fl, since, f, workers, add, &st)
 	} else {
 		var parts []*partition
 		parts, err = listPartitions(ctx, b, since)
@@ -120,16 +120,13 @@ func (st *QueryStats) merge(ps partStats) {
 	st.Warnings = append(st.Warnings, ps.warnings...)
 }
 
-// queryStamped answers f partition by partition on a bucket with stamps: a
-// date whose one part records the date's current stamp is answered from the
-// part alone, without listing its result keys; any other date is listed and
+// queryByDate answers f date by date on a bucket that names its folders: a
+// date whose index folder holds one sealed part and the _compacted marker is
+// answered from the part and the results its late markers name, without
+// listing its result keys (index_seal.go); any other date is listed and
 // answered by queryPartition.
-func queryStamped(ctx context.Context, b Bucket, sb stamper, since string, f Filter, workers int,
+func queryByDate(ctx context.Context, b Bucket, fl folderLister, since string, f Filter, workers int,
 	add func([]*protocol.Result, partStats), st *QueryStats) error {
-	fl, ok := capability[folderLister](b)
-	if !ok {
-		return fmt.Errorf("storage: query: bucket has stamps but no folders")
-	}
 	dates, err := folderDates(ctx, fl, since)
 	if err != nil {
 		return err
@@ -137,31 +134,25 @@ func queryStamped(ctx context.Context, b Bucket, sb stamper, since string, f Fil
 	st.Partitions = len(dates)
 	return parallel(ctx, len(dates), workers, func(i int) error {
 		date := dates[i]
-		var parts []string
-		for key, err := range b.List(ctx, PrefixIndex+"date="+date+"/") {
-			if err != nil {
-				return err
-			}
-			if d, _, ok := indexPartParts(key); ok && d == date {
-				parts = append(parts, key)
-			}
+		ix, err := listDateIndex(ctx, b, date)
+		if err != nil {
+			return err
 		}
-		if len(parts) == 1 {
-			stamp, _, err := sb.partitionStamp(ctx, date)
-			if err != nil {
-				return err
-			}
-			if stamp != "" {
-				rs, _, rows, docs, err := readPartStamped(ctx, b, parts[0], f, false, stamp)
-				if err == nil {
-					add(rs, partStats{current: true, parts: 1, rows: rows, docs: docs})
-					return nil
-				}
-				if ctx.Err() != nil {
+		if len(ix.parts) == 1 && ix.compacted {
+			rs, _, rows, docs, err := readPartSealed(ctx, b, ix.parts[0], f, false, true)
+			if err == nil {
+				ps := partStats{current: true, parts: 1, rows: rows, docs: docs}
+				late, ps, err := queryJSONKeys(ctx, b, ix.lates, nil, f, ps)
+				if err != nil {
 					return err
 				}
-				// Stale stamp, damaged or replaced part: list the date.
+				add(append(rs, late...), ps)
+				return nil
 			}
+			if ctx.Err() != nil {
+				return err
+			}
+			// Not sealed, damaged or replaced: list the date.
 		}
 		ps, err := listPartitionPrefixes(ctx, b, []string{date + "/"}, date)
 		if err != nil {
@@ -259,12 +250,12 @@ var filterColumns = []string{"run", "job", "run_created_at", "pool", "status", "
 // from the doc column. With withKeys it also returns the result keys of all
 // its rows (the keys it covers). Errors name the key.
 func readPart(ctx context.Context, b Bucket, key string, f Filter, withKeys bool) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
-	return readPartStamped(ctx, b, key, f, withKeys, "")
+	return readPartSealed(ctx, b, key, f, withKeys, false)
 }
 
-// readPartStamped is readPart that first checks, when wantStamp is set, that
-// the part records that partition stamp; errStaleStamp when it does not.
-func readPartStamped(ctx context.Context, b Bucket, key string, f Filter, withKeys bool, wantStamp string) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
+// readPartSealed is readPart that first checks, with requireSeal, that the
+// part is sealed; errNotSealed when it is not.
+func readPartSealed(ctx context.Context, b Bucket, key string, f Filter, withKeys, requireSeal bool) (rs []*protocol.Result, keys []string, rows, docs int, err error) {
 	ra, size, closeFn, err := openReaderAt(ctx, b, key)
 	if err != nil {
 		return nil, nil, 0, 0, err
@@ -277,9 +268,9 @@ func readPartStamped(ctx context.Context, b Bucket, key string, f Filter, withKe
 	if v, _ := pf.Lookup("benchfleet.schema"); v != IndexSchemaVersion {
 		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q has schema %q, want %q", key, v, IndexSchemaVersion)
 	}
-	if wantStamp != "" {
-		if v, _ := pf.Lookup(stampKey); v != wantStamp {
-			return nil, nil, 0, 0, errStaleStamp
+	if requireSeal {
+		if v, _ := pf.Lookup(sealKey); v != sealVersion {
+			return nil, nil, 0, 0, errNotSealed
 		}
 	}
 	col := map[string]int{}

@@ -127,7 +127,11 @@ func WriteSynth(ctx context.Context, b Bucket, o SynthOptions) error {
 		}
 	}
 	const chunk = 256
-	return parallel(ctx, (o.Results+chunk-1)/chunk, 2*runtime.GOMAXPROCS(0), func(c int) error {
+	workers := 2 * runtime.GOMAXPROCS(0)
+	if !direct {
+		workers = 16 // a remote store: the time is the round trips
+	}
+	return parallel(ctx, (o.Results+chunk-1)/chunk, workers, func(c int) error {
 		for i := c * chunk; i < min((c+1)*chunk, o.Results); i++ {
 			r := SynthResult(i, o)
 			key := ResultKey(r.RunCreatedAt, r.Run, r.Job)

@@ -15,6 +15,10 @@ import (
 // PutResult writes r at its result key once. A second write of the same
 // job's result returns ErrExists and changes nothing: results are
 // write-once, which turns at-least-once delivery into exactly-once results.
+//
+// Either way it then leaves the result's late marker if the date is already
+// compacted (index_seal.go), and until that is done it returns the
+// marker's error, not nil or ErrExists, so the caller retries.
 func PutResult(ctx context.Context, b Bucket, r *protocol.Result) (string, error) {
 	key := ResultKey(r.RunCreatedAt, r.Run, r.Job)
 	data, err := json.MarshalIndent(r, "", "  ")
@@ -22,6 +26,12 @@ func PutResult(ctx context.Context, b Bucket, r *protocol.Result) (string, error
 		return key, fmt.Errorf("storage: encode result %s: %w", r.Job, err)
 	}
 	err = b.Put(ctx, key, bytes.NewReader(data), IfAbsent(), ContentType("application/json"), Size(int64(len(data))))
+	if err != nil && !errors.Is(err, ErrExists) {
+		return key, err
+	}
+	if lerr := noteLate(ctx, b, key); lerr != nil {
+		return key, lerr
+	}
 	return key, err
 }
 

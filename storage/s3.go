@@ -164,9 +164,14 @@ type S3Bucket struct {
 	bucket string
 	prefix string
 	log    zerolog.Logger
+	counts *S3Requests
 }
 
 var _ Bucket = (*S3Bucket)(nil)
+
+// Requests returns how many HTTP requests the bucket has sent so far, by
+// kind (take two and Sub them to count an operation's).
+func (b *S3Bucket) Requests() S3RequestCounts { return b.counts.snapshot() }
 
 // NewS3Bucket connects to cfg.Bucket. It checks that the bucket exists
 // (creating it when cfg.Create is set) and returns an error naming the
@@ -200,7 +205,8 @@ func NewS3Bucket(ctx context.Context, cfg S3Config) (*S3Bucket, error) {
 		return nil, fmt.Errorf("storage: s3 bucket %q: load AWS configuration: %s", cfg.Bucket, err.Error())
 	}
 	awsCfg.Credentials = guardCredentials(awsCfg.Credentials)
-	hc := newS3HTTPClient(cfg, log, sdkTransport(awsCfg.HTTPClient))
+	counts := &S3Requests{}
+	hc := newS3HTTPClient(cfg, log, sdkTransport(awsCfg.HTTPClient), counts)
 	awsCfg.HTTPClient = hc
 	if awsCfg.Region == "" {
 		awsCfg.Region = "us-east-1"
@@ -213,7 +219,7 @@ func NewS3Bucket(ctx context.Context, cfg S3Config) (*S3Bucket, error) {
 		o.UsePathStyle = cfg.PathStyle
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	b := &S3Bucket{client: client, http: hc, cfg: cfg, bucket: cfg.Bucket, prefix: cfg.Prefix, log: log}
+	b := &S3Bucket{client: client, http: hc, cfg: cfg, bucket: cfg.Bucket, prefix: cfg.Prefix, log: log, counts: counts}
 	if err := b.ensureBucket(ctx); err != nil {
 		hc.CloseIdleConnections()
 		return nil, err
@@ -482,6 +488,35 @@ func (b *S3Bucket) List(ctx context.Context, prefix string) iter.Seq2[string, er
 	}
 }
 
+// listFolders implements folderLister: a listing with the delimiter "/",
+// one request per 1,000 folders, however many keys they hold.
+func (b *S3Bucket) listFolders(ctx context.Context, prefix string) ([]string, error) {
+	if err := CheckKey(strings.TrimSuffix(prefix, "/")); err != nil {
+		return nil, fmt.Errorf("storage: s3 list folders %q: %w", prefix, err)
+	}
+	full := b.prefix + prefix
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(full), Delimiter: aws.String("/")}
+	var names []string
+	for {
+		cctx, cancel := b.callCtx(ctx)
+		out, err := b.client.ListObjectsV2(cctx, in)
+		cancel()
+		if err != nil {
+			return nil, b.translate(ctx, "list", prefix, err)
+		}
+		for _, cp := range out.CommonPrefixes {
+			n := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), full), "/")
+			if n != "" && !strings.Contains(n, "/") {
+				names = append(names, n)
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			return names, nil
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+}
+
 // Close implements Bucket: it closes idle connections.
 func (b *S3Bucket) Close() error {
 	b.http.CloseIdleConnections()
@@ -576,3 +611,7 @@ func parseByteSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
+
+// AsS3 returns the S3 bucket behind b (through any Wrapper), e.g. to read
+// its request counts.
+func AsS3(b Bucket) (*S3Bucket, bool) { return capability[*S3Bucket](b) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -17,8 +18,10 @@ import (
 // cfg.RetryWaitMin and cfg.RetryWaitMax (a Retry-After header is capped at
 // the maximum too). After the last retry it hands the server's response to
 // the SDK, so an S3 error body (e.g. 503 SlowDown) is still parsed there.
-func newS3HTTPClient(cfg S3Config, log zerolog.Logger, tr *http.Transport) *http.Client {
-	inner := &http.Client{Transport: tr}
+//
+// Every request sent (retries included) is counted in counts.
+func newS3HTTPClient(cfg S3Config, log zerolog.Logger, tr *http.Transport, counts *S3Requests) *http.Client {
+	inner := &http.Client{Transport: countingTransport{tr, counts}}
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = inner
 	rc.Logger = nil
@@ -62,4 +65,57 @@ func sdkTransport(c any) *http.Transport {
 	tr.DialContext = d.DialContext
 	tr.MaxIdleConnsPerHost = 32
 	return tr
+}
+
+// S3Requests counts the HTTP requests an S3 bucket sent, by kind (retries
+// included): what a query or a compaction costs on a metered store.
+type S3Requests struct {
+	List, Get, Head, Put, Delete, Other atomic.Int64
+}
+
+// S3RequestCounts is a snapshot of S3Requests.
+type S3RequestCounts struct {
+	List, Get, Head, Put, Delete, Other int64
+}
+
+// Total is the number of requests of every kind.
+func (c S3RequestCounts) Total() int64 { return c.List + c.Get + c.Head + c.Put + c.Delete + c.Other }
+
+// Sub is c minus an earlier snapshot.
+func (c S3RequestCounts) Sub(o S3RequestCounts) S3RequestCounts {
+	return S3RequestCounts{c.List - o.List, c.Get - o.Get, c.Head - o.Head, c.Put - o.Put, c.Delete - o.Delete, c.Other - o.Other}
+}
+
+func (c S3RequestCounts) String() string {
+	return fmt.Sprintf("%d requests (%d list, %d get, %d head, %d put, %d delete, %d other)",
+		c.Total(), c.List, c.Get, c.Head, c.Put, c.Delete, c.Other)
+}
+
+func (r *S3Requests) snapshot() S3RequestCounts {
+	return S3RequestCounts{r.List.Load(), r.Get.Load(), r.Head.Load(), r.Put.Load(), r.Delete.Load(), r.Other.Load()}
+}
+
+// countingTransport counts each request by its S3 operation kind.
+type countingTransport struct {
+	next   http.RoundTripper
+	counts *S3Requests
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := t.counts
+	switch {
+	case req.Method == http.MethodGet && req.URL.Query().Has("list-type"):
+		c.List.Add(1)
+	case req.Method == http.MethodGet:
+		c.Get.Add(1)
+	case req.Method == http.MethodHead:
+		c.Head.Add(1)
+	case req.Method == http.MethodPut || req.Method == http.MethodPost:
+		c.Put.Add(1)
+	case req.Method == http.MethodDelete:
+		c.Delete.Add(1)
+	default:
+		c.Other.Add(1)
+	}
+	return t.next.RoundTrip(req)
 }

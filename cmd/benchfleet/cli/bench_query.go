@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 
 type benchQueryFlags struct {
 	results, days, repeat int
-	keep                  bool
+	keep, duckdb          bool
 	format                string
 	q                     queryFlags
 }
@@ -38,6 +39,13 @@ type benchQueryReport struct {
 	IndexRuns      []float64          `json:"index_runs_s"`
 	Stats          storage.QueryStats `json:"index_stats"`
 	SameResultsSet bool               `json:"same_results"`
+	// S3 request counts of one run of each query (S3 stores only).
+	S3IndexRequests *storage.S3RequestCounts `json:"s3_index_requests,omitempty"`
+	S3JSONRequests  *storage.S3RequestCounts `json:"s3_json_requests,omitempty"`
+	// DuckDB's time for the same query over the same part files (--duckdb).
+	DuckDBS    float64   `json:"duckdb_s,omitempty"`
+	DuckDBRuns []float64 `json:"duckdb_runs_s,omitempty"`
+	DuckDBRows int       `json:"duckdb_rows,omitempty"`
 }
 
 // benchQueryCmd measures history queries through the Parquet index against
@@ -52,13 +60,22 @@ func (a *app) benchQueryCmd() *cobra.Command {
 then runs the same filtered query over the raw JSON results
 (storage.QueryJSON) and through the index (storage.Query), --repeat times
 each, alternating. It checks that both return the same jobs with the same
-documents and prints the median times and their ratio.
+documents and prints the median times and their ratio. The default filter
+(--model resnet50 --since 146d) returns about 5% of the results.
 
 The store is a fresh temporary directory (removed unless --keep) or, with
-an explicit --store, that store, which must not hold results yet.`,
+an explicit --store, that store, which must not hold results yet. On an S3
+store it also prints the S3 requests of one run of each query: through the
+index they depend on the number of date partitions, not of results.
+
+With --duckdb it runs the same query in DuckDB over the same part files
+(file stores only; needs node and scripts/install-duckdb.sh, which make
+tools runs) and prints DuckDB's median beside benchfleet's.`,
 		Example: `  benchfleet bench query
+  benchfleet bench query --results 1000000 --duckdb
   benchfleet bench query --results 20000 --format json
-  benchfleet bench query --model mlp --pool cpu --since 30d`,
+  benchfleet bench query --model mlp --pool cpu --since 30d
+  benchfleet bench query --store 's3://bench?endpoint=http://127.0.0.1:7070' --days 90 --since 90d`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runBenchQuery(cmd, &fl)
@@ -69,11 +86,12 @@ an explicit --store, that store, which must not hold results yet.`,
 	f.IntVar(&fl.days, "days", 365, "date partitions the results are spread over")
 	f.IntVar(&fl.repeat, "repeat", 3, "timed runs of each query (the median is reported)")
 	f.BoolVar(&fl.keep, "keep", false, "keep the temporary store and print its path")
+	f.BoolVar(&fl.duckdb, "duckdb", false, "also run the query in DuckDB over the same part files (file stores)")
 	f.StringVar(&fl.format, "format", "table", "table or json")
 	f.StringVar(&fl.q.model, "model", "resnet50", "query filter: model")
-	f.StringVar(&fl.q.pool, "pool", "n150", "query filter: pool")
-	f.StringVar(&fl.q.branch, "branch", "main", "query filter: branch")
-	f.StringVar(&fl.q.since, "since", "90d", "query filter: since")
+	f.StringVar(&fl.q.pool, "pool", "", "query filter: pool")
+	f.StringVar(&fl.q.branch, "branch", "", "query filter: branch")
+	f.StringVar(&fl.q.since, "since", "146d", "query filter: since")
 	f.StringVar(&fl.q.status, "status", "", "query filter: status")
 	f.StringVar(&fl.q.commit, "commit", "", "query filter: commit prefix")
 	return cmd
@@ -133,14 +151,6 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		return fmt.Errorf("generate: %w", err)
 	}
 	rep.GenerateS = time.Since(start).Seconds()
-	// A nightly compaction sees a settled history; the synthetic one was
-	// written a moment ago, so wait until it has settled (storage records
-	// partition stamps only for partitions without writes in the last 2s).
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(storage.StampSettle + 100*time.Millisecond):
-	}
 	fmt.Fprintf(a.stderr, "compacting ...\n")
 	start = time.Now()
 	cst, err := storage.Compact(ctx, b, storage.CompactOptions{})
@@ -152,6 +162,17 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		return fmt.Errorf("compact indexed %d rows, want %d", cst.Rows, fl.results)
 	}
 
+	var duck *duckDB
+	if fl.duckdb {
+		fb, ok := b.(*storage.FileBucket)
+		if !ok {
+			return usageErr("--duckdb reads the part files in place: it needs a file store")
+		}
+		if duck, err = findDuckDB(); err != nil {
+			return err
+		}
+		duck.glob = filepath.Join(fb.Root(), filepath.FromSlash(storage.PrefixIndex), "*", "*.parquet")
+	}
 	fmt.Fprintf(a.stderr, "querying (%s), %d runs each ...\n", rep.Filter, fl.repeat)
 	var viaJSON, viaIndex []*protocol.Result
 	for range fl.repeat {
@@ -177,6 +198,29 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 	if err := sameResults(viaJSON, viaIndex); err != nil {
 		return err
 	}
+	if s3b, ok := storage.AsS3(b); ok {
+		before := s3b.Requests()
+		if _, _, err := storage.Query(ctx, b, filter); err != nil {
+			return err
+		}
+		mid := s3b.Requests()
+		if _, _, err := storage.QueryJSON(ctx, b, filter); err != nil {
+			return err
+		}
+		idx, js := mid.Sub(before), s3b.Requests().Sub(mid)
+		rep.S3IndexRequests, rep.S3JSONRequests = &idx, &js
+	}
+	if duck != nil {
+		fmt.Fprintf(a.stderr, "querying in DuckDB ...\n")
+		rows, runs, err := duck.query(ctx, filter, fl.repeat)
+		if err != nil {
+			return err
+		}
+		if rows != len(viaIndex) {
+			return fmt.Errorf("duckdb returned %d rows, the index query %d", rows, len(viaIndex))
+		}
+		rep.DuckDBRows, rep.DuckDBRuns, rep.DuckDBS = rows, runs, median(runs)
+	}
 	rep.SameResultsSet = true
 	rep.Matched = len(viaIndex)
 	rep.JSONS, rep.IndexS = median(rep.JSONRuns), median(rep.IndexRuns)
@@ -198,6 +242,14 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 	fmt.Fprintf(w, "index        %8.1f ms  (median of %d; %d partitions, %d rows scanned, %d docs decoded, %d JSON read)\n",
 		rep.IndexS*1000, fl.repeat, rep.Stats.Partitions, rep.Stats.IndexRows, rep.Stats.DocsDecoded, rep.Stats.JSONRead)
 	fmt.Fprintf(w, "ratio        %.1fx faster through the index\n", rep.Ratio)
+	if rep.DuckDBRuns != nil {
+		fmt.Fprintf(w, "duckdb       %8.1f ms  (median of %d; the same query over the same part files, %d rows; benchfleet/duckdb time %.2f)\n",
+			rep.DuckDBS*1000, fl.repeat, rep.DuckDBRows, rep.IndexS/rep.DuckDBS)
+	}
+	if rep.S3IndexRequests != nil {
+		fmt.Fprintf(w, "s3 index     %s\n", rep.S3IndexRequests)
+		fmt.Fprintf(w, "s3 json scan %s\n", rep.S3JSONRequests)
+	}
 	return nil
 }
 

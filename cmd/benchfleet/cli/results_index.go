@@ -57,12 +57,15 @@ read index/v1/ in place (columns: docs/schema-parquet.md).`,
 			if err != nil {
 				return err
 			}
-			restamped := ""
-			if st.Restamped > 0 {
-				restamped = fmt.Sprintf(", %d stamped now that they settled", st.Restamped)
+			extra := ""
+			if st.Sealed > 0 {
+				extra += fmt.Sprintf(", %d sealed", st.Sealed)
+			}
+			if st.LateCleared > 0 {
+				extra += fmt.Sprintf(", %d late results folded in", st.LateCleared)
 			}
 			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current%s, %d stale parts removed) in %s\n",
-				st.Written, st.Partitions, st.Rows, st.Current, restamped, st.Removed, time.Since(start).Round(time.Millisecond))
+				st.Written, st.Partitions, st.Rows, st.Current, extra, st.Removed, time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
