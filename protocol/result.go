@@ -239,7 +239,7 @@ func nonZero[T int64 | float64](v T) *T {
 // of its values, in the index and the JSON scan alike.
 func DecodeResult(data []byte) (*Result, error) {
 	var r Result
-	if !json.Valid(data) || !fastUnmarshal(data, &r) {
+	if !validJSON(data) || !fastUnmarshal(data, &r) {
 		r = Result{}
 		if err := json.Unmarshal(data, &r); err != nil {
 			return nil, &decodeError{kind: "result", err: err}
