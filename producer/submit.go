@@ -42,6 +42,10 @@ type Submitter struct {
 	Topo  *topology.Handles
 	Store storage.Bucket // optional: the manifest is also written here
 	Log   zerolog.Logger
+	// Progress, when not nil, is called as Submit goes: stage "published"
+	// with the jobs whose ack has come so far and the total. It is called
+	// from Submit's goroutine and must not block. Nil: no progress.
+	Progress func(stage string, done, total int)
 }
 
 // Submit publishes every job of s once. Job ids are deterministic and sent
@@ -144,6 +148,9 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		}
 		if !ack.Duplicate {
 			published++
+		}
+		if p.Progress != nil {
+			p.Progress("published", i+1, len(futures))
 		}
 	}
 	for _, j := range s.Jobs {

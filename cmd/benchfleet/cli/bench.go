@@ -36,6 +36,6 @@ func (a *app) benchCmd() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark here (go tool pprof)")
-	cmd.AddCommand(a.benchDispatchCmd(), a.benchQueryCmd(), a.benchChaosCmd())
+	cmd.AddCommand(a.benchDispatchCmd(), a.benchSubmitCmd(), a.benchQueryCmd(), a.benchChaosCmd())
 	return cmd
 }
