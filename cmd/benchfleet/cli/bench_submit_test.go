@@ -19,29 +19,31 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// `bench submit` prints both rates and their ratio, and the run it
-// submitted is really there: every job in BENCH_JOBS under its content id
+// `bench submit` prints both rates and their ratio per round and the
+// median, and the run it submitted last is really there (and only it: each
+// round starts from empty streams): every job in BENCH_JOBS under its content id
 // and message id, the manifest in bench-runs and in the store, a queued
 // event per job. No wall-clock assertions: only the shape of the output.
 func TestBenchSubmit(t *testing.T) {
 	t.Parallel()
 	const n = 1200 // over ManifestChunkJobs, so the manifest is chunked
 	dir := t.TempDir()
-	code, out, errOut := ciRun(t, "bench", "submit", "--jobs", strconv.Itoa(n), "--data", dir)
+	code, out, errOut := ciRun(t, "bench", "submit", "--jobs", strconv.Itoa(n), "--rounds", "2", "--data", dir)
 	if code != ExitOK {
 		t.Fatalf("bench submit: exit %d\n%s%s", code, out, errOut)
 	}
 	num := `[0-9]+(\.[0-9]+)?`
 	for _, re := range []string{
-		`(?m)^raw jetstream +` + strconv.Itoa(n) + ` msgs +` + num + `s +` + num + ` msgs/s$`,
-		`(?m)^benchfleet +` + strconv.Itoa(n) + ` jobs +` + num + `s +` + num + ` jobs/s`,
-		`(?m)^ratio benchfleet/raw rate ` + num + ` \(time ` + num + `x\)`,
+		`(?m)^round 1  raw jetstream +` + strconv.Itoa(n) + ` msgs +` + num + `s +` + num + ` msgs/s$`,
+		`(?m)^round 2  benchfleet +` + strconv.Itoa(n) + ` jobs +` + num + `s +` + num + ` jobs/s`,
+		`(?m)^round 2  ratio benchfleet/raw rate ` + num + ` \(time ` + num + `x\)`,
+		`(?m)^ratio benchfleet/raw rate ` + num + ` \(median of 2 rounds; min ` + num + `, max ` + num + `\)$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("output does not match %s:\n%s", re, out)
 		}
 	}
-	m := regexp.MustCompile(`ratio benchfleet/raw rate (` + num + `)`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^ratio benchfleet/raw rate (` + num + `)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no ratio in\n%s", out)
 	}
@@ -65,7 +67,7 @@ func TestBenchSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	man, err := producer.GetManifest(ctx, topo.Runs, "bench-submit")
+	man, err := producer.GetManifest(ctx, topo.Runs, "bench-submit-2")
 	if err != nil {
 		t.Fatalf("manifest: %v", err)
 	}
@@ -109,7 +111,7 @@ func TestBenchSubmit(t *testing.T) {
 		t.Errorf("BENCH_JOBS holds %d of the run's %d jobs", len(seen), n)
 	}
 	queued := map[string]bool{}
-	if _, err := producer.ReadStored(ctx, js, protocol.StreamEvents, []string{protocol.RunEventsFilter("bench-submit")}, func(msg jetstream.Msg) {
+	if _, err := producer.ReadStored(ctx, js, protocol.StreamEvents, []string{protocol.RunEventsFilter("bench-submit-2")}, func(msg jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(msg.Data()); err == nil && e.Kind == protocol.EventQueued {
 			queued[e.Job] = true
 		}
@@ -124,7 +126,7 @@ func TestBenchSubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored protocol.RunManifest
-	if err := storage.GetJSON(ctx, store, storage.ManifestKey("bench-submit"), &stored); err != nil || len(stored.Jobs) != n {
+	if err := storage.GetJSON(ctx, store, storage.ManifestKey("bench-submit-2"), &stored); err != nil || len(stored.Jobs) != n {
 		t.Errorf("store manifest: %v, %d jobs, want %d", err, len(stored.Jobs), n)
 	}
 
