@@ -13,12 +13,12 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// maxInFlight bounds the publishes of one Submit whose acks have not been
+// MaxInFlight bounds the publishes of one Submit whose acks have not been
 // seen yet (jobs and their queued events together): a run of any size
 // keeps at most this many messages in memory and unconfirmed on the
 // server. It is well under nats.go's own default bound (4000), so an
 // async publish does not stall on it.
-const maxInFlight = 1024
+const MaxInFlight = 1024
 
 // pending is one publish awaiting its ack.
 type pending struct {
@@ -33,7 +33,7 @@ type pending struct {
 }
 
 // jobPublisher publishes a run's jobs with PublishMsgAsync, at most
-// maxInFlight unacknowledged at a time, and checks every ack in publish
+// MaxInFlight unacknowledged at a time, and checks every ack in publish
 // order. A job whose ack fails, or does not come (its stream leader died:
 // nats.go gives an async publish no timeout), is re-published
 // synchronously with retries while the cluster elects a new leader; the
@@ -46,7 +46,7 @@ type jobPublisher struct {
 	jobs    []*protocol.Job
 	created time.Time
 
-	ring       [maxInFlight]pending
+	ring       [MaxInFlight]pending
 	head, n    int
 	seq        uint64
 	lastAck    time.Time
@@ -65,12 +65,12 @@ func (w *jobPublisher) run(ctx context.Context) error {
 	w.timer.Stop()
 	defer w.timer.Stop()
 	for i, j := range w.jobs {
-		if w.n == maxInFlight {
+		if w.n == MaxInFlight {
 			// Full: wait for the oldest (a job's settling makes room
 			// for its event, so wait until a slot is free), then take in
 			// whatever has been answered meanwhile, so the loop goes on
 			// in bursts rather than waking for every single ack.
-			for w.n == maxInFlight {
+			for w.n == MaxInFlight {
 				if err := w.settle(ctx); err != nil {
 					return err
 				}
@@ -108,12 +108,12 @@ func (w *jobPublisher) run(ctx context.Context) error {
 }
 
 func (w *jobPublisher) push(e pending) {
-	if w.n == maxInFlight {
+	if w.n == MaxInFlight {
 		panic("producer: publish window overrun")
 	}
 	e.seq = w.seq
 	w.seq++
-	w.ring[(w.head+w.n)%maxInFlight] = e
+	w.ring[(w.head+w.n)%MaxInFlight] = e
 	w.n++
 }
 
@@ -138,7 +138,7 @@ func (w *jobPublisher) ready() bool {
 func (w *jobPublisher) settle(ctx context.Context) error {
 	e := w.ring[w.head]
 	w.ring[w.head] = pending{}
-	w.head = (w.head + 1) % maxInFlight
+	w.head = (w.head + 1) % MaxInFlight
 	w.n--
 	ack, err := w.wait(ctx, e)
 	if err != nil && ctx.Err() != nil {

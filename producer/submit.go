@@ -56,7 +56,7 @@ type Submitter struct {
 // inside the duplicate window is a no-op; after the window the manifest in
 // bench-runs makes it re-attach. Every job is validated and its id checked
 // against its content before any is published: an invalid job publishes
-// nothing. Jobs go out asynchronously, at most maxInFlight unacknowledged
+// nothing. Jobs go out asynchronously, at most MaxInFlight unacknowledged
 // at a time, and every ack is checked (a failed or lost one is published
 // again, synchronously, riding out a leader election); a job's queued event
 // follows its ack. The manifest's header (or its one value) is created only
