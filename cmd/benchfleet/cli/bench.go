@@ -13,7 +13,7 @@ func (a *app) benchCmd() *cobra.Command {
 	var stopProfile func()
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure benchfleet itself: dispatch overhead, query speed, chaos",
+		Short: "Measure benchfleet itself: dispatch and submit overhead, query speed, chaos",
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if cpuProfile == "" {
 				return nil
