@@ -303,7 +303,7 @@ func (s JobSpec) Job(run string, src SourceSpec) (*protocol.Job, error) {
 		j.Limits.Timeout = protocol.Duration(d)
 	}
 	j.Normalize()
-	j.ID = protocol.JobID(run, j.Cell())
+	_, j.ID = j.CellID()
 	j.CreatedAt = time.Unix(0, 0).UTC() // placeholder so Validate passes; Submit sets it
 	if err := j.Validate(); err != nil {
 		return nil, fmt.Errorf("job %s (%s): %w", j.ID, j.Cell(), err)

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,13 +43,26 @@ type Submitter struct {
 	Topo  *topology.Handles
 	Store storage.Bucket // optional: the manifest is also written here
 	Log   zerolog.Logger
+	// Progress, when not nil, is called as Submit goes: stage "published"
+	// with the jobs whose ack has come so far and the total. It is called
+	// from Submit's goroutine and must not block. Nil: no progress.
+	Progress func(stage string, done, total int)
 }
 
-// Submit publishes every job of s once. Job ids are deterministic and sent
-// as Nats-Msg-Id, so a repeated Submit inside the duplicate window is a
-// no-op; after the window the manifest in bench-runs makes it re-attach.
-// The manifest is written after the jobs, so a Submit that died halfway is
-// completed by the next one.
+// Submit publishes every job of s once and returns when every job is
+// durably in BENCH_JOBS and the run is recorded.
+//
+// Job ids are deterministic and sent as Nats-Msg-Id, so a repeated Submit
+// inside the duplicate window is a no-op; after the window the manifest in
+// bench-runs makes it re-attach. Every job is validated and its id checked
+// against its content before any is published: an invalid job publishes
+// nothing. Jobs go out asynchronously, at most MaxInFlight unacknowledged
+// at a time, and every ack is checked (a failed or lost one is published
+// again, synchronously, riding out a leader election); a job's queued event
+// follows its ack. The manifest's header (or its one value) is created only
+// after every job's ack, so a Submit that died halfway is completed by the
+// next one; the chunks of a big run's manifest are written meanwhile, as
+// they name nothing until the header does.
 func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, error) {
 	if err := protocol.ValidID("run", s.Run); err != nil {
 		return nil, err
@@ -74,6 +88,7 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	man := &protocol.RunManifest{
 		Schema: protocol.SchemaManifest, Run: s.Run, CreatedAt: created, Submitter: s.Submitter,
 		Source: s.Source, Priority: s.Priority, Labels: s.Labels,
+		Jobs: make([]protocol.ManifestJob, 0, len(s.Jobs)),
 	}
 	for _, j := range s.Jobs {
 		j.CreatedAt = created
@@ -81,93 +96,44 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		if err := j.Validate(); err != nil {
 			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
 		}
-		if err := j.CheckID(); err != nil {
-			return nil, fmt.Errorf("submit: job %s: %w", j.ID, err)
+		cell, id := j.CellID()
+		if j.ID != id {
+			return nil, fmt.Errorf("submit: job %s: %w", j.ID, j.CheckID())
 		}
 		man.Jobs = append(man.Jobs, protocol.ManifestJob{ID: j.ID, Pool: j.Pool, Runner: j.Runner,
-			Model: j.Benchmark.Model, Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat, Cell: j.Cell()})
+			Model: j.Benchmark.Model, Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat, Cell: cell})
 	}
-	// Publish asynchronously, bounded, then wait for every ack.
-	futures := make([]jetstream.PubAckFuture, 0, len(s.Jobs))
-	for _, j := range s.Jobs {
-		data, err := json.Marshal(j)
-		if err != nil {
-			return nil, fmt.Errorf("submit: encode job %s: %w", j.ID, err)
-		}
-		m := nats.NewMsg(protocol.JobSubject(j.Pool, j.Priority))
-		m.Data = data
-		m.Header.Set(jetstream.MsgIDHeader, j.ID)
-		f, err := p.JS.PublishMsgAsync(m)
-		if err != nil {
-			return nil, fmt.Errorf("submit: publish job %s: %w", j.ID, err)
-		}
-		futures = append(futures, f)
+	// The manifest's chunks and its store document are written and encoded
+	// while the jobs go out; the header waits for the jobs.
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var rec manifestRecord
+	recorded := make(chan error, 1)
+	go func() { recorded <- rec.prepare(mctx, p.Topo.Runs, man, p.Store != nil) }()
+
+	w := &jobPublisher{p: p, jobs: s.Jobs, created: created}
+	if err := w.run(ctx); err != nil {
+		cancel()
+		<-recorded
+		return nil, fmt.Errorf("submit: %w", err)
 	}
-	published := 0
-	// An async publish whose stream leader dies before acking never hears
-	// back (nats.go sets no async timeout), so Submit does not wait on the
-	// futures forever: once no ack has come for ackStall, every job still
-	// unacknowledged is re-published synchronously, with retries while
-	// the cluster elects a new leader. The message id keeps it idempotent.
-	stall := time.NewTimer(ackStall)
-	defer stall.Stop()
-	stalled := false
-	for i, f := range futures {
-		var ack *jetstream.PubAck
-		var err error
-		if stalled {
-			select {
-			case ack = <-f.Ok():
-			case err = <-f.Err():
-			default:
-				err = errNoAck
-			}
-		} else {
-			select {
-			case ack = <-f.Ok():
-				stall.Reset(ackStall)
-			case err = <-f.Err():
-			case <-stall.C:
-				stalled, err = true, errNoAck
-			case <-ctx.Done():
-				return nil, fmt.Errorf("submit: %w", ctx.Err())
-			}
-		}
-		if err != nil {
-			// Re-published (e.g. during a leader change): a duplicate ack
-			// means the first publish of this Submit landed, so it counts.
-			if _, err2 := p.republish(ctx, f.Msg()); err2 != nil {
-				return nil, fmt.Errorf("submit: publish job %s: %w (retry: %v)", s.Jobs[i].ID, err, err2)
-			}
-			published++
-			continue
-		}
-		if !ack.Duplicate {
-			published++
-		}
+	if w.eventsLost > 0 {
+		p.Log.Warn().Str("run", s.Run).Int("events", w.eventsLost).Msg("some queued events not confirmed; submitting anyway")
 	}
-	for _, j := range s.Jobs {
-		publishEvent(p.JS, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: created,
-			Kind: protocol.EventQueued, Pool: j.Pool, Message: string(j.Priority)})
+	if err := <-recorded; err != nil {
+		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)
 	}
-	// Queued events are informational: wait for them, but not forever (an
-	// event whose ack was lost in a leader change would block here).
-	select {
-	case <-p.JS.PublishAsyncComplete():
-	case <-time.After(eventsWait):
-		p.Log.Warn().Str("run", s.Run).Msg("some queued events not confirmed; submitting anyway")
-	case <-ctx.Done():
-		return nil, fmt.Errorf("submit: %w", ctx.Err())
-	}
-	if err := putManifest(ctx, p.Topo.Runs, man); err != nil {
+	if err := rec.commit(ctx, p.Topo.Runs, s.Run); err != nil {
 		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)
 	}
 	if p.Store != nil {
-		if err := storage.PutJSON(ctx, p.Store, storage.ManifestKey(s.Run), man); err != nil {
+		err := p.Store.Put(ctx, storage.ManifestKey(s.Run), bytes.NewReader(rec.doc),
+			storage.ContentType("application/json"), storage.Size(int64(len(rec.doc))))
+		if err != nil {
 			p.Log.Warn().Err(err).Str("run", s.Run).Msg("manifest not written to the store")
 		}
 	}
-	return &SubmitResult{Manifest: man, Published: published}, nil
+	return &SubmitResult{Manifest: man, Published: w.published}, nil
 }
 
 // Bounds of Submit's waits during a NATS failover.
@@ -177,11 +143,9 @@ const (
 	// republishFor bounds the synchronous retries of one job (a leader
 	// election takes seconds).
 	republishFor = 30 * time.Second
-	// eventsWait bounds the wait for queued events' acks.
+	// eventsWait bounds Cancel's wait for its events' acks.
 	eventsWait = 10 * time.Second
 )
-
-var errNoAck = errors.New("no publish ack")
 
 // retryFailover calls fn (each call bounded to 5s) until it succeeds,
 // fails with one of the final errors, or republishFor passes: during a NATS
@@ -232,13 +196,22 @@ func (p *Submitter) Manifest(ctx context.Context, run string) (*protocol.RunMani
 	return GetManifest(ctx, p.Topo.Runs, run)
 }
 
-// putManifest records man in bench-runs so that it fits any run size: up to
-// protocol.ManifestChunkJobs jobs inline in one value, beyond that the jobs
-// in chunk values first and then a header naming them. The header (or the
-// one value) is a create: it is the commit point, and a run recorded
-// already is left as it is.
-func putManifest(ctx context.Context, runs jetstream.KeyValue, man *protocol.RunManifest) error {
+// manifestRecord is a run's manifest on its way into bench-runs, in a
+// form that fits any run size: up to protocol.ManifestChunkJobs jobs inline
+// in one value; beyond that the jobs in chunk values, written first, and a
+// header naming them. The header (or the one value) is created last, by
+// commit: it is the commit point, and a run recorded already is left as it
+// is.
+type manifestRecord struct {
+	head []byte // the header, or the whole manifest of a small run
+	doc  []byte // the store's manifest document (the whole manifest as JSON), when asked for
+}
+
+// prepare encodes man, writes its chunks (for a big run) and, with doc,
+// encodes the store document.
+func (r *manifestRecord) prepare(ctx context.Context, runs jetstream.KeyValue, man *protocol.RunManifest, doc bool) error {
 	head := *man
+	var chunks [][]byte
 	if n := len(man.Jobs); n > protocol.ManifestChunkJobs {
 		head.Jobs, head.JobCount = nil, n
 		for i := 0; i*protocol.ManifestChunkJobs < n; i++ {
@@ -255,14 +228,55 @@ func putManifest(ctx context.Context, runs jetstream.KeyValue, man *protocol.Run
 				return fmt.Errorf("manifest chunk %d: %w", i, err)
 			}
 			head.Chunks = i + 1
+			chunks = append(chunks, data)
 		}
 	}
-	data, err := json.Marshal(&head)
+	var err error
+	if r.head, err = json.Marshal(&head); err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	if !doc {
+		return nil
+	}
+	if chunks == nil {
+		r.doc, err = json.Marshal(man)
+		return err
+	}
+	// The whole manifest, its jobs spliced in from the chunks already
+	// encoded: the encoding of man without its jobs has `"jobs":[]` once,
+	// first among its keys to hold that text (no string in it can: their
+	// quotes are escaped).
+	empty := *man
+	empty.Jobs = []protocol.ManifestJob{}
+	outer, err := json.Marshal(&empty)
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	err = retryFailover(ctx, func(ctx context.Context) error {
-		_, err := runs.Create(ctx, protocol.ManifestKey(man.Run), data)
+	const slot = `"jobs":[]`
+	at := bytes.Index(outer, []byte(slot))
+	if at < 0 {
+		return fmt.Errorf("encode manifest: no %s in %.80s", slot, outer)
+	}
+	size := len(outer)
+	for _, c := range chunks {
+		size += len(c)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, outer[:at+len(slot)-1]...)
+	for i, c := range chunks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c[1:len(c)-1]...) // the chunk's array without its brackets
+	}
+	r.doc = append(b, outer[at+len(slot)-1:]...)
+	return nil
+}
+
+// commit creates the header: the run is recorded.
+func (r *manifestRecord) commit(ctx context.Context, runs jetstream.KeyValue, run string) error {
+	err := retryFailover(ctx, func(ctx context.Context) error {
+		_, err := runs.Create(ctx, protocol.ManifestKey(run), r.head)
 		return err
 	}, jetstream.ErrKeyExists, nats.ErrMaxPayload)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {

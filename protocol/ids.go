@@ -4,14 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"time"
 )
 
 // MaxIDLen bounds run and job ids.
 const MaxIDLen = 64
-
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
 // ValidID checks a run or job id: 1..64 characters of [A-Za-z0-9_-], starting
 // with a letter or digit. Such ids are safe as NATS subject tokens, KV keys,
@@ -23,7 +20,7 @@ func ValidID(field, id string) error {
 	if len(id) > MaxIDLen {
 		return fieldErr(field, "must be at most %d characters", MaxIDLen)
 	}
-	if !idPattern.MatchString(id) {
+	if !shaped(id, classAlnum, classID, 0) { // ^[A-Za-z0-9][A-Za-z0-9_-]*$
 		return fieldErr(field, "must match [A-Za-z0-9][A-Za-z0-9_-]* (got %q)", truncate(id, 40))
 	}
 	return nil

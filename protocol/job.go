@@ -2,11 +2,13 @@ package protocol
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,11 +66,11 @@ const (
 // DefaultHarness is the runner of a Tenstorrent pool's job that names none.
 const DefaultHarness = RunnerForge
 
-var runnerNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-
 // ValidRunnerName reports whether name has the shape of a runner name:
 // lower-case letters, digits and '-', starting with a letter, at most 32.
-func ValidRunnerName(name string) bool { return runnerNamePattern.MatchString(name) }
+func ValidRunnerName(name string) bool {
+	return shaped(name, classLower, classRunner, 32) // ^[a-z][a-z0-9-]{0,31}$
+}
 
 // DefaultRunner is the runner of a pool when a job names none: a built-in
 // pool (cpu, sim) runs its built-in runner, a Tenstorrent pool the
@@ -182,14 +184,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 var (
-	modelPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 	// dir/test_x.py[::Class]::test_y[param id]: a relative path, then
 	// names, then an optional parametrization id in brackets that may hold
 	// spaces and a few punctuation characters (upstream ids look like
 	// "test_resnet50[50 HF]"). No shell ever sees it: runners pass it as
 	// one argv element.
-	testPattern  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py(::[A-Za-z_][A-Za-z0-9_]*)*(\[[A-Za-z0-9_ .,:+=/-]{1,128}\])?$`)
-	labelPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	testPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py(::[A-Za-z_][A-Za-z0-9_]*)*(\[[A-Za-z0-9_ .,:+=/-]{1,128}\])?$`)
 )
 
 // Normalize fills the defaults of an otherwise valid job: schema, runner by
@@ -272,7 +272,7 @@ func ValidTestID(id string) bool {
 
 // Validate checks the benchmark fields (see Job.Validate).
 func (b *Benchmark) Validate() error {
-	if !modelPattern.MatchString(b.Model) {
+	if !shaped(b.Model, classLowerDigit, classModel, 64) { // ^[a-z0-9][a-z0-9_.-]{0,63}$
 		return fieldErr("benchmark.model", "must match [a-z0-9][a-z0-9_.-]* up to 64 characters (got %q)", truncate(b.Model, 40))
 	}
 	if b.Test != "" && !ValidTestID(b.Test) {
@@ -322,7 +322,7 @@ func ValidateLabels(labels map[string]string) error {
 		return fieldErr("labels", "must have at most %d entries", MaxLabels)
 	}
 	for k, v := range labels {
-		if len(k) > MaxLabelKey || !labelPattern.MatchString(k) {
+		if len(k) > MaxLabelKey || !shaped(k, classLabelKey, classLabelKey, 0) {
 			return fieldErr("labels", "key %q must match [A-Za-z0-9_.-]+ up to %d characters", truncate(k, 40), MaxLabelKey)
 		}
 		if len(v) > MaxLabelValue || hasControl(v) {
@@ -346,22 +346,87 @@ func hasControl(s string) bool {
 // Only the id, created_at and priority are left out. JobID hashes it, so a
 // job's id binds its content (CheckID).
 func (j *Job) Cell() string {
-	keys := make([]string, 0, len(j.Labels))
-	for k := range j.Labels {
-		keys = append(keys, k)
+	return string(j.appendCell(make([]byte, 0, 256)))
+}
+
+// appendCell appends the cell to b. It writes exactly what
+//
+//	fmt.Sprintf("pool=%s runner=%s test=%s model=%s batch=%d loop=%d warmup=%d format=%s training=%t input=%d", ...)
+//	+ fmt.Sprintf(" timeout=%s pcc_min=%s", timeout, strconv.FormatFloat(pcc_min, 'g', -1, 64))
+//	+ fmt.Sprintf(" source=%q,%q,%q,%q,%q,%q", project, repo, commit, branch, build url, build sha256)
+//	+ fmt.Sprintf(" label.%s=%q", k, v) for each label in key order
+//
+// writes (the form job ids have hashed since issue 10; TestCellForm keeps
+// it so), without fmt's reflection: a cell is made for every job a submit
+// publishes and every job a worker checks.
+func (j *Job) appendCell(b []byte) []byte {
+	b = append(b, "pool="...)
+	b = append(b, j.Pool...)
+	b = append(b, " runner="...)
+	b = append(b, j.Runner...)
+	b = append(b, " test="...)
+	b = append(b, j.Benchmark.Test...)
+	b = append(b, " model="...)
+	b = append(b, j.Benchmark.Model...)
+	b = append(b, " batch="...)
+	b = strconv.AppendInt(b, int64(j.Benchmark.BatchSize), 10)
+	b = append(b, " loop="...)
+	b = strconv.AppendInt(b, int64(j.Benchmark.LoopCount), 10)
+	b = append(b, " warmup="...)
+	b = strconv.AppendInt(b, int64(j.Benchmark.WarmupCount), 10)
+	b = append(b, " format="...)
+	b = append(b, j.Benchmark.DataFormat...)
+	b = append(b, " training="...)
+	b = strconv.AppendBool(b, j.Benchmark.Training)
+	b = append(b, " input="...)
+	b = strconv.AppendInt(b, int64(j.Benchmark.InputSize), 10)
+	b = append(b, " timeout="...)
+	b = append(b, j.Limits.Timeout.D().String()...)
+	b = append(b, " pcc_min="...)
+	b = strconv.AppendFloat(b, j.Limits.PCCMin, 'g', -1, 64)
+	b = append(b, " source="...)
+	for i, v := range []string{j.Source.Project, j.Source.Repo, j.Source.Commit, j.Source.Branch, j.Source.Build.URL, j.Source.Build.SHA256} {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, v)
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	fmt.Fprintf(&b, "pool=%s runner=%s test=%s model=%s batch=%d loop=%d warmup=%d format=%s training=%t input=%d",
-		j.Pool, j.Runner, j.Benchmark.Test, j.Benchmark.Model, j.Benchmark.BatchSize, j.Benchmark.LoopCount,
-		j.Benchmark.WarmupCount, j.Benchmark.DataFormat, j.Benchmark.Training, j.Benchmark.InputSize)
-	fmt.Fprintf(&b, " timeout=%s pcc_min=%s", j.Limits.Timeout.D(), strconv.FormatFloat(j.Limits.PCCMin, 'g', -1, 64))
-	fmt.Fprintf(&b, " source=%q,%q,%q,%q,%q,%q", j.Source.Project, j.Source.Repo, j.Source.Commit, j.Source.Branch,
-		j.Source.Build.URL, j.Source.Build.SHA256)
-	for _, k := range keys {
-		fmt.Fprintf(&b, " label.%s=%q", k, j.Labels[k])
+	switch len(j.Labels) {
+	case 0:
+	case 1:
+		for k, v := range j.Labels {
+			b = appendLabel(b, k, v)
+		}
+	default:
+		keys := make([]string, 0, len(j.Labels))
+		for k := range j.Labels {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b = appendLabel(b, k, j.Labels[k])
+		}
 	}
-	return b.String()
+	return b
+}
+
+func appendLabel(b []byte, k, v string) []byte {
+	b = append(b, " label."...)
+	b = append(b, k...)
+	b = append(b, '=')
+	return strconv.AppendQuote(b, v)
+}
+
+// CellID returns the job's cell and the id of its run and cell
+// (JobID(j.Run, cell)), making the cell once for both.
+func (j *Job) CellID() (cell, id string) {
+	b := make([]byte, 0, 256)
+	b = append(b, j.Run...)
+	b = append(b, 0)
+	n := len(b)
+	b = j.appendCell(b)
+	h := sha256.Sum256(b)
+	return string(b[n:]), "j" + hex.EncodeToString(h[:8])
 }
 
 // CheckID reports whether the job's id is the deterministic id of its run
@@ -370,7 +435,13 @@ func (j *Job) Cell() string {
 // was made): it must not record a result under that id. The error matches
 // ErrInvalid and names the field id.
 func (j *Job) CheckID() error {
-	if want := JobID(j.Run, j.Cell()); j.ID != want {
+	_, want := j.CellID()
+	return j.checkID(want)
+}
+
+// checkID is CheckID with the job's content id already made.
+func (j *Job) checkID(want string) error {
+	if j.ID != want {
 		return fieldErr("id", "is not the id of the job's run and content (%q has content id %s): a job's id must be protocol.JobID(run, cell)", truncate(j.ID, 40), want)
 	}
 	return nil

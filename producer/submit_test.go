@@ -1,0 +1,127 @@
+package producer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// A run several times the publish window goes out with never more than
+// MaxInFlight publishes unacknowledged, every job lands once, each with
+// its queued event, and the chunked manifest names them all.
+func TestSubmitBoundedInFlight(t *testing.T) {
+	t.Parallel()
+	srv := testfleet.Server(t)
+	_, js := testfleet.Connect(t, srv.ClientURL())
+	topo := testfleet.Topology(t, js, topology.Config{})
+	const n = 3*producer.MaxInFlight + 17
+	jobs := testfleet.SimJobs(t, "bounded", n, nil)
+	peak, calls := 0, 0
+	p := &producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop(), Progress: func(stage string, done, total int) {
+		calls++
+		peak = max(peak, js.PublishAsyncPending())
+		if stage != "published" || total != n || done != calls {
+			t.Errorf("progress %s %d/%d at call %d", stage, done, total, calls)
+		}
+	}}
+	res, err := p.Submit(t.Context(), producer.Submission{Run: "bounded", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak > producer.MaxInFlight {
+		t.Errorf("%d publishes unacknowledged at once, want at most %d", peak, producer.MaxInFlight)
+	}
+	if calls != n || res.Published != n {
+		t.Errorf("progress called %d times, %d published; want %d", calls, res.Published, n)
+	}
+	info, err := topo.Jobs.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != n {
+		t.Errorf("BENCH_JOBS holds %d jobs, want %d", info.State.Msgs, n)
+	}
+	queued := map[string]bool{}
+	if _, err := producer.ReadStored(t.Context(), js, protocol.StreamEvents, []string{protocol.RunEventsFilter("bounded")}, func(m jetstream.Msg) {
+		if e, err := protocol.DecodeEvent(m.Data()); err == nil && e.Kind == protocol.EventQueued && e.Pool == "sim" && e.Message == "normal" {
+			queued[e.Job] = true
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(queued) != n {
+		t.Errorf("%d queued events, want %d", len(queued), n)
+	}
+	m, err := producer.GetManifest(t.Context(), topo.Runs, "bounded")
+	if err != nil || len(m.Jobs) != n {
+		t.Fatalf("manifest: %v (%d jobs, want %d)", err, len(m.Jobs), n)
+	}
+	for i, j := range m.Jobs {
+		if j.ID != jobs[i].ID || j.Cell != jobs[i].Cell() {
+			t.Fatalf("manifest job %d is %s (%s), want %s", i, j.ID, j.Cell, jobs[i].ID)
+		}
+	}
+	// Again: nothing new, it re-attaches.
+	again, err := (&producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop()}).Submit(t.Context(),
+		producer.Submission{Run: "bounded", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: testfleet.SimJobs(t, "bounded", n, nil)})
+	if err != nil || !again.Attached {
+		t.Errorf("re-submit: %v, attached %v", err, again != nil && again.Attached)
+	}
+}
+
+// Publishes whose acks fail are not lost silently: with BENCH_JOBS gone,
+// no job can be stored, and Submit fails naming a job instead of
+// reporting the run submitted; no manifest is recorded (it follows the
+// jobs), so nothing waits for jobs that are not there.
+func TestSubmitFailedAcksAreReported(t *testing.T) {
+	t.Parallel()
+	srv := testfleet.Server(t)
+	_, js := testfleet.Connect(t, srv.ClientURL())
+	topo := testfleet.Topology(t, js, topology.Config{})
+	if err := js.DeleteStream(t.Context(), protocol.StreamJobs); err != nil {
+		t.Fatal(err)
+	}
+	jobs := testfleet.SimJobs(t, "no-stream", 1500, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	p := &producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop()}
+	res, err := p.Submit(ctx, producer.Submission{Run: "no-stream", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+	if err == nil {
+		t.Fatalf("Submit without BENCH_JOBS succeeded: %+v", res)
+	}
+	t.Logf("Submit without BENCH_JOBS: %v", err)
+	if _, err := producer.GetManifest(t.Context(), topo.Runs, "no-stream"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("manifest of a run whose jobs were not stored: %v, want none", err)
+	}
+}
+
+// An invalid job publishes nothing: every job is checked first.
+func TestSubmitInvalidJobPublishesNothing(t *testing.T) {
+	t.Parallel()
+	srv := testfleet.Server(t)
+	_, js := testfleet.Connect(t, srv.ClientURL())
+	topo := testfleet.Topology(t, js, topology.Config{})
+	jobs := testfleet.SimJobs(t, "bad-one", 50, nil)
+	jobs[40].Benchmark.BatchSize = 8 // its id no longer binds its content
+	p := &producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop()}
+	_, err := p.Submit(t.Context(), producer.Submission{Run: "bad-one", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+	if !errors.Is(err, protocol.ErrInvalid) {
+		t.Fatalf("Submit with a forged job: %v, want ErrInvalid", err)
+	}
+	info, err := topo.Jobs.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Errorf("BENCH_JOBS holds %d jobs after a refused submit, want 0", info.State.Msgs)
+	}
+}
