@@ -14,7 +14,7 @@ import (
 )
 
 // MaxInFlight bounds the publishes of one Submit whose acks have not been
-// seen yet (jobs and their queued events together): a run of any size
+// seen yet: a run of any size
 // keeps at most this many messages in memory and unconfirmed on the
 // server. It is well under nats.go's own default bound (4000), so an
 // async publish does not stall on it.
@@ -22,11 +22,10 @@ const MaxInFlight = 1024
 
 // pending is one publish awaiting its ack.
 type pending struct {
-	f     jetstream.PubAckFuture
-	job   int       // index of the job published, or of the job the event is about
-	event bool      // a queued event (informational), not a job
-	sent  time.Time // when it was published
-	seq   uint64    // publish order
+	f    jetstream.PubAckFuture
+	job  int       // index of the job published
+	sent time.Time // when it was published
+	seq  uint64    // publish order
 	// ack or err is the answer, once ready took it from f.
 	ack *jetstream.PubAck
 	err error
@@ -37,10 +36,13 @@ type pending struct {
 // order. A job whose ack fails, or does not come (its stream leader died:
 // nats.go gives an async publish no timeout), is re-published
 // synchronously with retries while the cluster elects a new leader; the
-// message id (the job id) keeps that idempotent. Once a job's ack has come,
-// its queued event is published the same way; an event that is not
-// confirmed is counted, not retried (events are progress, never a
-// verdict).
+// message id (the job id) keeps that idempotent.
+//
+// The submitter publishes no per-job "queued" events: a job in the run's
+// manifest that has no event yet is queued (Progress counts it so), and the
+// manifest header, created after every job's ack, is the run's record of
+// having been queued. Per-job events would double the messages the server
+// stores for a submit.
 type jobPublisher struct {
 	p       *Submitter
 	jobs    []*protocol.Job
@@ -53,10 +55,8 @@ type jobPublisher struct {
 	stallUntil uint64 // publishes with seq below it are checked without waiting (a stall was seen)
 	timer      *time.Timer
 
-	published  int // jobs stored by this Submit (not duplicates of an earlier one)
-	acked      int // jobs confirmed so far
-	eventsLost int // queued events not confirmed
-	buf        []byte
+	published int // jobs stored by this Submit (not duplicates of an earlier one)
+	acked     int // jobs confirmed so far
 }
 
 func (w *jobPublisher) run(ctx context.Context) error {
@@ -66,8 +66,7 @@ func (w *jobPublisher) run(ctx context.Context) error {
 	defer w.timer.Stop()
 	for i, j := range w.jobs {
 		if w.n == MaxInFlight {
-			// Full: wait for the oldest (a job's settling makes room
-			// for its event, so wait until a slot is free), then take in
+			// Full: wait for the oldest, then take in
 			// whatever has been answered meanwhile, so the loop goes on
 			// in bursts rather than waking for every single ack.
 			for w.n == MaxInFlight {
@@ -144,12 +143,6 @@ func (w *jobPublisher) settle(ctx context.Context) error {
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("publish job %s: %w", w.jobs[e.job].ID, ctx.Err())
 	}
-	if e.event {
-		if err != nil {
-			w.eventsLost++
-		}
-		return nil
-	}
 	if err != nil {
 		return w.republish(ctx, e.job, e.f.Msg(), err)
 	}
@@ -215,64 +208,12 @@ func (w *jobPublisher) republish(ctx context.Context, i int, m *nats.Msg, cause 
 	return nil
 }
 
-// accepted records that job i is durably in the stream and publishes its
-// queued event (there is room: the job's own entry was just taken out).
-func (w *jobPublisher) accepted(i int) {
+// accepted records that job i is durably in the stream.
+func (w *jobPublisher) accepted(int) {
 	w.acked++
 	if w.p.Progress != nil {
 		w.p.Progress("published", w.acked, len(w.jobs))
 	}
-	j := w.jobs[i]
-	w.buf = appendQueuedEvent(w.buf[:0], j, w.created)
-	data := make([]byte, len(w.buf))
-	copy(data, w.buf)
-	f, err := w.p.JS.PublishAsync(protocol.EventSubject(j.Run, j.ID), data)
-	if err != nil {
-		w.eventsLost++
-		return
-	}
-	w.push(pending{f: f, job: i, event: true, sent: time.Now()})
-}
-
-// appendQueuedEvent appends the JSON of job j's queued event at t: the
-// document json.Marshal makes of protocol.Event{Schema, Run, Job, Time,
-// Kind: queued, Pool, Message: priority} (TestQueuedEventJSON), without
-// reflection.
-func appendQueuedEvent(b []byte, j *protocol.Job, t time.Time) []byte {
-	b = append(b, `{"schema":`...)
-	b = appendJSONString(b, protocol.SchemaEvent)
-	b = append(b, `,"run":`...)
-	b = appendJSONString(b, j.Run)
-	b = append(b, `,"job":`...)
-	b = appendJSONString(b, j.ID)
-	b = append(b, `,"time":"`...)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","kind":`...)
-	b = appendJSONString(b, string(protocol.EventQueued))
-	if j.Pool != "" {
-		b = append(b, `,"pool":`...)
-		b = appendJSONString(b, j.Pool)
-	}
-	if j.Priority != "" {
-		b = append(b, `,"message":`...)
-		b = appendJSONString(b, string(j.Priority))
-	}
-	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string. Ids, pools, run names,
-// kinds and priorities are plain ASCII; anything else goes through
-// encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 var errNoAck = errors.New("no publish ack")

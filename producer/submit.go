@@ -58,8 +58,9 @@ type Submitter struct {
 // against its content before any is published: an invalid job publishes
 // nothing. Jobs go out asynchronously, at most MaxInFlight unacknowledged
 // at a time, and every ack is checked (a failed or lost one is published
-// again, synchronously, riding out a leader election); a job's queued event
-// follows its ack. The manifest's header (or its one value) is created only
+// again, synchronously, riding out a leader election). No per-job queued
+// events are published: a manifest job without events is queued. The
+// manifest's header (or its one value) is created only
 // after every job's ack, so a Submit that died halfway is completed by the
 // next one; the chunks of a big run's manifest are written meanwhile, as
 // they name nothing until the header does.
@@ -116,9 +117,6 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		cancel()
 		<-recorded
 		return nil, fmt.Errorf("submit: %w", err)
-	}
-	if w.eventsLost > 0 {
-		p.Log.Warn().Str("run", s.Run).Int("events", w.eventsLost).Msg("some queued events not confirmed; submitting anyway")
 	}
 	if err := <-recorded; err != nil {
 		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)

@@ -34,7 +34,7 @@ measures, in the same run:
   benchfleet     producer.Submitter.Submit of a matrix of N sim jobs, as
                  'benchfleet submit --store file://...' does it: validation and
                  content ids, every job published with its Nats-Msg-Id and its
-                 ack checked, the queued events, the run manifest (chunked) in
+                 ack checked, the run manifest (chunked) in
                  bench-runs and in the store, until Submit returns.
 
 Each of R rounds measures both sides back to back (BENCH_JOBS, BENCH_EVENTS
