@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -457,6 +458,12 @@ func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.D
 	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
 	if err := a.msg.NakWithDelay(delay); err != nil {
 		a.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
+	}
+	// The job is back in its queue once the delay is over: the pool's
+	// slots must not skip its priority as empty then.
+	if _, prio, err := protocol.ParseJobSubject(a.msg.Subject()); err == nil {
+		hint, i := a.s.hint, slices.Index(protocol.Priorities, prio)
+		time.AfterFunc(delay, func() { hint.publishedTo(i) })
 	}
 }
 

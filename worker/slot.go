@@ -25,6 +25,7 @@ type slot struct {
 	log     zerolog.Logger
 
 	consumers []jetstream.Consumer // high, normal, low
+	hint      *emptyHint           // the pool's: which priorities were just found empty
 	wake      chan struct{}
 	done      chan struct{}
 	// handoff receives a job another slot of the pool passed on because
@@ -268,12 +269,18 @@ func (s *slot) outOfService() bool {
 }
 
 // next fetches at most one job, trying high, then normal, then low. It
-// returns nil when none is queued.
+// returns nil when none is queued. A priority the pool's slots just found
+// empty, with no job published to it since, is skipped (see emptyHint).
 func (s *slot) next(ctx context.Context) (jetstream.Msg, error) {
-	for _, c := range s.consumers {
+	for i, c := range s.consumers {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		at := time.Now()
+		if s.hint.skip(i, at) {
+			continue
+		}
+		seen := s.hint.seen(i)
 		batch, err := c.FetchNoWait(1)
 		if err != nil {
 			return nil, err
@@ -284,6 +291,7 @@ func (s *slot) next(ctx context.Context) (jetstream.Msg, error) {
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return nil, err
 		}
+		s.hint.foundEmpty(i, seen, at)
 	}
 	return nil, nil
 }
