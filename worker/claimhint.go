@@ -12,13 +12,21 @@ import (
 // behind jobs of a lower priority.
 const emptyHintTTL = 100 * time.Millisecond
 
+// publishGrace is how long after a job's publish was seen a fetch that
+// finds its priority empty proves nothing: the core subscription can see
+// the publish before the stream has stored the job.
+const publishGrace = 20 * time.Millisecond
+
 // emptyHint remembers, for the priorities of one pool, that a fetch came
 // back empty, so a busy pool claims a normal job with one fetch instead of
 // first asking the (empty) high consumer every time. The pool's core
 // subscription counts every job published to each priority; a priority is
 // skipped only while no publish was seen since a fetch (started after the
-// count was read) found it empty, and for at most emptyHintTTL. The lowest
-// priority is always fetched.
+// count was read, and more than publishGrace after the last publish) found
+// it empty, and for at most emptyHintTTL. Only a fetch that went on to
+// claim a job of a lower priority records its priority empty (slot.next),
+// so an idle slot woken by a publish always asks every priority. The
+// lowest priority is always fetched.
 type emptyHint struct {
 	mu   sync.Mutex
 	prio []hintState
@@ -26,6 +34,7 @@ type emptyHint struct {
 
 type hintState struct {
 	published uint64    // jobs seen published to this priority
+	lastPub   time.Time // when the last of them was seen
 	emptyAt   time.Time // when the last fetch that found it empty started
 	emptySeen uint64    // published as read before that fetch
 	known     bool
@@ -42,6 +51,7 @@ func (h *emptyHint) publishedTo(i int) {
 	}
 	h.mu.Lock()
 	h.prio[i].published++
+	h.prio[i].lastPub = time.Now()
 	h.mu.Unlock()
 }
 
@@ -64,6 +74,9 @@ func (h *emptyHint) foundEmpty(i int, seen uint64, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := &h.prio[i]
+	if at.Sub(p.lastPub) < publishGrace {
+		return
+	}
 	if !p.known || at.After(p.emptyAt) {
 		p.emptyAt, p.emptySeen, p.known = at, seen, true
 	}

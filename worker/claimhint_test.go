@@ -7,7 +7,7 @@ import (
 
 func TestEmptyHint(t *testing.T) {
 	h := newEmptyHint(3)
-	t0 := time.Unix(1000, 0)
+	t0 := time.Now().Add(time.Hour) // well after any publish below
 	if h.skip(0, t0) {
 		t.Fatal("skips a priority never fetched")
 	}
@@ -31,6 +31,14 @@ func TestEmptyHint(t *testing.T) {
 	h.foundEmpty(0, seen, t0)
 	if h.skip(0, t0) {
 		t.Fatal("skips though a job was published during the empty fetch")
+	}
+	// Nor does one right after a publish (the stream may not have the
+	// job yet).
+	h.publishedTo(0)
+	now := time.Now()
+	h.foundEmpty(0, h.seen(0), now)
+	if h.skip(0, now) {
+		t.Fatal("skips a priority found empty right after a publish to it")
 	}
 	// The lowest priority is always fetched.
 	h.foundEmpty(2, h.seen(2), t0)

@@ -160,8 +160,16 @@ func (a *attemptState) run(ctx context.Context) error {
 	tctx, tcancel := context.WithTimeoutCause(jctx, timeout, fmt.Errorf("job timed out after %s", timeout))
 	defer tcancel()
 
-	// Keep the claim alive while the job runs and until it is settled.
+	// Keep the claim alive while the job runs and until it is settled; a
+	// job that timed out or whose run was cancelled stops at once (as
+	// before the settle moved to the background: a runner slow to die must
+	// not hold its claim past the ack wait).
 	hbCtx, hbCancel := context.WithCancel(ctx)
+	defer context.AfterFunc(tctx, func() {
+		if !errors.Is(context.Cause(tctx), context.Canceled) {
+			hbCancel()
+		}
+	})()
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)

@@ -272,6 +272,12 @@ func (s *slot) outOfService() bool {
 // returns nil when none is queued. A priority the pool's slots just found
 // empty, with no job published to it since, is skipped (see emptyHint).
 func (s *slot) next(ctx context.Context) (jetstream.Msg, error) {
+	type empty struct {
+		i    int
+		seen uint64
+		at   time.Time
+	}
+	var empties []empty // recorded only if a lower priority has a job
 	for i, c := range s.consumers {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -286,12 +292,15 @@ func (s *slot) next(ctx context.Context) (jetstream.Msg, error) {
 			return nil, err
 		}
 		for msg := range batch.Messages() {
+			for _, e := range empties {
+				s.hint.foundEmpty(e.i, e.seen, e.at)
+			}
 			return msg, nil
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return nil, err
 		}
-		s.hint.foundEmpty(i, seen, at)
+		empties = append(empties, empty{i, seen, at})
 	}
 	return nil, nil
 }
