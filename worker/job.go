@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,6 +115,14 @@ func (s *slot) handle(msg jetstream.Msg) error {
 
 // run executes the job on the device and settles the message by outcome.
 // It returns the infrastructure failure, if any.
+//
+// Once the runner has returned with an outcome to record (passed, failed,
+// cancelled, invalid), the result is made durable, the terminal event
+// published and the message acked in the background (slot.settleLater),
+// so the device takes its next job at once; the ack still follows the
+// durable result, and the job's claim is kept alive (InProgress) until
+// the message is settled. Infrastructure failures are settled here: the
+// slot checks the device before it claims again.
 func (a *attemptState) run(ctx context.Context) error {
 	s, job := a.s, a.job
 	s.mu.Lock()
@@ -124,13 +133,9 @@ func (a *attemptState) run(ctx context.Context) error {
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
 
-	// The job's directory is made only if its log outgrows memory.
+	// The job's directory is made only if its log outgrows memory; it is
+	// removed once the attempt is settled (its artifacts uploaded).
 	var dir string
-	defer func() {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
-	}()
 	rec := newRecorder(func() (string, error) {
 		if dir == "" {
 			d, err := os.MkdirTemp(s.w.cfg.WorkDir, "benchfleet-"+job.ID+"-")
@@ -155,7 +160,16 @@ func (a *attemptState) run(ctx context.Context) error {
 	tctx, tcancel := context.WithTimeoutCause(jctx, timeout, fmt.Errorf("job timed out after %s", timeout))
 	defer tcancel()
 
-	// Keep the claim alive while the job runs.
+	// Keep the claim alive while the job runs and until it is settled; a
+	// job that timed out or whose run was cancelled stops at once (as
+	// before the settle moved to the background: a runner slow to die must
+	// not hold its claim past the ack wait).
+	hbCtx, hbCancel := context.WithCancel(ctx)
+	defer context.AfterFunc(tctx, func() {
+		if !errors.Is(context.Cause(tctx), context.Canceled) {
+			hbCancel()
+		}
+	})()
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
@@ -163,7 +177,7 @@ func (a *attemptState) run(ctx context.Context) error {
 		defer t.Stop()
 		for {
 			select {
-			case <-tctx.Done():
+			case <-hbCtx.Done():
 				return
 			case <-t.C:
 				if err := a.msg.InProgress(); err != nil {
@@ -173,11 +187,33 @@ func (a *attemptState) run(ctx context.Context) error {
 			}
 		}
 	}()
+	// endAttempt ends the attempt: the claim's heartbeat stops and the job's
+	// directory goes.
+	endAttempt := func() {
+		hbCancel()
+		<-hbDone
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
+	later := false // endAttempt is the background finish's to call
+	defer func() {
+		if !later {
+			endAttempt()
+		}
+	}()
+	settle := func(r *protocol.Result, files []storage.ArtifactFile) {
+		later = true
+		s.settleLater(func() {
+			defer endAttempt()
+			a.finish(ctx, r, files)
+		})
+	}
+
 	samples := s.sample(tctx)
 	out, runErr := safeRun(device.WithAttempt(tctx, a.attempt), s.runner, job, s.dev, rec)
 	cause := context.Cause(tctx)
 	tcancel()
-	<-hbDone
 	phases, files := rec.finish()
 	var telemetry *protocol.Telemetry
 	if from, to, ok := rec.window(device.PhaseTiming); ok {
@@ -193,7 +229,7 @@ func (a *attemptState) run(ctx context.Context) error {
 	case errors.Is(cause, errRunCancelled):
 		r := a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled while the job was running"})
 		r.Phases = phases
-		a.finish(ctx, r, files)
+		settle(r, files)
 		return nil
 	case runErr == nil && out == nil:
 		runErr = device.Infra("runner returned no outcome")
@@ -207,7 +243,7 @@ func (a *attemptState) run(ctx context.Context) error {
 			r.Error = &protocol.ResultError{Class: protocol.ClassBenchmark,
 				Message: fmt.Sprintf("PCC %.6f is below the required %.4f", r.PCC.Value, r.PCC.Min)}
 		}
-		a.finish(ctx, r, files)
+		settle(r, files)
 		return nil
 	}
 	var inv *device.InvalidError
@@ -217,13 +253,13 @@ func (a *attemptState) run(ctx context.Context) error {
 		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassInvalid, Message: inv.Reason})
 		r.Phases = phases
 		a.deadLetter(ctx, inv.Error())
-		a.finish(ctx, r, files)
+		settle(r, files)
 		return nil
 	case errors.As(runErr, &bench):
 		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassBenchmark, Message: bench.Reason})
 		a.fill(r, out, phases)
 		r.Telemetry = telemetry
-		a.finish(ctx, r, files)
+		settle(r, files)
 		return nil
 	}
 	// Infrastructure failure. A timeout is a hang: the board is reset.
@@ -347,7 +383,6 @@ func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases prot
 // finish makes r durable, publishes the terminal event and acks. If the
 // result cannot be made durable the job is handed back with a delay.
 func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []storage.ArtifactFile) {
-	r.FinishedAt = time.Now().UTC()
 	if r.Upstream != "" {
 		r.Upstream = storage.ArtifactKey(r.Run, r.Job, r.Attempt, r.Upstream)
 	}
@@ -358,6 +393,12 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	case errors.Is(err, storage.ErrExists):
 		a.log.Info().Msg("result already recorded by an earlier attempt; nothing new recorded")
 		a.ack(ctx)
+		return
+	case err != nil && ctx.Err() != nil:
+		// The worker is stopping hard: hand the job back, as a running
+		// job is (a redelivery that finds the result after all only acks).
+		a.log.Warn().Err(err).Msg("worker stopping: result not stored; job handed back for redelivery")
+		_ = a.msg.Nak()
 		return
 	case err != nil:
 		// An infrastructure failure like any other (storage down before
@@ -425,6 +466,12 @@ func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.D
 	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
 	if err := a.msg.NakWithDelay(delay); err != nil {
 		a.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
+	}
+	// The job is back in its queue once the delay is over: the pool's
+	// slots must not skip its priority as empty then.
+	if _, prio, err := protocol.ParseJobSubject(a.msg.Subject()); err == nil {
+		hint, i := a.s.hint, slices.Index(protocol.Priorities, prio)
+		time.AfterFunc(delay, func() { hint.publishedTo(i) })
 	}
 }
 

@@ -25,11 +25,18 @@ type slot struct {
 	log     zerolog.Logger
 
 	consumers []jetstream.Consumer // high, normal, low
+	hint      *emptyHint           // the pool's: which priorities were just found empty
 	wake      chan struct{}
 	done      chan struct{}
 	// handoff receives a job another slot of the pool passed on because
 	// its own board failed that job before (see Worker.passOn).
 	handoff chan jetstream.Msg
+	// settling holds a token while the slot's last job is being settled in
+	// the background (settleLater): at most one per slot.
+	settling chan struct{}
+	// later: the job handle just ran is settling in the background (set
+	// and read by the slot's loop only).
+	later bool
 
 	mu        sync.Mutex
 	state     string
@@ -58,6 +65,7 @@ func newSlot(w *Worker, s Slot) *slot {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		handoff:  make(chan jetstream.Msg, 1),
+		settling: make(chan struct{}, 1),
 		released: make(chan struct{}, 1),
 		state:    protocol.DeviceIdle,
 	}
@@ -91,9 +99,36 @@ func (s *slot) status() protocol.DeviceStatus {
 	return st
 }
 
-// loop claims and runs jobs until the worker stops claiming.
+// settleLater runs settle (make the result durable, publish the terminal
+// event, ack) in the background, so the device can take its next job while
+// its last one is being recorded. One job per slot is settled at a time: a
+// slot whose previous job is still settling waits for it here first, so a
+// slow store slows the slot down rather than piling up results in memory.
+// The job counts as done (status Done) once it is settled.
+func (s *slot) settleLater(settle func()) {
+	s.later = true
+	s.settling <- struct{}{}
+	go func() {
+		defer func() { <-s.settling }()
+		settle()
+		s.mu.Lock()
+		s.completed++
+		s.mu.Unlock()
+		s.w.kickStatus()
+	}()
+}
+
+// settled waits until no job of the slot is settling in the background.
+func (s *slot) settled() {
+	s.settling <- struct{}{}
+	<-s.settling
+}
+
+// loop claims and runs jobs until the worker stops claiming. It returns
+// once the last job's result is settled.
 func (s *slot) loop() {
 	defer close(s.done)
+	defer s.settled()
 	claim := s.w.claimCtx
 	s.loadHealth(claim)
 	if !s.outOfService() {
@@ -152,10 +187,13 @@ func (s *slot) loop() {
 			}
 		}
 		empty = 0
+		s.later = false
 		failure := s.handle(msg)
-		s.mu.Lock()
-		s.completed++
-		s.mu.Unlock()
+		if !s.later {
+			s.mu.Lock()
+			s.completed++
+			s.mu.Unlock()
+		}
 		if !s.outOfService() {
 			s.setState(protocol.DeviceIdle, "", "", "")
 		}
@@ -231,22 +269,38 @@ func (s *slot) outOfService() bool {
 }
 
 // next fetches at most one job, trying high, then normal, then low. It
-// returns nil when none is queued.
+// returns nil when none is queued. A priority the pool's slots just found
+// empty, with no job published to it since, is skipped (see emptyHint).
 func (s *slot) next(ctx context.Context) (jetstream.Msg, error) {
-	for _, c := range s.consumers {
+	type empty struct {
+		i    int
+		seen uint64
+		at   time.Time
+	}
+	var empties []empty // recorded only if a lower priority has a job
+	for i, c := range s.consumers {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		at := time.Now()
+		if s.hint.skip(i, at) {
+			continue
+		}
+		seen := s.hint.seen(i)
 		batch, err := c.FetchNoWait(1)
 		if err != nil {
 			return nil, err
 		}
 		for msg := range batch.Messages() {
+			for _, e := range empties {
+				s.hint.foundEmpty(e.i, e.seen, e.at)
+			}
 			return msg, nil
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return nil, err
 		}
+		empties = append(empties, empty{i, seen, at})
 	}
 	return nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,8 +129,9 @@ func (w *Worker) Start(ctx context.Context) error {
 			return err
 		}
 		poolConsumers[pool] = consumers
+		hint := newEmptyHint(len(consumers))
 		for _, s := range ss {
-			s.consumers = consumers
+			s.consumers, s.hint = consumers, hint
 		}
 		// The consumers may predate this worker's --ack-wait (only
 		// `topology apply` changes them): heartbeat well inside theirs.
@@ -141,7 +143,10 @@ func (w *Worker) Start(ctx context.Context) error {
 			}
 		}
 		ss := ss
-		sub, err := w.cfg.Conn.Subscribe(protocol.SubjectJobsPrefix+"."+pool+".*", func(*nats.Msg) {
+		sub, err := w.cfg.Conn.Subscribe(protocol.SubjectJobsPrefix+"."+pool+".*", func(m *nats.Msg) {
+			if _, prio, err := protocol.ParseJobSubject(m.Subject); err == nil {
+				hint.publishedTo(slices.Index(protocol.Priorities, prio))
+			}
 			for _, s := range ss {
 				s.wakeUp()
 			}

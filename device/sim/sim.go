@@ -119,9 +119,13 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if failing && p.fail == FailPermanent {
 		return nil, device.Invalid("sim: permanent failure injected")
 	}
+	// Each phase sleeps until its deadline from the start, so a late timer
+	// (a loaded host) does not add up over the phases: the job lasts
+	// sim.duration plus at most one timer's lateness.
+	begin := time.Now()
 	rec.Phase(device.PhaseCompile)
 	rec.Log(fmt.Sprintf("sim: compiling %s on %s (attempt %d)", job.Benchmark.Model, dev.ID, attempt))
-	if err := sleep(ctx, p.duration/5); err != nil {
+	if err := sleepUntil(ctx, begin.Add(p.duration/5)); err != nil {
 		return nil, err
 	}
 	if failing {
@@ -137,7 +141,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		}
 	}
 	rec.Phase(device.PhaseWarmup)
-	if err := sleep(ctx, p.duration/5); err != nil {
+	if err := sleepUntil(ctx, begin.Add(p.duration*2/5)); err != nil {
 		return nil, err
 	}
 	rec.Phase(device.PhaseTiming)
@@ -150,12 +154,11 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		jitter = 0.002
 	}
 	iters := make([]time.Duration, 0, min(loop, 1<<16))
-	start := time.Now()
 	for i := 0; i < loop && i < 1<<16; i++ {
 		// Synthetic timing: the iteration time with jitter.
 		iters = append(iters, per+time.Duration(float64(per)*(rand.Float64()-0.5)*jitter))
 	}
-	if err := sleep(ctx, p.duration*3/5-time.Since(start)); err != nil {
+	if err := sleepUntil(ctx, begin.Add(p.duration)); err != nil {
 		return nil, err
 	}
 	rec.Phase(device.PhasePCC)
@@ -164,6 +167,10 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		pcc = job.Limits.PCCMin / 2
 	}
 	return &device.Outcome{Measurements: device.Measure(job.Benchmark.BatchSize, iters), PCCValue: pcc}, nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	return sleep(ctx, time.Until(t))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -13,7 +13,7 @@ func (a *app) benchCmd() *cobra.Command {
 	var stopProfile func()
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure benchfleet itself: dispatch and submit overhead, query speed, chaos",
+		Short: "Measure benchfleet itself: dispatch and submit overhead, worker CPU, query speed, chaos",
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if cpuProfile == "" {
 				return nil
@@ -36,6 +36,6 @@ func (a *app) benchCmd() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark here (go tool pprof)")
-	cmd.AddCommand(a.benchDispatchCmd(), a.benchSubmitCmd(), a.benchQueryCmd(), a.benchChaosCmd())
+	cmd.AddCommand(a.benchDispatchCmd(), a.benchWorkerCPUCmd(), a.benchSubmitCmd(), a.benchQueryCmd(), a.benchChaosCmd())
 	return cmd
 }
