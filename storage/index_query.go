@@ -407,7 +407,7 @@ func scanPart(pf *parquet.File, col map[string]int, date string, f Filter, withK
 		var decodeErr error
 		err := readRows(rg, col["doc"], idx, func(v parquet.Value) {
 			docs++
-			r, err := protocol.DecodeResult(v.ByteArray())
+			r, err := protocol.DecodeCheckedResult(v.ByteArray())
 			if err != nil {
 				if decodeErr == nil {
 					decodeErr = fmt.Errorf("doc column: %w", err)
