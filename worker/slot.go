@@ -31,9 +31,11 @@ type slot struct {
 	// handoff receives a job another slot of the pool passed on because
 	// its own board failed that job before (see Worker.passOn).
 	handoff chan jetstream.Msg
-	// settling holds a token while the slot's last job is being settled in
-	// the background (settleLater): at most one per slot.
+	// settling holds a token per job of the slot being settled in the
+	// background (settleLater): at most settleWindow; settles counts them
+	// for settled.
 	settling chan struct{}
+	settles  sync.WaitGroup
 	// later: the job handle just ran is settling in the background (set
 	// and read by the slot's loop only).
 	later bool
@@ -65,7 +67,7 @@ func newSlot(w *Worker, s Slot) *slot {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		handoff:  make(chan jetstream.Msg, 1),
-		settling: make(chan struct{}, 1),
+		settling: make(chan struct{}, settleWindow),
 		released: make(chan struct{}, 1),
 		state:    protocol.DeviceIdle,
 	}
@@ -99,16 +101,23 @@ func (s *slot) status() protocol.DeviceStatus {
 	return st
 }
 
+// settleWindow bounds the jobs of one slot being settled in the background
+// at once. More than one lets a slot whose jobs are shorter than a result
+// write run ahead, and lets the file store's group commit share one flush
+// among more writes; a slow store still slows the slot down (settleLater
+// waits for room) rather than piling up results in memory.
+const settleWindow = 4
+
 // settleLater runs settle (make the result durable, publish the terminal
 // event, ack) in the background, so the device can take its next job while
-// its last one is being recorded. One job per slot is settled at a time: a
-// slot whose previous job is still settling waits for it here first, so a
-// slow store slows the slot down rather than piling up results in memory.
-// The job counts as done (status Done) once it is settled.
+// its last ones are being recorded; at most settleWindow at a time per
+// slot. The job counts as done (status Done) once it is settled.
 func (s *slot) settleLater(settle func()) {
 	s.later = true
 	s.settling <- struct{}{}
+	s.settles.Add(1)
 	go func() {
+		defer s.settles.Done()
 		defer func() { <-s.settling }()
 		settle()
 		s.mu.Lock()
@@ -119,10 +128,7 @@ func (s *slot) settleLater(settle func()) {
 }
 
 // settled waits until no job of the slot is settling in the background.
-func (s *slot) settled() {
-	s.settling <- struct{}{}
-	<-s.settling
-}
+func (s *slot) settled() { s.settles.Wait() }
 
 // loop claims and runs jobs until the worker stops claiming. It returns
 // once the last job's result is settled.

@@ -98,7 +98,7 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 		return fmt.Errorf("fleet: %w", err)
 	}
 	defer fl.stop()
-	fleet, last, err := fl.dispatch(ctx, "dispatch", n, jobDuration)
+	fleet, last, times, err := fl.dispatchResults(ctx, "dispatch", n, jobDuration)
 	if err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}
@@ -118,6 +118,7 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 			n, jobDuration, slots, alone.Seconds())
 		fmt.Fprintf(a.stdout, "utilization %.3f (runner busy time / slots x wall to the last finished_at), overhead %.2f ms/job per slot; runner alone %.3f (%.2f ms/job)\n",
 			util(last), perJob(last), util(alone), perJob(alone))
+		fmt.Fprintf(a.stdout, "slot times  %s\n", times)
 	} else {
 		rawRate := float64(n) / raw.Seconds()
 		fleetRate := float64(n) / fleet.Seconds()
@@ -320,24 +321,30 @@ func benchJobs(run string, n int, d time.Duration) ([]*protocol.Job, error) {
 // result. It returns the time until the waiter saw them all and the time
 // until the last result's finish (both from the start of the submit).
 func (f *benchFleet) dispatch(ctx context.Context, run string, n int, d time.Duration) (time.Duration, time.Duration, error) {
+	seen, last, _, err := f.dispatchResults(ctx, run, n, d)
+	return seen, last, err
+}
+
+// dispatchResults is dispatch that also returns the start and the results.
+func (f *benchFleet) dispatchResults(ctx context.Context, run string, n int, d time.Duration) (time.Duration, time.Duration, *slotTimes, error) {
 	jobs, err := benchJobs(run, n, d)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	start := time.Now()
 	p := &producer.Submitter{JS: f.js, Topo: f.topo}
 	res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	wt := &producer.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store, Poll: 50 * time.Millisecond}
 	if _, err := wt.Wait(ctx, nil); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	seen := time.Since(start)
 	rs, _, err := storage.QueryJSON(ctx, f.store, storage.Filter{Run: run})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	var last time.Time
 	for _, r := range rs {
@@ -345,7 +352,54 @@ func (f *benchFleet) dispatch(ctx context.Context, run string, n int, d time.Dur
 			last = r.FinishedAt
 		}
 	}
-	return seen, last.Sub(start), nil
+	return seen, last.Sub(start), newSlotTimes(start, rs), nil
+}
+
+// slotTimes says where a slot's time went, from the results' own times:
+// each attempt's span (started_at, when the slot began handling the
+// delivery, to finished_at, when the runner returned) and the gap on the
+// same device from one finished_at to the next started_at (settling is in
+// the background, so the gap is the claim of the next job).
+type slotTimes struct {
+	first        time.Duration // submit start to the first started_at
+	spans, gaps  []time.Duration
+	spanM, gapsM time.Duration // means
+}
+
+func newSlotTimes(start time.Time, rs []*protocol.Result) *slotTimes {
+	st := &slotTimes{first: time.Duration(math.MaxInt64)}
+	byDev := map[string][]*protocol.Result{}
+	for _, r := range rs {
+		byDev[r.Device.ID] = append(byDev[r.Device.ID], r)
+		st.spans = append(st.spans, r.FinishedAt.Sub(r.StartedAt))
+		st.first = min(st.first, r.StartedAt.Sub(start))
+	}
+	for _, dev := range byDev {
+		slices.SortFunc(dev, func(a, b *protocol.Result) int { return a.StartedAt.Compare(b.StartedAt) })
+		for i := 1; i < len(dev); i++ {
+			st.gaps = append(st.gaps, dev[i].StartedAt.Sub(dev[i-1].FinishedAt))
+		}
+	}
+	slices.Sort(st.spans)
+	slices.Sort(st.gaps)
+	mean := func(ds []time.Duration) time.Duration {
+		var t time.Duration
+		for _, d := range ds {
+			t += d
+		}
+		return t / time.Duration(max(len(ds), 1))
+	}
+	st.spanM, st.gapsM = mean(st.spans), mean(st.gaps)
+	return st
+}
+
+func (st *slotTimes) String() string {
+	if len(st.gaps) == 0 {
+		return "no consecutive jobs on a slot"
+	}
+	return fmt.Sprintf("first start %.1f ms after the submit began; attempt span mean %.2f ms (p50 %.2f, p90 %.2f); gap between jobs on a slot mean %.2f ms (p50 %.2f, p90 %.2f, p99 %.2f)",
+		ms(st.first), ms(st.spanM), ms(quantile(st.spans, 0.5)), ms(quantile(st.spans, 0.9)),
+		ms(st.gapsM), ms(quantile(st.gaps, 0.5)), ms(quantile(st.gaps, 0.9)), ms(quantile(st.gaps, 0.99)))
 }
 
 // claimLatency publishes probes jobs one at a time, each once the slots
