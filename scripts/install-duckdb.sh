@@ -15,8 +15,15 @@ dir="${DUCKDB_DIR:-$root/.tools/duckdb}"
 pkg="$dir/node_modules/@duckdb/node-api/package.json"
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-	echo "install-duckdb: node and npm are needed (Debian: apt-get install -y nodejs npm)" >&2
-	exit 1
+	if ! command -v apt-get >/dev/null; then
+		echo "install-duckdb: node and npm are needed and there is no apt-get; install them by hand" >&2
+		exit 1
+	fi
+	sudo=""
+	[[ "$(id -u)" == 0 ]] || sudo=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo apt-get update -q
+	$sudo apt-get install -y -q nodejs npm
 fi
 if [[ -f "$pkg" ]] && grep -q "\"version\": \"$version\"" "$pkg"; then
 	echo "@duckdb/node-api $version already installed in $dir"

@@ -89,3 +89,4 @@ func TestBenchQuerySmall(t *testing.T) {
 		t.Fatalf("report %s: %v", out, err)
 	}
 }
+
