@@ -89,4 +89,3 @@ func TestBenchQuerySmall(t *testing.T) {
 		t.Fatalf("report %s: %v", out, err)
 	}
 }
-
