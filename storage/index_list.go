@@ -98,15 +98,7 @@ func listPartitionPrefixes(ctx context.Context, b Bucket, prefixes []string, sin
 				if kind == indexOther || date < since {
 					continue
 				}
-				p := get(date)
-				switch kind {
-				case indexPart:
-					p.parts = append(p.parts, key)
-				case indexLate:
-					p.lates = append(p.lates, rk)
-				case indexCompacted:
-					p.compacted = true
-				}
+				get(date).addIndexKey(kind, key, rk)
 				continue
 			}
 			if date, _, _, ok := ResultKeyParts(key); ok && date >= since {

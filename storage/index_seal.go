@@ -146,34 +146,31 @@ func classifyIndexKey(key string) (date string, kind indexKind, resultKey string
 	return "", indexOther, ""
 }
 
-// dateIndex is what the index folder of one date holds.
-type dateIndex struct {
-	parts     []string // part keys, sorted
-	lates     []string // result keys named by late markers, sorted
-	compacted bool
+// addIndexKey files an index key of p's date (classifyIndexKey's answer).
+func (p *partition) addIndexKey(kind indexKind, key, resultKey string) {
+	switch kind {
+	case indexPart:
+		p.parts = append(p.parts, key)
+	case indexLate:
+		p.lates = append(p.lates, resultKey)
+	case indexCompacted:
+		p.compacted = true
+	}
 }
 
-// listDateIndex lists the index folder of date.
-func listDateIndex(ctx context.Context, b Bucket, date string) (dateIndex, error) {
-	var ix dateIndex
+// listDateIndex lists the index folder of date: the partition's parts and
+// markers (its result keys are not listed).
+func listDateIndex(ctx context.Context, b Bucket, date string) (*partition, error) {
+	p := &partition{date: date}
 	for key, err := range b.List(ctx, PrefixIndex+"date="+date+"/") {
 		if err != nil {
-			return ix, err
+			return nil, err
 		}
-		d, kind, rk := classifyIndexKey(key)
-		if d != date {
-			continue
-		}
-		switch kind {
-		case indexPart:
-			ix.parts = append(ix.parts, key)
-		case indexLate:
-			ix.lates = append(ix.lates, rk)
-		case indexCompacted:
-			ix.compacted = true
+		if d, kind, rk := classifyIndexKey(key); d == date {
+			p.addIndexKey(kind, key, rk)
 		}
 	}
-	return ix, nil
+	return p, nil
 }
 
 // clearLates deletes the late markers of p whose results p's part (covering

@@ -1,11 +1,19 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/embedded"
+	"github.com/benchfleet/benchfleet/internal/topology"
 )
 
 func (a *app) benchCmd() *cobra.Command {
@@ -38,4 +46,40 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark here (go tool pprof)")
 	cmd.AddCommand(a.benchDispatchCmd(), a.benchWorkerCPUCmd(), a.benchSubmitCmd(), a.benchQueryCmd(), a.benchChaosCmd())
 	return cmd
+}
+
+// benchNATS is an embedded NATS server under dir/nats with a client
+// connection and benchfleet's topology: what every bench starts from.
+type benchNATS struct {
+	srv  *server.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	topo *topology.Handles
+}
+
+func startBenchNATS(ctx context.Context, dir string) (*benchNATS, error) {
+	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(dir, "nats")})
+	if err != nil {
+		return nil, err
+	}
+	b := &benchNATS{srv: srv}
+	if b.nc, err = nats.Connect(srv.ClientURL()); err != nil {
+		b.close()
+		return nil, err
+	}
+	if b.js, err = jetstream.New(b.nc); err == nil {
+		b.topo, err = topology.Ensure(ctx, b.js, topology.Config{})
+	}
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *benchNATS) close() {
+	if b.nc != nil {
+		b.nc.Close()
+	}
+	b.srv.Shutdown()
 }

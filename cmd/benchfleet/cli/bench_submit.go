@@ -13,8 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/embedded"
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -73,25 +71,13 @@ func (a *app) benchSubmit(ctx context.Context, n, rounds int, dataDir string) er
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(dir, "nats")})
+	bn, err := startBenchNATS(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown()
+	defer bn.close()
+	nc, js, topo := bn.nc, bn.js, bn.topo
 	store, err := storage.NewFileBucket(filepath.Join(dir, "store"))
-	if err != nil {
-		return err
-	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	topo, err := topology.Ensure(ctx, js, topology.Config{})
 	if err != nil {
 		return err
 	}

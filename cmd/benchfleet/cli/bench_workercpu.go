@@ -14,12 +14,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/internal/embedded"
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -72,24 +69,12 @@ func (a *app) benchWorkerCPU(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(dir, "nats")})
+	bn, err := startBenchNATS(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	topo, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		return err
-	}
+	defer bn.close()
+	srv, nc, js, topo := bn.srv, bn.nc, bn.js, bn.topo
 	storeDir := filepath.Join(dir, "store")
 	store, err := storage.NewFileBucket(storeDir)
 	if err != nil {
