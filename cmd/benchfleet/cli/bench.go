@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -82,4 +84,47 @@ func (b *benchNATS) close() {
 		b.nc.Close()
 	}
 	b.srv.Shutdown()
+}
+
+// cpuTimes is the machine's cpu line of /proc/stat (Linux): total ticks and
+// steal ticks (time the hypervisor gave this VM's CPUs to someone else).
+func cpuTimes() (total, steal uint64, ok bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, f := range fields[1:] {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		if i < 8 { // user nice system idle iowait irq softirq steal (guest is in user)
+			total += n
+		}
+		if i == 7 {
+			steal = n
+		}
+	}
+	return total, steal, true
+}
+
+// stealSince returns a note on the CPU steal since the snapshot (total,
+// steal) was taken: timings on a VM whose CPUs were stolen from say more
+// about its neighbours than about benchfleet.
+func stealSince(total0, steal0 uint64) string {
+	total, steal, ok := cpuTimes()
+	if !ok || total <= total0 {
+		return ""
+	}
+	pct := 100 * float64(steal-steal0) / float64(total-total0)
+	note := ""
+	if pct >= 10 {
+		note = "; the hypervisor took much of the CPU: re-measure when it is lower"
+	}
+	return fmt.Sprintf("cpu steal %.0f%% of the machine's CPU time during the run%s", pct, note)
 }

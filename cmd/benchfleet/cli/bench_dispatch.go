@@ -87,6 +87,12 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 	}
 	defer srv.Shutdown()
 
+	total0, steal0, _ := cpuTimes()
+	defer func() {
+		if note := stealSince(total0, steal0); note != "" {
+			fmt.Fprintln(a.stdout, note)
+		}
+	}()
 	var raw time.Duration
 	if jobDuration == 0 {
 		if raw, err = rawJetStream(ctx, srv.ClientURL(), n, slots); err != nil {

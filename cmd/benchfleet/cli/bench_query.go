@@ -145,6 +145,7 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 	defer b.Close()
 
 	rep := benchQueryReport{Store: where, Results: fl.results, Days: fl.days, Filter: describeFilter(fl.q)}
+	total0, steal0, _ := cpuTimes()
 	fmt.Fprintf(a.stderr, "generating %d results over %d days in %s ...\n", fl.results, fl.days, where)
 	start := time.Now()
 	if err := storage.WriteSynth(ctx, b, storage.SynthOptions{Results: fl.results, Days: fl.days, End: time.Now()}); err != nil {
@@ -249,6 +250,9 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 	if rep.S3IndexRequests != nil {
 		fmt.Fprintf(w, "s3 index     %s\n", rep.S3IndexRequests)
 		fmt.Fprintf(w, "s3 json scan %s\n", rep.S3JSONRequests)
+	}
+	if note := stealSince(total0, steal0); note != "" {
+		fmt.Fprintln(w, note)
 	}
 	return nil
 }

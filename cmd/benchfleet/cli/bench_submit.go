@@ -82,6 +82,12 @@ func (a *app) benchSubmit(ctx context.Context, n, rounds int, dataDir string) er
 		return err
 	}
 
+	total0, steal0, _ := cpuTimes()
+	defer func() {
+		if note := stealSince(total0, steal0); note != "" {
+			fmt.Fprintln(a.stdout, note)
+		}
+	}()
 	var ratios []float64
 	for r := 1; r <= rounds; r++ {
 		// Every round starts from empty streams, as the first does.
