@@ -6,12 +6,12 @@
 # Parquet files. Idempotent.
 #
 # Usage: scripts/install-duckdb.sh            (from anywhere in the repo)
-# Env:   DUCKDB_NODE_VERSION (default 1.5.6-r.1), DUCKDB_DIR (default ./.tools/duckdb)
+# Env:   DUCKDB_NODE_VERSION (default 1.5.6-r.1), BENCHFLEET_DUCKDB_DIR (default ./.tools/duckdb)
 set -euo pipefail
 
 version="${DUCKDB_NODE_VERSION:-1.5.6-r.1}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dir="${DUCKDB_DIR:-$root/.tools/duckdb}"
+dir="${BENCHFLEET_DUCKDB_DIR:-$root/.tools/duckdb}"
 pkg="$dir/node_modules/@duckdb/node-api/package.json"
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -274,3 +274,6 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// AsFile returns the file bucket behind b (through any Wrapper).
+func AsFile(b Bucket) (*FileBucket, bool) { return capability[*FileBucket](b) }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // Sealed partitions. A query answers a compacted date from its one index
@@ -18,7 +20,7 @@ import (
 //
 //	_compacted                  written by Compact before it first lists the date's results
 //	part-<id>.parquet           the part, sealed: key-value metadata benchfleet.sealed = v1
-//	_late/run=<run>/<job>.json  written by PutResult for a result of a date that has _compacted
+//	_late/<run>.<job>.json      written by PutResult for a result of a date that has _compacted
 //
 // PutResult writes the result, then looks for _compacted; Compact writes
 // _compacted, then lists the results. A result whose look came before
@@ -54,35 +56,43 @@ var errNotSealed = errors.New("index part is not sealed")
 func CompactedKey(date string) string { return PrefixIndex + "date=" + date + "/" + compactedName }
 
 // LateKey is the late marker of the result at resultKey (ok is false for a
-// key that is not a result key).
+// key that is not a result key): index/v1/date=<date>/_late/<run>.<job>.json.
+// Run and job ids never hold a ".", so the name splits unambiguously, and
+// the markers of a date share one folder (no folder per run is left behind
+// when they are deleted).
 func LateKey(resultKey string) (string, bool) {
 	date, run, job, ok := ResultKeyParts(resultKey)
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("%sdate=%s/%srun=%s/%s.json", PrefixIndex, date, lateFolder, run, job), true
+	return fmt.Sprintf("%sdate=%s/%s%s.%s.json", PrefixIndex, date, lateFolder, run, job), true
 }
 
 // lateResultKey is the result key a late marker names.
 func lateResultKey(key string) (date, resultKey string, ok bool) {
-	rest, found := strings.CutPrefix(key, PrefixIndex)
+	rest, found := strings.CutPrefix(key, PrefixIndex+"date=")
 	if !found {
 		return "", "", false
 	}
 	d, rest, found := strings.Cut(rest, "/")
-	if !found || !strings.HasPrefix(d, "date=") {
-		return "", "", false
-	}
-	rest, found = strings.CutPrefix(rest, lateFolder)
 	if !found {
 		return "", "", false
 	}
-	rk := PrefixResults + d + "/" + rest
-	rd, _, _, ok := ResultKeyParts(rk)
-	if !ok || "date="+rd != d {
+	name, found := strings.CutPrefix(rest, lateFolder)
+	if !found {
 		return "", "", false
 	}
-	return rd, rk, true
+	name, found = strings.CutSuffix(name, ".json")
+	run, job, split := strings.Cut(name, ".")
+	if !found || !split || protocol.ValidID("run", run) != nil || protocol.ValidID("job", job) != nil {
+		return "", "", false
+	}
+	rk := fmt.Sprintf("%sdate=%s/run=%s/%s.json", PrefixResults, d, run, job)
+	rd, _, _, ok := ResultKeyParts(rk)
+	if !ok || rd != d {
+		return "", "", false
+	}
+	return d, rk, true
 }
 
 // noteLate leaves the late marker of the result at key when its date has

@@ -269,8 +269,9 @@ func TestLateKeyRoundTrip(t *testing.T) {
 	if !ok || got != rk || date != DatePartition(synthEnd) {
 		t.Fatalf("lateResultKey(%s) = %s %s %v", lk, date, got, ok)
 	}
-	for _, bad := range []string{PrefixIndex + "date=2026-01-01/_late/x.json", PrefixIndex + "date=2026-01-01/_late/run=a/b/c.json",
-		PrefixIndex + "date=2026-01-01/part-1.parquet", PrefixIndex + "date=2026-01-02/_late/run=a/b.txt"} {
+	for _, bad := range []string{PrefixIndex + "date=2026-01-01/_late/x.json", PrefixIndex + "date=2026-01-01/_late/a/b.c.json",
+		PrefixIndex + "date=2026-01-01/part-1.parquet", PrefixIndex + "date=2026-01-02/_late/a.b.txt",
+		PrefixIndex + "date=2026-01-02/_late/a.b.c.json", PrefixIndex + "date=2026-01-02/_late/.b.json"} {
 		if _, _, ok := lateResultKey(bad); ok {
 			t.Errorf("lateResultKey(%s) accepted", bad)
 		}

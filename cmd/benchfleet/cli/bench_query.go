@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,12 +71,14 @@ index they depend on the number of date partitions, not of results.
 
 With --duckdb it runs the same query in DuckDB over the same part files
 (file stores only; needs node and scripts/install-duckdb.sh, which make
-tools runs) and prints DuckDB's median beside benchfleet's.`,
+tools runs; found in .tools/duckdb of the repository you run it from, or in
+BENCHFLEET_DUCKDB_DIR) and prints DuckDB's median beside benchfleet's.`,
 		Example: `  benchfleet bench query
   benchfleet bench query --results 1000000 --duckdb
   benchfleet bench query --results 20000 --format json
   benchfleet bench query --model mlp --pool cpu --since 30d
-  benchfleet bench query --store 's3://bench?endpoint=http://127.0.0.1:7070' --days 90 --since 90d`,
+  benchfleet bench query --days 90 --since 90d \
+    --store 's3://bench?endpoint=http://127.0.0.1:7070&path_style=true&create=true&region=us-east-1'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runBenchQuery(cmd, &fl)
@@ -83,7 +86,7 @@ tools runs) and prints DuckDB's median beside benchfleet's.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&fl.results, "results", 100000, "synthetic results to generate")
-	f.IntVar(&fl.days, "days", 365, "date partitions the results are spread over")
+	f.IntVar(&fl.days, "days", 365, "days the runs are spread over (16 results per run: fewer than 16 x days results leave some days empty)")
 	f.IntVar(&fl.repeat, "repeat", 3, "timed runs of each query (the median is reported)")
 	f.BoolVar(&fl.keep, "keep", false, "keep the temporary store and print its path")
 	f.BoolVar(&fl.duckdb, "duckdb", false, "also run the query in DuckDB over the same part files (file stores)")
@@ -109,6 +112,16 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		return err
 	}
 	ctx := cmd.Context()
+	// --duckdb's needs are checked before any work.
+	var duck *duckDB
+	if fl.duckdb {
+		if cmd.Flags().Changed("store") && strings.HasPrefix(a.storeURL, "s3://") {
+			return usageErr("--duckdb reads the part files in place: it needs a file store, not %s", storage.Redact(a.storeURL))
+		}
+		if duck, err = findDuckDB(); err != nil {
+			return err
+		}
+	}
 	// Only an explicit --store flag is used: a BENCHFLEET_STORE in the
 	// environment must not receive synthetic data by accident.
 	var (
@@ -143,6 +156,13 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		b, where = fb, dir
 	}
 	defer b.Close()
+	if duck != nil {
+		fb, ok := storage.AsFile(b)
+		if !ok {
+			return usageErr("--duckdb reads the part files in place: it needs a file store")
+		}
+		duck.glob = filepath.Join(fb.Root(), filepath.FromSlash(storage.PrefixIndex), "*", "*.parquet")
+	}
 
 	rep := benchQueryReport{Store: where, Results: fl.results, Days: fl.days, Filter: describeFilter(fl.q)}
 	total0, steal0, _ := cpuTimes()
@@ -163,17 +183,6 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		return fmt.Errorf("compact indexed %d rows, want %d", cst.Rows, fl.results)
 	}
 
-	var duck *duckDB
-	if fl.duckdb {
-		fb, ok := b.(*storage.FileBucket)
-		if !ok {
-			return usageErr("--duckdb reads the part files in place: it needs a file store")
-		}
-		if duck, err = findDuckDB(); err != nil {
-			return err
-		}
-		duck.glob = filepath.Join(fb.Root(), filepath.FromSlash(storage.PrefixIndex), "*", "*.parquet")
-	}
 	fmt.Fprintf(a.stderr, "querying (%s), %d runs each ...\n", rep.Filter, fl.repeat)
 	var viaJSON, viaIndex []*protocol.Result
 	for range fl.repeat {
@@ -235,16 +244,20 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		return writeJSON(a.stdout, rep)
 	}
 	w := a.stdout
-	fmt.Fprintf(w, "store        %s (%d results over %d date partitions)\n", rep.Store, rep.Results, rep.Days)
+	fmt.Fprintf(w, "store        %s (%d results over %d date partitions)\n", rep.Store, rep.Results, cst.Partitions)
 	fmt.Fprintf(w, "generate     %.2fs\n", rep.GenerateS)
 	fmt.Fprintf(w, "compact      %.2fs (%d parts, %d rows)\n", rep.CompactS, cst.Written, cst.Rows)
 	fmt.Fprintf(w, "query        %s -> %d results, identical via JSON and index\n", rep.Filter, rep.Matched)
 	fmt.Fprintf(w, "json scan    %8.1f ms  (median of %d)\n", rep.JSONS*1000, fl.repeat)
 	fmt.Fprintf(w, "index        %8.1f ms  (median of %d; %d partitions, %d rows scanned, %d docs decoded, %d JSON read)\n",
 		rep.IndexS*1000, fl.repeat, rep.Stats.Partitions, rep.Stats.IndexRows, rep.Stats.DocsDecoded, rep.Stats.JSONRead)
-	fmt.Fprintf(w, "ratio        %.1fx faster through the index\n", rep.Ratio)
+	if rep.Ratio >= 1 {
+		fmt.Fprintf(w, "ratio        %.1fx faster through the index\n", rep.Ratio)
+	} else {
+		fmt.Fprintf(w, "ratio        %.1fx slower through the index (a store this small is cheaper to scan)\n", 1/rep.Ratio)
+	}
 	if rep.DuckDBRuns != nil {
-		fmt.Fprintf(w, "duckdb       %8.1f ms  (median of %d; the same query over the same part files, %d rows; benchfleet/duckdb time %.2f)\n",
+		fmt.Fprintf(w, "duckdb       %8.1f ms  (median of %d; the same query over the same part files, %d rows, as many as the index's; benchfleet's index takes %.2fx DuckDB's time)\n",
 			rep.DuckDBS*1000, fl.repeat, rep.DuckDBRows, rep.IndexS/rep.DuckDBS)
 	}
 	if rep.S3IndexRequests != nil {
