@@ -273,9 +273,22 @@ func decodeResult(data []byte, checked bool) (*Result, error) {
 	return &r, nil
 }
 
-// fastUnmarshal decodes data into v with goccy/go-json and reports whether
-// it succeeded; a panic inside the decoder counts as a failure.
-func fastUnmarshal(data []byte, v any) (ok bool) {
+// goccy/go-json compiles a type's decoder on its first use and stores it
+// in a table read and written without synchronisation (goccy/go-json
+// issues #495 and #566: concurrent first uses race). Decoding one Result
+// here, while the package initialises and before any goroutine of ours
+// can call DecodeResult, compiles the only decoder fastUnmarshal ever uses
+// (that of *Result, with every nested type inside it), so later calls only
+// read the table.
+func init() {
+	var r Result
+	fastUnmarshal([]byte(`{"schema":"benchfleet.result/v1","job":"j","run":"r","labels":{"a":"b"},"artifacts":[{"name":"n"}],"report":{},"telemetry":{}}`), &r)
+}
+
+// fastUnmarshal decodes data into v (always a *Result: see init) with
+// goccy/go-json and reports whether it succeeded; a panic inside the
+// decoder counts as a failure.
+func fastUnmarshal(data []byte, v *Result) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
