@@ -149,7 +149,7 @@ func (w *jobPublisher) settle(ctx context.Context) error {
 	if !ack.Duplicate {
 		w.published++
 	}
-	w.accepted(e.job)
+	w.accepted()
 	return nil
 }
 
@@ -204,12 +204,12 @@ func (w *jobPublisher) republish(ctx context.Context, i int, m *nats.Msg, cause 
 	}
 	w.lastAck = time.Now()
 	w.published++
-	w.accepted(i)
+	w.accepted()
 	return nil
 }
 
-// accepted records that job i is durably in the stream.
-func (w *jobPublisher) accepted(int) {
+// accepted records that one more job is durably in the stream.
+func (w *jobPublisher) accepted() {
 	w.acked++
 	if w.p.Progress != nil {
 		w.p.Progress("published", w.acked, len(w.jobs))

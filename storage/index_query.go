@@ -134,15 +134,15 @@ func queryByDate(ctx context.Context, b Bucket, fl folderLister, since string, f
 	st.Partitions = len(dates)
 	return parallel(ctx, len(dates), workers, func(i int) error {
 		date := dates[i]
-		ix, err := listDateIndex(ctx, b, date)
+		p, err := listDateIndex(ctx, b, date)
 		if err != nil {
 			return err
 		}
-		if len(ix.parts) == 1 && ix.compacted {
-			rs, _, rows, docs, err := readPartSealed(ctx, b, ix.parts[0], f, false, true)
+		if len(p.parts) == 1 && p.compacted {
+			rs, _, rows, docs, err := readPartSealed(ctx, b, p.parts[0], f, false, true)
 			if err == nil {
 				ps := partStats{current: true, parts: 1, rows: rows, docs: docs}
-				late, ps, err := queryJSONKeys(ctx, b, ix.lates, nil, f, ps)
+				late, ps, err := queryJSONKeys(ctx, b, p.lates, nil, f, ps)
 				if err != nil {
 					return err
 				}
@@ -152,19 +152,24 @@ func queryByDate(ctx context.Context, b Bucket, fl folderLister, since string, f
 			if ctx.Err() != nil {
 				return err
 			}
-			// Not sealed, damaged or replaced: list the date.
+			// Not sealed, damaged or replaced: list the date's results.
 		}
-		ps, err := listPartitionPrefixes(ctx, b, []string{date + "/"}, date)
-		if err != nil {
-			return err
-		}
-		for _, p := range ps {
-			rs, pst, err := queryPartition(ctx, b, p, f)
+		for key, err := range b.List(ctx, PrefixResults+"date="+date+"/") {
 			if err != nil {
 				return err
 			}
-			add(rs, pst)
+			if d, _, _, ok := ResultKeyParts(key); ok && d == date {
+				p.keys = append(p.keys, key)
+			}
 		}
+		if len(p.keys) == 0 && len(p.parts) == 0 {
+			return nil
+		}
+		rs, pst, err := queryPartition(ctx, b, p, f)
+		if err != nil {
+			return err
+		}
+		add(rs, pst)
 		return nil
 	})
 }

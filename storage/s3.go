@@ -457,15 +457,8 @@ func (b *S3Bucket) List(ctx context.Context, prefix string) iter.Seq2[string, er
 			}
 		}
 		in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(b.prefix + prefix)}
-		last := ""
-		for {
-			cctx, cancel := b.callCtx(ctx)
-			out, err := b.client.ListObjectsV2(cctx, in)
-			cancel()
-			if err != nil {
-				yield("", b.translate(ctx, "list", prefix, err))
-				return
-			}
+		last, stopped := "", false
+		err := b.pages(ctx, prefix, in, func(out *s3.ListObjectsV2Output) bool {
 			for _, obj := range out.Contents {
 				k := strings.TrimPrefix(aws.ToString(obj.Key), b.prefix)
 				if k == "" || strings.HasSuffix(k, "/") {
@@ -473,17 +466,19 @@ func (b *S3Bucket) List(ctx context.Context, prefix string) iter.Seq2[string, er
 				}
 				if k <= last {
 					yield("", fmt.Errorf("storage: s3 list %q: server returned %q after %q (not sorted)", prefix, k, last))
-					return
+					stopped = true
+					return false
 				}
 				last = k
 				if !yield(k, nil) {
-					return
+					stopped = true
+					return false
 				}
 			}
-			if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
-				return
-			}
-			in.ContinuationToken = out.NextContinuationToken
+			return true
+		})
+		if err != nil && !stopped {
+			yield("", err)
 		}
 	}
 }
@@ -497,21 +492,30 @@ func (b *S3Bucket) listFolders(ctx context.Context, prefix string) ([]string, er
 	full := b.prefix + prefix
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(full), Delimiter: aws.String("/")}
 	var names []string
-	for {
-		cctx, cancel := b.callCtx(ctx)
-		out, err := b.client.ListObjectsV2(cctx, in)
-		cancel()
-		if err != nil {
-			return nil, b.translate(ctx, "list", prefix, err)
-		}
+	err := b.pages(ctx, prefix, in, func(out *s3.ListObjectsV2Output) bool {
 		for _, cp := range out.CommonPrefixes {
 			n := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), full), "/")
 			if n != "" && !strings.Contains(n, "/") {
 				names = append(names, n)
 			}
 		}
-		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
-			return names, nil
+		return true
+	})
+	return names, err
+}
+
+// pages sends the listing in and every continuation of it, calling page
+// with each answer until page returns false or the listing ends.
+func (b *S3Bucket) pages(ctx context.Context, prefix string, in *s3.ListObjectsV2Input, page func(*s3.ListObjectsV2Output) bool) error {
+	for {
+		cctx, cancel := b.callCtx(ctx)
+		out, err := b.client.ListObjectsV2(cctx, in)
+		cancel()
+		if err != nil {
+			return b.translate(ctx, "list", prefix, err)
+		}
+		if !page(out) || !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			return nil
 		}
 		in.ContinuationToken = out.NextContinuationToken
 	}

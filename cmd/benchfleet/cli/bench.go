@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -113,18 +114,28 @@ func cpuTimes() (total, steal uint64, ok bool) {
 	return total, steal, true
 }
 
-// stealSince returns a note on the CPU steal since the snapshot (total,
-// steal) was taken: timings on a VM whose CPUs were stolen from say more
-// about its neighbours than about benchfleet.
-func stealSince(total0, steal0 uint64) string {
-	total, steal, ok := cpuTimes()
-	if !ok || total <= total0 {
-		return ""
+// stealMeter starts measuring CPU steal and returns a note on the steal
+// since then (empty where /proc/stat is unreadable): timings on a VM whose
+// CPUs were stolen say more about its neighbours than about benchfleet.
+func stealMeter() func() string {
+	total0, steal0, _ := cpuTimes()
+	return func() string {
+		total, steal, ok := cpuTimes()
+		if !ok || total <= total0 {
+			return ""
+		}
+		pct := 100 * float64(steal-steal0) / float64(total-total0)
+		note := ""
+		if pct >= 10 {
+			note = "; the hypervisor took much of the CPU: re-measure when it is lower"
+		}
+		return fmt.Sprintf("cpu steal %.0f%% of the machine's CPU time during the run%s", pct, note)
 	}
-	pct := 100 * float64(steal-steal0) / float64(total-total0)
-	note := ""
-	if pct >= 10 {
-		note = "; the hypervisor took much of the CPU: re-measure when it is lower"
+}
+
+// printSteal prints the note of a stealMeter, if any.
+func printSteal(w io.Writer, note func() string) {
+	if n := note(); n != "" {
+		fmt.Fprintln(w, n)
 	}
-	return fmt.Sprintf("cpu steal %.0f%% of the machine's CPU time during the run%s", pct, note)
 }

@@ -87,12 +87,7 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 	}
 	defer srv.Shutdown()
 
-	total0, steal0, _ := cpuTimes()
-	defer func() {
-		if note := stealSince(total0, steal0); note != "" {
-			fmt.Fprintln(a.stdout, note)
-		}
-	}()
+	defer printSteal(a.stdout, stealMeter())
 	var raw time.Duration
 	if jobDuration == 0 {
 		if raw, err = rawJetStream(ctx, srv.ClientURL(), n, slots); err != nil {
@@ -205,8 +200,7 @@ func rawJetStream(ctx context.Context, url string, n, slots int) (time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"},
-		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage})
+	stream, err := createRawStream(ctx, js)
 	if err != nil {
 		return 0, err
 	}
@@ -326,12 +320,10 @@ func benchJobs(run string, n int, d time.Duration) ([]*protocol.Job, error) {
 // dispatch submits n jobs of duration d as one run and waits for every
 // result. It returns the time until the waiter saw them all and the time
 // until the last result's finish (both from the start of the submit).
-func (f *benchFleet) dispatch(ctx context.Context, run string, n int, d time.Duration) (time.Duration, time.Duration, error) {
-	seen, last, _, err := f.dispatchResults(ctx, run, n, d)
-	return seen, last, err
-}
-
-// dispatchResults is dispatch that also returns the start and the results.
+// dispatchResults submits n jobs of duration d as one run and waits for
+// every result. It returns the time until the waiter saw them all, the time
+// until the last result's finish (both from the start of the submit), and
+// where the slots' time went.
 func (f *benchFleet) dispatchResults(ctx context.Context, run string, n int, d time.Duration) (time.Duration, time.Duration, *slotTimes, error) {
 	jobs, err := benchJobs(run, n, d)
 	if err != nil {
@@ -442,4 +434,11 @@ func (f *benchFleet) claimLatency(ctx context.Context, probes int) ([]time.Durat
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// createRawStream is the raw baselines' stream: a work queue on file
+// storage, as BENCH_JOBS is.
+func createRawStream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	return js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage})
 }

@@ -165,7 +165,7 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 	}
 
 	rep := benchQueryReport{Store: where, Results: fl.results, Days: fl.days, Filter: describeFilter(fl.q)}
-	total0, steal0, _ := cpuTimes()
+	steal := stealMeter()
 	fmt.Fprintf(a.stderr, "generating %d results over %d days in %s ...\n", fl.results, fl.days, where)
 	start := time.Now()
 	if err := storage.WriteSynth(ctx, b, storage.SynthOptions{Results: fl.results, Days: fl.days, End: time.Now()}); err != nil {
@@ -185,8 +185,18 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 
 	fmt.Fprintf(a.stderr, "querying (%s), %d runs each ...\n", rep.Filter, fl.repeat)
 	var viaJSON, viaIndex []*protocol.Result
+	// On S3 each run's requests are counted too (the counts of the last
+	// run are reported; every run sends the same).
+	s3b, onS3 := storage.AsS3(b)
+	requests := func() storage.S3RequestCounts {
+		if onS3 {
+			return s3b.Requests()
+		}
+		return storage.S3RequestCounts{}
+	}
+	var jsonReqs, indexReqs storage.S3RequestCounts
 	for range fl.repeat {
-		start = time.Now()
+		start, before := time.Now(), requests()
 		rs, bad, err := storage.QueryJSON(ctx, b, filter)
 		if err != nil {
 			return err
@@ -195,30 +205,23 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 			return fmt.Errorf("json query: %d unreadable results", bad)
 		}
 		rep.JSONRuns = append(rep.JSONRuns, time.Since(start).Seconds())
+		jsonReqs = requests().Sub(before)
 		viaJSON = rs
 
-		start = time.Now()
+		start, before = time.Now(), requests()
 		rs, st, err := storage.Query(ctx, b, filter)
 		if err != nil {
 			return err
 		}
 		rep.IndexRuns = append(rep.IndexRuns, time.Since(start).Seconds())
+		indexReqs = requests().Sub(before)
 		viaIndex, rep.Stats = rs, st
 	}
 	if err := sameResults(viaJSON, viaIndex); err != nil {
 		return err
 	}
-	if s3b, ok := storage.AsS3(b); ok {
-		before := s3b.Requests()
-		if _, _, err := storage.Query(ctx, b, filter); err != nil {
-			return err
-		}
-		mid := s3b.Requests()
-		if _, _, err := storage.QueryJSON(ctx, b, filter); err != nil {
-			return err
-		}
-		idx, js := mid.Sub(before), s3b.Requests().Sub(mid)
-		rep.S3IndexRequests, rep.S3JSONRequests = &idx, &js
+	if onS3 {
+		rep.S3IndexRequests, rep.S3JSONRequests = &indexReqs, &jsonReqs
 	}
 	if duck != nil {
 		fmt.Fprintf(a.stderr, "querying in DuckDB ...\n")
@@ -264,9 +267,7 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		fmt.Fprintf(w, "s3 index     %s\n", rep.S3IndexRequests)
 		fmt.Fprintf(w, "s3 json scan %s\n", rep.S3JSONRequests)
 	}
-	if note := stealSince(total0, steal0); note != "" {
-		fmt.Fprintln(w, note)
-	}
+	printSteal(w, steal)
 	return nil
 }
 

@@ -82,12 +82,7 @@ func (a *app) benchSubmit(ctx context.Context, n, rounds int, dataDir string) er
 		return err
 	}
 
-	total0, steal0, _ := cpuTimes()
-	defer func() {
-		if note := stealSince(total0, steal0); note != "" {
-			fmt.Fprintln(a.stdout, note)
-		}
-	}()
+	defer printSteal(a.stdout, stealMeter())
 	var ratios []float64
 	for r := 1; r <= rounds; r++ {
 		// Every round starts from empty streams, as the first does.
@@ -187,8 +182,7 @@ func rawPublish(ctx context.Context, nc *nats.Conn, n, size int) (time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"},
-		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage})
+	stream, err := createRawStream(ctx, js)
 	if err != nil {
 		return 0, err
 	}
