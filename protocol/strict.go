@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -106,9 +107,17 @@ func objectName(path string) string {
 	return strings.TrimSuffix(path, ".")
 }
 
+// fieldsCache holds jsonFields' maps by type: a job's walk asks for the
+// same few types on every claim. The maps are never written after caching.
+var fieldsCache sync.Map // reflect.Type -> map[string]reflect.Type
+
 // jsonFields maps the json names of t's exported fields to their types.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
 	out := map[string]reflect.Type{}
+	defer func() { fieldsCache.Store(t, out) }()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {

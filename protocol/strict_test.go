@@ -50,3 +50,17 @@ func TestDecodeJobStrict(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDecodeJob is the worker's decode of every job it claims.
+func BenchmarkDecodeJob(b *testing.B) {
+	data, err := json.Marshal(validJob())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := protocol.DecodeJob(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -89,14 +89,23 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader, opts ...P
 		return fmt.Errorf("storage: put %q: %w", key, err)
 	}
 	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("storage: put %q: %w", key, err)
-	}
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// The key's folder is new (most artifact keys): make it, then try
+		// again. Asking first would cost every Put a stat.
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			tmp, err = os.CreateTemp(dir, ".tmp-*")
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("storage: put %q: %w", key, err)
 	}
-	defer os.Remove(tmp.Name())
+	named := false // the temporary file was renamed to the key
+	defer func() {
+		if !named {
+			os.Remove(tmp.Name())
+		}
+	}()
 	if _, err := io.Copy(tmp, ctxReader{ctx, r}); err != nil {
 		tmp.Close()
 		return fmt.Errorf("storage: put %q: %w", key, err)
@@ -126,6 +135,8 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader, opts ...P
 		}
 	} else if err := os.Rename(tmp.Name(), p); err != nil {
 		return fmt.Errorf("storage: put %q: %w", key, err)
+	} else {
+		named = true
 	}
 	if b.group != nil {
 		if err := b.group.wait(); err != nil {

@@ -133,6 +133,9 @@ func (a *attemptState) run(ctx context.Context) error {
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
 
+	announce := newPhaseAnnouncer(phaseEventDelay, func(phase string, began time.Time) {
+		a.event(ctx, protocol.Event{Kind: protocol.EventPhase, Phase: phase, Time: began.UTC()})
+	})
 	// The job's directory is made only if its log outgrows memory; it is
 	// removed once the attempt is settled (its artifacts uploaded).
 	var dir string
@@ -145,9 +148,7 @@ func (a *attemptState) run(ctx context.Context) error {
 			dir = d
 		}
 		return dir, nil
-	}, func(phase string) {
-		a.event(ctx, protocol.Event{Kind: protocol.EventPhase, Phase: phase})
-	})
+	}, announce.began)
 
 	timeout := job.Limits.Timeout.D()
 	if timeout <= 0 {
@@ -214,6 +215,7 @@ func (a *attemptState) run(ctx context.Context) error {
 	out, runErr := safeRun(device.WithAttempt(tctx, a.attempt), s.runner, job, s.dev, rec)
 	cause := context.Cause(tctx)
 	tcancel()
+	announce.stop()
 	phases, files := rec.finish()
 	var telemetry *protocol.Telemetry
 	if from, to, ok := rec.window(device.PhaseTiming); ok {
@@ -620,7 +622,9 @@ func (a *attemptState) event(ctx context.Context, e protocol.Event) {
 	}
 	e.Schema = protocol.SchemaEvent
 	e.Run, e.Job = a.job.Run, a.job.ID
-	e.Time = time.Now().UTC()
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
 	e.Pool = a.job.Pool
 	e.Worker = a.s.w.cfg.ID
 	e.Device = a.s.dev.ID

@@ -219,7 +219,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil
 	}
 	if w.draining.CompareAndSwap(false, true) {
-		w.log.Info().Dur("timeout", w.cfg.DrainTimeout).Msg("draining: finishing running jobs, claiming nothing new")
+		w.log.Info().Str("timeout", w.cfg.DrainTimeout.String()).Msg("draining: finishing running jobs, claiming nothing new")
 		w.kickStatus()
 		w.stopClaim()
 	} else {
