@@ -18,7 +18,21 @@ import (
 // of a struct spelled exactly as its json tag (encoding/json would also
 // accept "POOL" for "pool"). Keys of maps are free; values are checked
 // by the decoder and by Validate.
+//
+// It first walks the bytes directly (strictFast, about 10x faster than
+// encoding/json's Token stream, which every claim pays for); a document
+// that walk cannot read as JSON is walked again by tokens, so its error is
+// encoding/json's own. FuzzCheckStrict holds the two walks to the same
+// answer on every input.
 func checkStrict(data []byte, t reflect.Type) error {
+	if err, ok := strictFast(data, t); ok {
+		return err
+	}
+	return checkStrictTokens(data, t)
+}
+
+// checkStrictTokens is checkStrict by encoding/json's token stream.
+func checkStrictTokens(data []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := walkStrict(dec, t, ""); err != nil {
