@@ -26,16 +26,20 @@ import (
 )
 
 func (a *app) benchDispatchCmd() *cobra.Command {
-	var jobs, slots, probes int
+	var jobs, slots, probes, rounds int
 	var jobDuration time.Duration
 	cmd := &cobra.Command{
-		Use:   "dispatch [--jobs N] [--slots S] [--job-duration D] [--probes P]",
+		Use:   "dispatch [--jobs N] [--slots S] [--job-duration D] [--rounds R] [--probes P]",
 		Short: "Measure benchfleet's per-job overhead against raw JetStream, in one run",
 		Long: `Runs N zero-length sim jobs through the whole fleet (submit, claim with strict
 priority, events, write-once result in a file store, double ack) and the same
 number of bare messages through raw JetStream (one pull consumer, fetch one,
 double ack), with the same number of concurrent consumers, on one embedded
 NATS server. Prints both rates and their ratio, measured in the same run.
+It does so R times (--rounds), raw then fleet back to back each time, and
+prints the median ratio with the rounds' minimum and maximum: on a shared
+VM the host's share of the CPU drifts within seconds, and a pair measured
+together compares like with like. Progress goes to stderr.
 
 Then, with every slot idle, it publishes P jobs one at a time and prints the
 claim latency (publish to the attempt starting on a slot) p50 and p99.
@@ -50,7 +54,8 @@ were, not when the last result was durable; that time (the waiter seeing
 every result) is printed beside it. In the same run, the same jobs run on
 the sim runner alone (one goroutine per slot, back to back, no NATS, no
 store), which shows how much of the gap is the host's (late timers on a
-loaded machine) and not benchfleet's.`,
+loaded machine) and not benchfleet's; the last line is the median
+utilization of the rounds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if jobs < 1 || jobs > 1_000_000 {
@@ -65,17 +70,21 @@ loaded machine) and not benchfleet's.`,
 			if probes < 0 || probes > 10000 {
 				return usageErr("--probes %d: want 0..10000", probes)
 			}
-			return a.benchDispatch(cmd.Context(), jobs, slots, jobDuration, probes)
+			if rounds < 1 || rounds > 100 {
+				return usageErr("--rounds %d: want 1..100", rounds)
+			}
+			return a.benchDispatch(cmd.Context(), jobs, slots, jobDuration, probes, rounds)
 		},
 	}
 	cmd.Flags().IntVar(&jobs, "jobs", 2000, "jobs (and raw messages) to dispatch")
 	cmd.Flags().IntVar(&slots, "slots", 8, "concurrent slots (and raw consumers)")
 	cmd.Flags().DurationVar(&jobDuration, "job-duration", 0, "length of each sim job; > 0 measures the slots' utilization instead of the raw comparison")
+	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of the measurement (raw and fleet back to back); the median is reported")
 	cmd.Flags().IntVar(&probes, "probes", 50, "jobs published one at a time to idle slots for the claim latency (0: none)")
 	return cmd
 }
 
-func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.Duration, probes int) error {
+func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.Duration, probes, rounds int) error {
 	dir, err := os.MkdirTemp("", "benchfleet-dispatch-")
 	if err != nil {
 		return err
@@ -88,45 +97,48 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 	defer srv.Shutdown()
 
 	defer printSteal(a.stdout, stealMeter())
-	var raw time.Duration
-	if jobDuration == 0 {
-		if raw, err = rawJetStream(ctx, srv.ClientURL(), n, slots); err != nil {
-			return fmt.Errorf("raw jetstream: %w", err)
-		}
-	}
 	fl, err := startBenchFleet(ctx, srv.ClientURL(), filepath.Join(dir, "store"), slots)
 	if err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}
 	defer fl.stop()
-	fleet, last, times, err := fl.dispatchResults(ctx, "dispatch", n, jobDuration)
-	if err != nil {
-		return fmt.Errorf("fleet: %w", err)
-	}
-	if jobDuration > 0 {
-		busy := time.Duration(n) * jobDuration
-		alone, err := runnerAlone(ctx, n, slots, jobDuration)
+	// Each round measures both sides back to back: the host's share of the
+	// CPU drifts within seconds (a loaded VM's steal climbs), so a pair
+	// measured together compares like with like, and the median of the
+	// rounds' ratios is the figure.
+	var ratios []float64
+	for r := 1; r <= rounds; r++ {
+		if jobDuration > 0 {
+			ratio, err := a.utilizationRound(ctx, fl, r, rounds, n, slots, jobDuration)
+			if err != nil {
+				return err
+			}
+			ratios = append(ratios, ratio)
+			continue
+		}
+		fmt.Fprintf(a.stderr, "round %d/%d: raw jetstream, %d messages on %d consumers...\n", r, rounds, n, slots)
+		raw, err := rawJetStream(ctx, srv.ClientURL(), n, slots)
 		if err != nil {
-			return fmt.Errorf("runner alone: %w", err)
+			return fmt.Errorf("raw jetstream: %w", err)
 		}
-		util := func(wall time.Duration) float64 { return busy.Seconds() / (float64(slots) * wall.Seconds()) }
-		perJob := func(wall time.Duration) float64 {
-			return (wall - busy/time.Duration(slots)).Seconds() * 1000 * float64(slots) / float64(n)
+		fmt.Fprintf(a.stderr, "round %d/%d: benchfleet, %d jobs on %d slots...\n", r, rounds, n, slots)
+		fleet, _, _, err := fl.dispatchResults(ctx, fmt.Sprintf("dispatch-%d", r), n, 0)
+		if err != nil {
+			return fmt.Errorf("fleet: %w", err)
 		}
-		fmt.Fprintf(a.stdout, "benchfleet     %6d jobs of %s on %d slots  %8.2fs to the last runner's end, %.2fs to every result seen (ideal %.2fs)\n",
-			n, jobDuration, slots, last.Seconds(), fleet.Seconds(), (busy / time.Duration(slots)).Seconds())
-		fmt.Fprintf(a.stdout, "runner alone   %6d jobs of %s on %d slots  %8.2fs (same run, no NATS, no store)\n",
-			n, jobDuration, slots, alone.Seconds())
-		fmt.Fprintf(a.stdout, "utilization %.3f (runner busy time / slots x wall to the last finished_at), overhead %.2f ms/job per slot; runner alone %.3f (%.2f ms/job)\n",
-			util(last), perJob(last), util(alone), perJob(alone))
-		fmt.Fprintf(a.stdout, "slot times  %s\n", times)
-	} else {
 		rawRate := float64(n) / raw.Seconds()
 		fleetRate := float64(n) / fleet.Seconds()
-		fmt.Fprintf(a.stdout, "raw jetstream  %6d msgs  %8.2fs  %9.1f msgs/s\n", n, raw.Seconds(), rawRate)
-		fmt.Fprintf(a.stdout, "benchfleet     %6d jobs  %8.2fs  %9.1f jobs/s\n", n, fleet.Seconds(), fleetRate)
-		fmt.Fprintf(a.stdout, "ratio fleet/raw rate %.3f (time %.2fx), overhead %.2f ms/job per slot\n",
-			fleetRate/rawRate, fleet.Seconds()/raw.Seconds(), (fleet-raw).Seconds()*1000*float64(slots)/float64(n))
+		fmt.Fprintf(a.stdout, "round %d  raw jetstream  %6d msgs  %8.2fs  %9.1f msgs/s\n", r, n, raw.Seconds(), rawRate)
+		fmt.Fprintf(a.stdout, "round %d  benchfleet     %6d jobs  %8.2fs  %9.1f jobs/s\n", r, n, fleet.Seconds(), fleetRate)
+		fmt.Fprintf(a.stdout, "round %d  ratio fleet/raw rate %.3f (time %.2fx), overhead %.2f ms/job per slot\n",
+			r, fleetRate/rawRate, fleet.Seconds()/raw.Seconds(), (fleet-raw).Seconds()*1000*float64(slots)/float64(n))
+		ratios = append(ratios, fleetRate/rawRate)
+	}
+	med, lo, hi := medianOf(ratios)
+	if jobDuration > 0 {
+		fmt.Fprintf(a.stdout, "utilization %.3f (median of %d rounds; min %.3f, max %.3f)\n", med, rounds, lo, hi)
+	} else {
+		fmt.Fprintf(a.stdout, "ratio fleet/raw rate %.3f (median of %d rounds; min %.3f, max %.3f)\n", med, rounds, lo, hi)
 	}
 	if probes > 0 {
 		lat, err := fl.claimLatency(ctx, probes)
@@ -137,6 +149,37 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 			len(lat), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), ms(lat[len(lat)-1]))
 	}
 	return nil
+}
+
+// utilizationRound runs one round of n jobs of duration d through the
+// fleet and, right after, on the runner alone; it prints both and returns
+// the fleet's utilization.
+func (a *app) utilizationRound(ctx context.Context, fl *benchFleet, r, rounds, n, slots int, d time.Duration) (float64, error) {
+	fmt.Fprintf(a.stderr, "round %d/%d: benchfleet, %d jobs of %s on %d slots...\n", r, rounds, n, d, slots)
+	fleet, last, times, err := fl.dispatchResults(ctx, fmt.Sprintf("dispatch-%d", r), n, d)
+	if err != nil {
+		return 0, fmt.Errorf("fleet: %w", err)
+	}
+	alone, err := runnerAlone(ctx, n, slots, d)
+	if err != nil {
+		return 0, fmt.Errorf("runner alone: %w", err)
+	}
+	busy := time.Duration(n) * d
+	util := func(wall time.Duration) float64 { return busy.Seconds() / (float64(slots) * wall.Seconds()) }
+	perJob := func(wall time.Duration) float64 {
+		return (wall - busy/time.Duration(slots)).Seconds() * 1000 * float64(slots) / float64(n)
+	}
+	fmt.Fprintf(a.stdout, "round %d  benchfleet %d jobs of %s on %d slots: %.2fs to the last runner's end, %.2fs to every result seen (ideal %.2fs); runner alone %.2fs (no NATS, no store)\n",
+		r, n, d, slots, last.Seconds(), fleet.Seconds(), (busy / time.Duration(slots)).Seconds(), alone.Seconds())
+	fmt.Fprintf(a.stdout, "round %d  utilization %.3f (runner busy time / slots x wall to the last finished_at), overhead %.2f ms/job per slot; runner alone %.3f (%.2f ms/job)\n",
+		r, util(last), perJob(last), util(alone), perJob(alone))
+	fmt.Fprintf(a.stdout, "round %d  slot times  %s\n", r, times)
+	return util(last), nil
+}
+
+// medianOf returns median(xs) and the minimum and maximum of xs (not empty).
+func medianOf(xs []float64) (med, lo, hi float64) {
+	return median(xs), slices.Min(xs), slices.Max(xs)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -139,10 +138,8 @@ func (a *app) benchSubmit(ctx context.Context, n, rounds int, dataDir string) er
 		fmt.Fprintf(a.stdout, "round %d  ratio benchfleet/raw rate %.3f (time %.2fx), overhead %.1f µs/job; matrix expansion %.1f µs/job (not timed)\n",
 			r, fleetRate/rawRate, fleet.Seconds()/raw.Seconds(), (fleet-raw).Seconds()*1e6/float64(n), build.Seconds()*1e6/float64(n))
 	}
-	sorted := slices.Clone(ratios)
-	slices.Sort(sorted)
-	fmt.Fprintf(a.stdout, "ratio benchfleet/raw rate %.3f (median of %d rounds; min %.3f, max %.3f)\n",
-		sorted[len(sorted)/2], len(sorted), sorted[0], sorted[len(sorted)-1])
+	med, lo, hi := medianOf(ratios)
+	fmt.Fprintf(a.stdout, "ratio benchfleet/raw rate %.3f (median of %d rounds; min %.3f, max %.3f)\n", med, len(ratios), lo, hi)
 	return nil
 }
 
