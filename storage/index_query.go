@@ -251,6 +251,10 @@ func queryJSONKeys(ctx context.Context, b Bucket, keys []string, covered map[str
 // The columns Query reads besides doc.
 var filterColumns = []string{"run", "job", "run_created_at", "pool", "status", "model", "commit", "branch"}
 
+// queryColumns are the columns a query opens a part for: the filter
+// columns, doc, and date (which a part must have).
+var queryColumns = append(slices.Clip(filterColumns), "doc", "date")
+
 // readPart reads the part at key and returns its rows matching f, decoded
 // from the doc column. With withKeys it also returns the result keys of all
 // its rows (the keys it covers). Errors name the key.
@@ -266,7 +270,7 @@ func readPartSealed(ctx context.Context, b Bucket, key string, f Filter, withKey
 		return nil, nil, 0, 0, err
 	}
 	defer closeFn()
-	pf, err := parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	pf, err := openPartColumns(ra, size, queryColumns, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
 	}
@@ -279,7 +283,7 @@ func readPartSealed(ctx context.Context, b Bucket, key string, f Filter, withKey
 		}
 	}
 	col := map[string]int{}
-	for _, name := range append(filterColumns, "doc", "date") {
+	for _, name := range queryColumns {
 		leaf, ok := pf.Schema().Lookup(name)
 		if !ok {
 			return nil, nil, 0, 0, fmt.Errorf("storage: index part %q has no column %q", key, name)
