@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -18,12 +19,16 @@ import (
 // (a 10 KB footer, ~0.4 ms per part). So the part is shown to parquet-go
 // with its footer rewritten to describe only the named columns, in their
 // order in the file; the pages stay where they are (a footer's offsets are
-// absolute), and column indexes refer to the projected schema. Columns that
+// absolute), and column indexes refer to the projected schema. The kept
+// chunks' metadata loses what reading pages does not need: the page
+// encoding, size and geospatial statistics, key-value metadata, and the
+// min/max statistics of columns not in statsColumns (the doc column's are
+// two whole documents). Columns that
 // the part lacks are simply absent (Schema().Lookup fails as it would on the
 // whole file). A footer that cannot be projected (a nested schema, an
 // encrypted footer, row groups whose chunks do not match the schema) is
 // opened whole: the projection is an optimisation, never a different reader.
-func openPartColumns(ra io.ReaderAt, size int64, columns []string, opts ...parquet.FileOption) (*parquet.File, error) {
+func openPartColumns(ra io.ReaderAt, size int64, columns, statsColumns []string, opts ...parquet.FileOption) (*parquet.File, error) {
 	if size >= 12 {
 		var tail [8]byte
 		if _, err := ra.ReadAt(tail[:], size-8); err != nil {
@@ -31,12 +36,15 @@ func openPartColumns(ra io.ReaderAt, size int64, columns []string, opts ...parqu
 		}
 		n := int64(binary.LittleEndian.Uint32(tail[:4]))
 		if string(tail[4:]) == "PAR1" && n > 0 && n <= size-12 {
-			footer := make([]byte, n)
+			bufp := footerPool.Get().(*[]byte)
+			defer footerPool.Put(bufp)
+			footer := slices.Grow((*bufp)[:0], int(n))[:n]
+			*bufp = footer
 			start := size - 8 - n
 			if _, err := ra.ReadAt(footer, start); err != nil {
 				return nil, fmt.Errorf("reading footer: %w", err)
 			}
-			if proj, ok := projectFooter(footer, columns); ok {
+			if proj, ok := projectFooter(footer, columns, statsColumns); ok {
 				proj = binary.LittleEndian.AppendUint32(proj, uint32(len(proj)))
 				proj = append(proj, "PAR1"...)
 				v := &footerSwap{r: ra, data: start, tail: proj}
@@ -46,6 +54,10 @@ func openPartColumns(ra io.ReaderAt, size int64, columns []string, opts ...parqu
 	}
 	return parquet.OpenFile(ra, size, opts...)
 }
+
+// footerPool holds the buffers footers are read into (the projection is a
+// copy).
+var footerPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // footerSwap is a file whose bytes from data on are tail instead: the
 // original file with its footer replaced.
@@ -113,6 +125,12 @@ const (
 	seName            = 4 // SchemaElement.name
 	seNumChildren     = 5 // SchemaElement.num_children
 	rgColumns         = 1 // RowGroup.columns: list<ColumnChunk>
+	ccMetaData        = 3 // ColumnChunk.meta_data: ColumnMetaData
+	cmKeyValue        = 8
+	cmStatistics      = 12
+	cmEncodingStats   = 13
+	cmSizeStatistics  = 16
+	cmGeospatialStats = 17
 	rgSortingColumns  = 4 // RowGroup.sorting_columns (column indexes)
 	thriftMaxDepth    = 32
 	thriftMaxElements = 1 << 20
@@ -279,19 +297,22 @@ func appendListHeader(b []byte, n int, elem byte) []byte {
 type footerProjection struct {
 	r       thriftReader
 	columns []string
+	stats   []string // columns whose min/max statistics are kept
 	out     []byte
 	leaves  int    // leaf columns in the schema; -1 before it is read
 	keep    []bool // by leaf column
+	keepSt  []bool // by leaf column: keep its statistics
 	kept    int
 }
 
 // projectFooter rewrites a Parquet FileMetaData (thrift compact) to describe
-// only the leaf columns named in columns, keeping their order in the file.
+// only the leaf columns named in columns, keeping their order in the file,
+// and the statistics of those in statsColumns (see openPartColumns).
 // ok is false when the footer cannot be projected: it is malformed (the
 // caller's open reports that), encrypted, not a flat schema, or every
 // column is wanted.
-func projectFooter(footer []byte, columns []string) (out []byte, ok bool) {
-	p := &footerProjection{r: thriftReader{b: footer}, columns: columns, leaves: -1,
+func projectFooter(footer []byte, columns, statsColumns []string) (out []byte, ok bool) {
+	p := &footerProjection{r: thriftReader{b: footer}, columns: columns, stats: statsColumns, leaves: -1,
 		out: make([]byte, 0, len(footer)/2)}
 	if err := p.fileMetaData(); err != nil || p.leaves < 0 || p.kept == p.leaves {
 		return nil, false
@@ -323,7 +344,7 @@ func (p *footerProjection) fileMetaData() error {
 		case id == fmRowGroups && typ == tcList:
 			err = p.structs(p.rowGroup)
 		case id == fmColumnOrders && typ == tcList:
-			err = p.columnList()
+			err = p.columnList(false)
 		case id == fmSchema || id == fmRowGroups || id == fmColumnOrders:
 			return errNoProjection
 		default:
@@ -358,6 +379,7 @@ func (p *footerProjection) schema() error {
 	}
 	p.leaves = n - 1
 	p.keep = make([]bool, p.leaves)
+	p.keepSt = make([]bool, p.leaves)
 	type field struct {
 		id    int16
 		typ   byte
@@ -402,8 +424,10 @@ func (p *footerProjection) schema() error {
 				return errNoProjection // a group: not a flat schema
 			case id == seName && typ == tcBinary:
 				nr := thriftReader{b: v}
-				if l, err := nr.uvarint(); err == nil && l == uint64(len(v)-nr.off) && slices.Contains(p.columns, string(v[nr.off:])) {
-					p.keep[i] = true
+				if l, err := nr.uvarint(); err == nil && l == uint64(len(v)-nr.off) {
+					name := string(v[nr.off:])
+					p.keep[i] = slices.Contains(p.columns, name)
+					p.keepSt[i] = slices.Contains(p.stats, name)
 				}
 			}
 			prev = id
@@ -479,7 +503,7 @@ func (p *footerProjection) rowGroup() error {
 		wrote = id
 		switch {
 		case id == rgColumns && typ == tcList:
-			err = p.columnList()
+			err = p.columnList(true)
 		case id == rgColumns:
 			return errNoProjection
 		default:
@@ -493,7 +517,7 @@ func (p *footerProjection) rowGroup() error {
 
 // columnList copies a list with one struct per leaf column (a row group's
 // ColumnChunks, the file's ColumnOrders), keeping the kept columns'.
-func (p *footerProjection) columnList() error {
+func (p *footerProjection) columnList(chunks bool) error {
 	if p.leaves < 0 {
 		return errNoProjection // the schema comes first in every writer's footer
 	}
@@ -507,6 +531,12 @@ func (p *footerProjection) columnList() error {
 	}
 	p.out = appendListHeader(p.out, p.kept, tcStruct)
 	for i := range n {
+		if chunks && p.keep[i] {
+			if err := p.columnChunk(p.keepSt[i]); err != nil {
+				return err
+			}
+			continue
+		}
 		start := r.off
 		if err := r.skip(tcStruct, true, 1); err != nil {
 			return err
@@ -516,4 +546,64 @@ func (p *footerProjection) columnList() error {
 		}
 	}
 	return nil
+}
+
+// columnChunk copies a ColumnChunk, its ColumnMetaData without what
+// reading pages does not need (see openPartColumns).
+func (p *footerProjection) columnChunk(stats bool) error {
+	return p.copyStruct(func(id int16, typ byte) (bool, error) {
+		if id != ccMetaData || typ != tcStruct {
+			return true, nil
+		}
+		return true, p.copyStruct(func(id int16, _ byte) (bool, error) {
+			switch id {
+			case cmKeyValue, cmEncodingStats, cmSizeStatistics, cmGeospatialStats:
+				return false, nil
+			case cmStatistics:
+				return stats, nil
+			}
+			return true, nil
+		})
+	})
+}
+
+// copyStruct copies a struct field by field: fn says whether to keep a
+// field; it may also write the field's value itself (after its header) and
+// then return keep and a nil error with the reader past the value, which
+// copyStruct detects by the reader having moved.
+func (p *footerProjection) copyStruct(fn func(id int16, typ byte) (bool, error)) error {
+	r := &p.r
+	var prev, wrote int16
+	for {
+		id, typ, err := r.field(prev)
+		if err != nil {
+			return err
+		}
+		if typ == 0 {
+			p.out = append(p.out, 0)
+			return nil
+		}
+		prev = id
+		mark, start := len(p.out), r.off
+		p.out = appendFieldHeader(p.out, wrote, id, typ)
+		keep, err := fn(id, typ)
+		if err != nil {
+			return err
+		}
+		if !keep {
+			p.out = p.out[:mark]
+			if r.off == start {
+				if err := r.skip(typ, false, 1); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		wrote = id
+		if r.off == start {
+			if err := p.copyValue(typ); err != nil {
+				return err
+			}
+		}
+	}
 }

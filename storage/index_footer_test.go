@@ -12,7 +12,7 @@ import (
 // TestOpenPartColumns opens a compacted part with its footer projected to a
 // few columns and checks it against the whole file: the projected schema
 // holds exactly the named columns in file order, with the same row groups,
-// statistics, key-value metadata and values.
+// key-value metadata and values, and the statistics asked for.
 func TestOpenPartColumns(t *testing.T) {
 	t.Parallel()
 	b, _ := newSynthStore(t, 300, 1)
@@ -32,7 +32,8 @@ func TestOpenPartColumns(t *testing.T) {
 	}
 	// Asked in another order, with a column the part lacks.
 	cols := []string{"doc", "model", "no_such_column", "run", "run_created_at"}
-	proj, err := openPartColumns(bytes.NewReader(data), int64(len(data)), cols, opts...)
+	stats := []string{"model", "run"}
+	proj, err := openPartColumns(bytes.NewReader(data), int64(len(data)), cols, stats, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +60,12 @@ func TestOpenPartColumns(t *testing.T) {
 		for gi := range whole.RowGroups() {
 			ps := proj.Metadata().RowGroups[gi].Columns[pl.ColumnIndex].MetaData.Statistics
 			ws := whole.Metadata().RowGroups[gi].Columns[wl.ColumnIndex].MetaData.Statistics
-			if !bytes.Equal(ps.MinValue, ws.MinValue) || !bytes.Equal(ps.MaxValue, ws.MaxValue) {
-				t.Fatalf("column %s row group %d: statistics differ", name, gi)
+			if slices.Contains(stats, name) {
+				if ps.MinValue == nil || !bytes.Equal(ps.MinValue, ws.MinValue) || !bytes.Equal(ps.MaxValue, ws.MaxValue) {
+					t.Fatalf("column %s row group %d: statistics differ", name, gi)
+				}
+			} else if ps.MinValue != nil || ps.MaxValue != nil {
+				t.Fatalf("column %s row group %d: statistics kept", name, gi)
 			}
 			var pv, wv []string
 			if err := readColumn(proj.RowGroups()[gi], pl.ColumnIndex, func(_ int, v parquet.Value) { pv = append(pv, v.String()) }); err != nil {
@@ -93,15 +98,15 @@ func TestProjectFooterDeclines(t *testing.T) {
 	}
 	n := binary.LittleEndian.Uint32(data[len(data)-8:])
 	footer := data[len(data)-8-int(n) : len(data)-8]
-	if _, ok := projectFooter(footer, []string{"doc"}); !ok {
+	if _, ok := projectFooter(footer, []string{"doc"}, nil); !ok {
 		t.Fatal("a part's footer is not projected")
 	}
 	all := whole(t, data)
-	if _, ok := projectFooter(footer, all); ok {
+	if _, ok := projectFooter(footer, all, nil); ok {
 		t.Error("projected to every column: want the footer opened whole")
 	}
 	for i := range len(footer) - 1 {
-		if _, ok := projectFooter(footer[:i], []string{"doc"}); ok {
+		if _, ok := projectFooter(footer[:i], []string{"doc"}, nil); ok {
 			t.Fatalf("footer truncated to %d bytes projected", i)
 		}
 	}
@@ -133,7 +138,7 @@ func FuzzProjectFooter(f *testing.F) {
 	n := binary.LittleEndian.Uint32(data[len(data)-8:])
 	f.Add(data[len(data)-8-int(n) : len(data)-8])
 	f.Fuzz(func(t *testing.T, footer []byte) {
-		out, ok := projectFooter(footer, queryColumns)
+		out, ok := projectFooter(footer, queryColumns, filterColumns)
 		if !ok {
 			return
 		}
