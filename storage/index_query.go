@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -251,6 +252,10 @@ func queryJSONKeys(ctx context.Context, b Bucket, keys []string, covered map[str
 // The columns Query reads besides doc.
 var filterColumns = []string{"run", "job", "run_created_at", "pool", "status", "model", "commit", "branch"}
 
+// queryColumns are the columns a query opens a part for: the filter
+// columns, doc, and date (which a part must have).
+var queryColumns = append(slices.Clip(filterColumns), "doc", "date")
+
 // readPart reads the part at key and returns its rows matching f, decoded
 // from the doc column. With withKeys it also returns the result keys of all
 // its rows (the keys it covers). Errors name the key.
@@ -266,7 +271,7 @@ func readPartSealed(ctx context.Context, b Bucket, key string, f Filter, withKey
 		return nil, nil, 0, 0, err
 	}
 	defer closeFn()
-	pf, err := parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	pf, err := openPartColumns(ra, size, queryColumns, filterColumns, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, nil, 0, 0, fmt.Errorf("storage: index part %q is unreadable: %w", key, err)
 	}
@@ -279,7 +284,7 @@ func readPartSealed(ctx context.Context, b Bucket, key string, f Filter, withKey
 		}
 	}
 	col := map[string]int{}
-	for _, name := range append(filterColumns, "doc", "date") {
+	for _, name := range queryColumns {
 		leaf, ok := pf.Schema().Lookup(name)
 		if !ok {
 			return nil, nil, 0, 0, fmt.Errorf("storage: index part %q has no column %q", key, name)
@@ -329,6 +334,26 @@ type rowTest struct {
 	// eq is the value the column must equal, for row group pruning by
 	// statistics; empty when the test is not an equality.
 	eq string
+	// minInt64 is the least value an int64 column may hold, for skipping
+	// the test on a row group whose minimum passes; set when hasMin.
+	minInt64 int64
+	hasMin   bool
+}
+
+// passesAll reports whether a row group's statistics for the test's column
+// prove that every row passes. Skipping such a test only lets more rows
+// through to f.Match, which decides exactly.
+func (t rowTest) passesAll(s *format.Statistics) bool {
+	if s.NullCount != 0 || s.MinValue == nil || s.MaxValue == nil {
+		return false
+	}
+	switch {
+	case t.eq != "":
+		return string(s.MinValue) == t.eq && string(s.MaxValue) == t.eq
+	case t.hasMin:
+		return len(s.MinValue) == 8 && int64(binary.LittleEndian.Uint64(s.MinValue)) >= t.minInt64
+	}
+	return false
 }
 
 func (f Filter) rowTests() []rowTest {
@@ -356,7 +381,7 @@ func (f Filter) rowTests() []rowTest {
 		// The column holds microseconds, truncated: a row at or after Since
 		// is at or after Since truncated. f.Match decides exactly later.
 		min := f.Since.UnixMicro() - 1
-		ts = append(ts, rowTest{column: "run_created_at", test: func(v parquet.Value) bool {
+		ts = append(ts, rowTest{column: "run_created_at", minInt64: min, hasMin: true, test: func(v parquet.Value) bool {
 			return !v.IsNull() && v.Int64() >= min
 		}})
 	}
@@ -379,6 +404,11 @@ func scanPart(pf *parquet.File, col map[string]int, date string, f Filter, withK
 			keep[i] = true
 		}
 		for _, t := range tests {
+			if gi < len(md.RowGroups) {
+				if c := col[t.column]; c < len(md.RowGroups[gi].Columns) && t.passesAll(&md.RowGroups[gi].Columns[c].MetaData.Statistics) {
+					continue
+				}
+			}
 			err := readColumn(rg, col[t.column], func(i int, v parquet.Value) {
 				if keep[i] && !t.test(v) {
 					keep[i] = false
