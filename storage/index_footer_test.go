@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/benchfleet/benchfleet/internal/pqfooter"
 )
 
 // TestOpenPartColumns opens a compacted part with its footer projected to a
@@ -98,15 +100,15 @@ func TestProjectFooterDeclines(t *testing.T) {
 	}
 	n := binary.LittleEndian.Uint32(data[len(data)-8:])
 	footer := data[len(data)-8-int(n) : len(data)-8]
-	if _, ok := projectFooter(footer, []string{"doc"}, nil); !ok {
+	if _, ok := pqfooter.Project(footer, []string{"doc"}, nil); !ok {
 		t.Fatal("a part's footer is not projected")
 	}
 	all := whole(t, data)
-	if _, ok := projectFooter(footer, all, nil); ok {
+	if _, ok := pqfooter.Project(footer, all, nil); ok {
 		t.Error("projected to every column: want the footer opened whole")
 	}
 	for i := range len(footer) - 1 {
-		if _, ok := projectFooter(footer[:i], []string{"doc"}, nil); ok {
+		if _, ok := pqfooter.Project(footer[:i], []string{"doc"}, nil); ok {
 			t.Fatalf("footer truncated to %d bytes projected", i)
 		}
 	}
@@ -123,29 +125,4 @@ func whole(t *testing.T, data []byte) []string {
 		names = append(names, c[0])
 	}
 	return names
-}
-
-// FuzzProjectFooter feeds projectFooter damaged footers: it must not panic,
-// and what it projects must be well-formed thrift.
-func FuzzProjectFooter(f *testing.F) {
-	b, _ := newSynthStore(f, 20, 1)
-	mustCompact(f, b, CompactOptions{})
-	keys := indexKeys(f, b)
-	data, err := getBytes(f.Context(), b, keys[0])
-	if err != nil {
-		f.Fatal(err)
-	}
-	n := binary.LittleEndian.Uint32(data[len(data)-8:])
-	f.Add(data[len(data)-8-int(n) : len(data)-8])
-	f.Fuzz(func(t *testing.T, footer []byte) {
-		out, ok := projectFooter(footer, queryColumns, filterColumns)
-		if !ok {
-			return
-		}
-		// What it writes is one well-formed struct.
-		r := &thriftReader{b: out}
-		if err := r.skip(tcStruct, false, 0); err != nil || r.off != len(out) {
-			t.Fatalf("projected footer is malformed (%v) or has %d trailing bytes", err, len(out)-r.off)
-		}
-	})
 }
