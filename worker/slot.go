@@ -53,6 +53,7 @@ type slot struct {
 	streak    int                    // consecutive infrastructure failures (see maxInfraStreak)
 	lastJob   string                 // the job the last handle ran ("" if it ran none)
 	hist      *protocol.DeviceHealth // the board's lasting health (boards only)
+	healthW   *healthWriter          // stores hist (boards only)
 	released  chan struct{}          // an operator released the quarantined board
 }
 
@@ -65,7 +66,7 @@ type slot struct {
 const maxInfraStreak = 3
 
 func newSlot(w *Worker, s Slot) *slot {
-	return &slot{
+	sl := &slot{
 		w: w, dev: s.Device, runner: s.Runner, health: s.Health, sampler: s.Sampler,
 		log:      w.log.With().Str("device", s.Device.ID).Str("pool", s.Device.Pool).Logger(),
 		wake:     make(chan struct{}, 1),
@@ -75,6 +76,8 @@ func newSlot(w *Worker, s Slot) *slot {
 		released: make(chan struct{}, 1),
 		state:    protocol.DeviceIdle,
 	}
+	sl.healthW = newHealthWriter(sl.putHealth)
+	return sl
 }
 
 func (s *slot) wakeUp() {
@@ -155,6 +158,7 @@ func (s *slot) settled() {
 // once the last job's result is settled.
 func (s *slot) loop() {
 	defer close(s.done)
+	defer s.healthW.flush()
 	defer s.settled()
 	claim := s.w.claimCtx
 	s.loadHealth(claim)
