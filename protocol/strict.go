@@ -83,13 +83,13 @@ func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
 				return fmt.Errorf("object key %v is not a string", kt)
 			}
 			if seen[key] {
-				return fmt.Errorf("duplicate key %q in %s", key, objectName(path))
+				return duplicateKey(key, path)
 			}
 			seen[key] = true
 			ft := elem
 			if fields != nil {
 				if ft, ok = fields[key]; !ok {
-					return fmt.Errorf("unknown field %q in %s (keys are case-sensitive)", key, objectName(path))
+					return unknownField(key, path)
 				}
 			}
 			if err := walkStrict(dec, ft, path+key+"."); err != nil {
@@ -112,6 +112,15 @@ func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
 		return err
 	}
 	return nil
+}
+
+// The errors both walks return, word for word.
+func duplicateKey(key, path string) error {
+	return fmt.Errorf("duplicate key %q in %s", key, objectName(path))
+}
+
+func unknownField(key, path string) error {
+	return fmt.Errorf("unknown field %q in %s (keys are case-sensitive)", key, objectName(path))
 }
 
 func objectName(path string) string {

@@ -3,7 +3,6 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 )
 
@@ -81,14 +80,14 @@ func (w *strictWalker) object(t reflect.Type, path string, depth int) (error, bo
 		}
 		for _, k := range seen {
 			if k == key {
-				return fmt.Errorf("duplicate key %q in %s", key, objectName(path)), true
+				return duplicateKey(key, path), true
 			}
 		}
 		seen = append(seen, key)
 		ft := elem
 		if fields != nil {
 			if ft, ok = fields[key]; !ok {
-				return fmt.Errorf("unknown field %q in %s (keys are case-sensitive)", key, objectName(path)), true
+				return unknownField(key, path), true
 			}
 		}
 		w.space()

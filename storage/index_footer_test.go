@@ -17,16 +17,7 @@ import (
 // key-value metadata and values, and the statistics asked for.
 func TestOpenPartColumns(t *testing.T) {
 	t.Parallel()
-	b, _ := newSynthStore(t, 300, 1)
-	mustCompact(t, b, CompactOptions{})
-	parts := indexKeys(t, b)
-	if len(parts) != 1 {
-		t.Fatalf("parts %v", parts)
-	}
-	data, err := getBytes(t.Context(), b, parts[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, data := onePart(t, 300)
 	opts := []parquet.FileOption{parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)}
 	whole, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), opts...)
 	if err != nil {
@@ -92,12 +83,7 @@ func TestOpenPartColumns(t *testing.T) {
 // TestProjectFooterDeclines checks the footers that are opened whole.
 func TestProjectFooterDeclines(t *testing.T) {
 	t.Parallel()
-	b, _ := newSynthStore(t, 20, 1)
-	mustCompact(t, b, CompactOptions{})
-	data, err := getBytes(t.Context(), b, indexKeys(t, b)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, data := onePart(t, 20)
 	n := binary.LittleEndian.Uint32(data[len(data)-8:])
 	footer := data[len(data)-8-int(n) : len(data)-8]
 	if _, ok := pqfooter.Project(footer, []string{"doc"}, nil); !ok {

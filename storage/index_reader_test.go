@@ -20,21 +20,12 @@ import (
 // users would recognise) and checks the schema, row count and values.
 func TestIndexPartReadableByArrow(t *testing.T) {
 	t.Parallel()
-	b, o := newSynthStore(t, 40, 1)
-	mustCompact(t, b, CompactOptions{})
-	parts := indexKeys(t, b)
-	if len(parts) != 1 {
-		t.Fatalf("parts %v", parts)
-	}
-	data, err := getBytes(t.Context(), b, parts[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, o, data := onePart(t, 40)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	tbl, err := pqarrow.ReadTable(t.Context(), bytes.NewReader(data), parquet.NewReaderProperties(mem),
 		pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
-		t.Fatalf("arrow cannot read %s: %v", parts[0], err)
+		t.Fatalf("arrow cannot read the part: %v", err)
 	}
 	defer tbl.Release()
 	if tbl.NumRows() != 40 {

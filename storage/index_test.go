@@ -43,6 +43,23 @@ func indexKeys(t testing.TB, b Bucket) []string {
 	return keys
 }
 
+// onePart compacts a synthetic store of n results on one day and returns the
+// store, its options and the bytes of its one index part.
+func onePart(t testing.TB, n int) (*FileBucket, SynthOptions, []byte) {
+	t.Helper()
+	b, o := newSynthStore(t, n, 1)
+	mustCompact(t, b, CompactOptions{})
+	parts := indexKeys(t, b)
+	if len(parts) != 1 {
+		t.Fatalf("parts %v, want one", parts)
+	}
+	data, err := getBytes(t.Context(), b, parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, o, data
+}
+
 func mustCompact(t testing.TB, b Bucket, o CompactOptions) CompactStats {
 	t.Helper()
 	st, err := Compact(context.Background(), b, o)
