@@ -217,10 +217,14 @@ func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
 	const run = "forge-pass-on"
 	// Three jobs of ~1 s: board 0 takes at least one (and hangs on it)
 	// while board 1 runs the others, however slowly board 0's slot starts.
+	// The hang's timeout leaves board 1 time to finish both even on a
+	// loaded machine (-race, parallel tests, a harness slow to start):
+	// were board 1 still busy when the hung job comes back, board 0 would
+	// rightly run it again (no idle board to pass it to).
 	var jobs []*protocol.Job
 	for _, k := range []string{"a", "b", "c"} {
 		j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 20, map[string]string{"k": k})
-		j.Limits.Timeout = protocol.Duration(8 * time.Second)
+		j.Limits.Timeout = protocol.Duration(12 * time.Second)
 		jobs = append(jobs, j)
 	}
 	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)

@@ -383,8 +383,11 @@ func (s *slot) quarantine(err error) {
 		return
 	}
 	s.log.Error().Err(err).Msg("device quarantined: it takes no more jobs until released (benchfleet fleet release)")
-	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
+	// The lasting record first, then the state others see: whoever acts on
+	// the reported quarantine (an operator's release, say) finds it stored.
+	// The slot claims nothing meanwhile: this runs on its own loop.
 	s.record(protocol.HealthQuarantine, "", err)
+	s.setState(protocol.DeviceQuarantined, "", "", err.Error())
 	s.notifyQuarantine(err)
 	s.wakeUp()
 }
