@@ -57,6 +57,10 @@ func (s *JobState) Reported() bool {
 type Counts struct {
 	// Failed counts jobs that ended without passing, except cancelled ones.
 	Total, Queued, Running, Passed, Failed, Cancelled int
+	// Recording counts jobs whose board has since claimed another job:
+	// their run ended and their result is being stored (a slot claims its
+	// next job before it records the last one).
+	Recording int
 }
 
 // Done is the number of ended jobs.
@@ -311,6 +315,21 @@ func apply(st *JobState, e *protocol.Event) {
 
 func progress(run string, states map[string]*JobState, last *JobState) Progress {
 	p := Progress{Run: run, ByPool: map[string]Counts{}, Last: last}
+	// A board runs one job at a time: of the jobs shown running on one
+	// board, only the one it heard from last is.
+	type board struct{ worker, device string }
+	newest := map[board]*JobState{}
+	running := func(st *JobState) bool {
+		return st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog
+	}
+	for _, st := range states {
+		if !st.Terminal() && running(st) && st.Device != "" {
+			k := board{st.Worker, st.Device}
+			if n := newest[k]; n == nil || st.Updated.After(n.Updated) {
+				newest[k] = st
+			}
+		}
+	}
 	for _, st := range states {
 		c := p.ByPool[st.Job.Pool]
 		c.Total++
@@ -325,7 +344,10 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 		case st.Terminal():
 			c.Failed++
 			p.All.Failed++
-		case st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog || st.Reported():
+		case running(st) && st.Device != "" && newest[board{st.Worker, st.Device}] != st:
+			c.Recording++
+			p.All.Recording++
+		case running(st) || st.Reported():
 			c.Running++
 			p.All.Running++
 		default:

@@ -151,6 +151,9 @@ func progressText(pr producer.Progress) string {
 		fmt.Fprintf(&b, ", %d cancelled", c.Cancelled)
 	}
 	fmt.Fprintf(&b, "), %d running, %d queued", c.Running, c.Queued)
+	if c.Recording > 0 {
+		fmt.Fprintf(&b, ", %d recording", c.Recording)
+	}
 	if len(pr.ByPool) > 1 {
 		pools := make([]string, 0, len(pr.ByPool))
 		for k := range pr.ByPool {

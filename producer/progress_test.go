@@ -1,0 +1,43 @@
+package producer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// A board runs one job at a time. A slot claims its next job before it
+// records the last one, so for a moment two jobs of one board look
+// running: only the one the board claimed last counts as running, the
+// other as recording. Jobs on different boards are each running.
+func TestProgressCountsOneRunningJobPerBoard(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	st := func(id string, kind protocol.EventKind, dev string, at time.Duration) *JobState {
+		return &JobState{Job: protocol.ManifestJob{ID: id, Pool: "cpu"}, Kind: kind, Worker: "w1", Device: dev, Updated: t0.Add(at)}
+	}
+	states := map[string]*JobState{
+		"old":    st("old", protocol.EventPhase, "cpu-0", 0),             // its runner returned; being recorded
+		"new":    st("new", protocol.EventClaimed, "cpu-0", time.Second), // claimed next on the same board
+		"other":  st("other", protocol.EventClaimed, "cpu-1", 0),
+		"queued": {Job: protocol.ManifestJob{ID: "queued", Pool: "cpu"}},
+		"done":   {Job: protocol.ManifestJob{ID: "done", Pool: "cpu"}, Kind: protocol.EventClaimed, Worker: "w1", Device: "cpu-0", Updated: t0.Add(2 * time.Second), Result: &protocol.Result{Status: protocol.StatusPassed}},
+	}
+	p := progress("r", states, nil)
+	want := Counts{Total: 5, Queued: 1, Running: 2, Recording: 1, Passed: 1}
+	if p.All != want {
+		t.Fatalf("counts %+v, want %+v", p.All, want)
+	}
+	if p.ByPool["cpu"] != want {
+		t.Fatalf("pool counts %+v, want %+v", p.ByPool["cpu"], want)
+	}
+	if got := RunState(p, false); got != RunRunning {
+		t.Fatalf("run state %v, want running", got)
+	}
+	// Only recording left: the run is still running, not queued.
+	p = progress("r", map[string]*JobState{"old": states["old"], "new": st("new", protocol.EventClaimed, "cpu-0", time.Second)}, nil)
+	if p.All.Recording != 1 || p.All.Running != 1 {
+		t.Fatalf("counts %+v, want 1 running and 1 recording", p.All)
+	}
+}
