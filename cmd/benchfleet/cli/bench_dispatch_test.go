@@ -72,3 +72,14 @@ func TestBenchDispatch(t *testing.T) {
 		}
 	})
 }
+
+// bench query names the flag it refuses.
+func TestBenchQueryNamesTheBadFlag(t *testing.T) {
+	t.Parallel()
+	for _, flag := range []string{"--results", "--days", "--repeat"} {
+		code, _, errOut := ciRun(t, "bench", "query", flag, "0")
+		if code != ExitUsage || !strings.Contains(errOut, flag+" 0: must be at least 1") {
+			t.Errorf("%s 0: exit %d, %q; want a usage error naming %s", flag, code, errOut, flag)
+		}
+	}
+}

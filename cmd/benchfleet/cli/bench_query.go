@@ -104,8 +104,13 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 	if err := checkFormat(fl.format, "table", "json"); err != nil {
 		return err
 	}
-	if fl.results < 1 || fl.days < 1 || fl.repeat < 1 {
-		return usageErr("--results, --days and --repeat must be positive")
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--results", fl.results}, {"--days", fl.days}, {"--repeat", fl.repeat}} {
+		if f.v < 1 {
+			return usageErr("%s %d: must be at least 1", f.name, f.v)
+		}
 	}
 	filter, err := fl.q.filter()
 	if err != nil {
