@@ -81,7 +81,7 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, topo *topology.Handl
 			continue
 		}
 		st, ok := states[j.ID]
-		if ok && (st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog) {
+		if ok && st.OnBoard() {
 			continue // running: its worker stops it and records the result
 		}
 		if err := topo.Jobs.DeleteMsg(ctx, seq); err != nil {
@@ -119,7 +119,7 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, topo *topology.Handl
 			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
 	}
 	for _, st := range states {
-		if st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog {
+		if st.OnBoard() {
 			out.Running++
 		}
 	}

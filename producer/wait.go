@@ -47,6 +47,12 @@ func (s *JobState) Status() protocol.Status {
 	return ""
 }
 
+// OnBoard reports whether the job's latest event says a board is working on
+// it (claimed, or a phase or log line since).
+func (s *JobState) OnBoard() bool {
+	return s.Kind == protocol.EventClaimed || s.Kind == protocol.EventPhase || s.Kind == protocol.EventLog
+}
+
 // Reported reports whether an event said the job ended while its result is
 // not (yet) in the store: spooled on the worker, or a forged event.
 func (s *JobState) Reported() bool {
@@ -282,7 +288,7 @@ func apply(st *JobState, e *protocol.Event) {
 	// worker's "claimed" (both are published asynchronously): it does not
 	// move a running job back to the queue. (A deliberate re-queue follows
 	// a dead letter, handled above.)
-	if e.Kind == protocol.EventQueued && (st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog) {
+	if e.Kind == protocol.EventQueued && st.OnBoard() {
 		return
 	}
 	// A job reported ended stays reported while its result is awaited.
@@ -319,11 +325,8 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 	// board, only the one it heard from last is.
 	type board struct{ worker, device string }
 	newest := map[board]*JobState{}
-	running := func(st *JobState) bool {
-		return st.Kind == protocol.EventClaimed || st.Kind == protocol.EventPhase || st.Kind == protocol.EventLog
-	}
 	for _, st := range states {
-		if !st.Terminal() && running(st) && st.Device != "" {
+		if !st.Terminal() && st.OnBoard() && st.Device != "" {
 			k := board{st.Worker, st.Device}
 			if n := newest[k]; n == nil || st.Updated.After(n.Updated) {
 				newest[k] = st
@@ -344,10 +347,10 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 		case st.Terminal():
 			c.Failed++
 			p.All.Failed++
-		case running(st) && st.Device != "" && newest[board{st.Worker, st.Device}] != st:
+		case st.OnBoard() && st.Device != "" && newest[board{st.Worker, st.Device}] != st:
 			c.Recording++
 			p.All.Recording++
-		case running(st) || st.Reported():
+		case st.OnBoard() || st.Reported():
 			c.Running++
 			p.All.Running++
 		default:

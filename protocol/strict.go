@@ -49,29 +49,50 @@ var (
 	unmarshalType = reflect.TypeFor[json.Unmarshaler]()
 )
 
-// walkStrict reads one value shaped like t (nil: any shape).
-func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
+// strictShape is the shape a value of type t is walked with: pointers
+// followed, and nil (any shape) for types that decode themselves
+// (Duration, time.Time), whose own UnmarshalJSON judges the value.
+func strictShape(t reflect.Type) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t != nil && (t == timeType || reflect.PointerTo(t).Implements(unmarshalType)) {
+		return nil
+	}
+	return t
+}
+
+// objectShape is what an object shaped like t allows: the fields of a
+// struct (any other key is unknown), or the element type of a map's values
+// (keys free); both nil for any shape.
+func objectShape(t reflect.Type) (fields map[string]reflect.Type, elem reflect.Type) {
+	if t != nil && t.Kind() == reflect.Struct {
+		return jsonFields(t), nil
+	}
+	if t != nil && t.Kind() == reflect.Map {
+		return nil, t.Elem()
+	}
+	return nil, nil
+}
+
+// arrayElem is the element type of an array shaped like t (nil: any).
+func arrayElem(t reflect.Type) reflect.Type {
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		return t.Elem()
+	}
+	return nil
+}
+
+// walkStrict reads one value shaped like t (nil: any shape).
+func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
+	t = strictShape(t)
 	tok, err := dec.Token()
 	if err != nil {
 		return err
 	}
-	// Types that decode themselves (Duration, time.Time) take any value
-	// here; their own UnmarshalJSON judges it.
-	if t != nil && (t == timeType || reflect.PointerTo(t).Implements(unmarshalType)) {
-		t = nil
-	}
 	switch tok {
 	case json.Delim('{'):
-		var fields map[string]reflect.Type
-		var elem reflect.Type
-		if t != nil && t.Kind() == reflect.Struct {
-			fields = jsonFields(t)
-		} else if t != nil && t.Kind() == reflect.Map {
-			elem = t.Elem()
-		}
+		fields, elem := objectShape(t)
 		seen := map[string]bool{}
 		for dec.More() {
 			kt, err := dec.Token()
@@ -99,10 +120,7 @@ func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
 		_, err := dec.Token() // '}'
 		return err
 	case json.Delim('['):
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
+		elem := arrayElem(t)
 		for dec.More() {
 			if err := walkStrict(dec, elem, path); err != nil {
 				return err

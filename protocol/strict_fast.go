@@ -30,12 +30,7 @@ type strictWalker struct {
 
 // walk reads one value shaped like t (nil: any shape), as walkStrict does.
 func (w *strictWalker) walk(t reflect.Type, path string, depth int) (error, bool) {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t != nil && (t == timeType || reflect.PointerTo(t).Implements(unmarshalType)) {
-		t = nil
-	}
+	t = strictShape(t)
 	if w.i >= len(w.data) {
 		return nil, false
 	}
@@ -52,13 +47,7 @@ func (w *strictWalker) object(t reflect.Type, path string, depth int) (error, bo
 	if depth > maxJSONDepth {
 		return nil, false
 	}
-	var fields map[string]reflect.Type
-	var elem reflect.Type
-	if t != nil && t.Kind() == reflect.Struct {
-		fields = jsonFields(t)
-	} else if t != nil && t.Kind() == reflect.Map {
-		elem = t.Elem()
-	}
+	fields, elem := objectShape(t)
 	var seen []string // a job's objects have a handful of keys
 	w.i++             // {
 	w.space()
@@ -120,10 +109,7 @@ func (w *strictWalker) array(t reflect.Type, path string, depth int) (error, boo
 	if depth > maxJSONDepth {
 		return nil, false
 	}
-	var elem reflect.Type
-	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-		elem = t.Elem()
-	}
+	elem := arrayElem(t)
 	w.i++ // [
 	w.space()
 	if w.i < len(w.data) && w.data[w.i] == ']' {

@@ -457,7 +457,7 @@ func (b *S3Bucket) List(ctx context.Context, prefix string) iter.Seq2[string, er
 			}
 		}
 		in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(b.prefix + prefix)}
-		last, stopped := "", false
+		last := ""
 		err := b.pages(ctx, prefix, in, func(out *s3.ListObjectsV2Output) bool {
 			for _, obj := range out.Contents {
 				k := strings.TrimPrefix(aws.ToString(obj.Key), b.prefix)
@@ -466,18 +466,16 @@ func (b *S3Bucket) List(ctx context.Context, prefix string) iter.Seq2[string, er
 				}
 				if k <= last {
 					yield("", fmt.Errorf("storage: s3 list %q: server returned %q after %q (not sorted)", prefix, k, last))
-					stopped = true
 					return false
 				}
 				last = k
 				if !yield(k, nil) {
-					stopped = true
 					return false
 				}
 			}
 			return true
 		})
-		if err != nil && !stopped {
+		if err != nil { // only a failed request: a stopped page ends the listing with nil
 			yield("", err)
 		}
 	}

@@ -170,7 +170,7 @@ func (s *slot) loop() {
 	empty := 0 // fetches in a row that found nothing
 	for claim.Err() == nil {
 		if s.outOfService() {
-			s.startSettles()
+			s.startSettles() // no claim to wait for
 			select {
 			case <-claim.Done():
 				return
@@ -184,23 +184,22 @@ func (s *slot) loop() {
 			}
 		}
 		var msg jetstream.Msg
+		var err error
 		select {
 		case msg = <-s.handoff:
-			s.startSettles()
 		default:
-		}
-		if msg == nil {
-			var err error
 			msg, err = s.next(claim)
-			s.startSettles()
-			if err != nil {
-				if claim.Err() != nil {
-					return
-				}
-				s.log.Warn().Err(err).Msg("fetch failed; retrying")
-				sleepCtx(claim, time.Second)
-				continue
+		}
+		// The next job is claimed (or none is queued): the last job's
+		// settle goes now, no longer sharing the moment with the claim.
+		s.startSettles()
+		if err != nil {
+			if claim.Err() != nil {
+				return
 			}
+			s.log.Warn().Err(err).Msg("fetch failed; retrying")
+			sleepCtx(claim, time.Second)
+			continue
 		}
 		if msg == nil {
 			// A fetch can come back empty while jobs are queued (the

@@ -287,7 +287,7 @@ func statusOf(js *producer.JobState) (string, string) {
 		return "retrying", "running"
 	case js.Kind == protocol.EventPhase && js.Phase != "":
 		return "running: " + js.Phase, "running"
-	case js.Kind == protocol.EventClaimed || js.Kind == protocol.EventPhase || js.Kind == protocol.EventLog:
+	case js.OnBoard():
 		return "running", "running"
 	}
 	return "queued", "queued"

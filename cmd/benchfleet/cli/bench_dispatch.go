@@ -108,31 +108,15 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 	// rounds' ratios is the figure.
 	var ratios []float64
 	for r := 1; r <= rounds; r++ {
+		round := func() (float64, error) { return a.rawRound(ctx, srv.ClientURL(), fl, r, rounds, n, slots) }
 		if jobDuration > 0 {
-			ratio, err := a.utilizationRound(ctx, fl, r, rounds, n, slots, jobDuration)
-			if err != nil {
-				return err
-			}
-			ratios = append(ratios, ratio)
-			continue
+			round = func() (float64, error) { return a.utilizationRound(ctx, fl, r, rounds, n, slots, jobDuration) }
 		}
-		fmt.Fprintf(a.stderr, "round %d/%d: raw jetstream, %d messages on %d consumers...\n", r, rounds, n, slots)
-		raw, err := rawJetStream(ctx, srv.ClientURL(), n, slots)
+		ratio, err := round()
 		if err != nil {
-			return fmt.Errorf("raw jetstream: %w", err)
+			return err
 		}
-		fmt.Fprintf(a.stderr, "round %d/%d: benchfleet, %d jobs on %d slots...\n", r, rounds, n, slots)
-		fleet, _, _, err := fl.dispatchResults(ctx, fmt.Sprintf("dispatch-%d", r), n, 0)
-		if err != nil {
-			return fmt.Errorf("fleet: %w", err)
-		}
-		rawRate := float64(n) / raw.Seconds()
-		fleetRate := float64(n) / fleet.Seconds()
-		fmt.Fprintf(a.stdout, "round %d  raw jetstream  %6d msgs  %8.2fs  %9.1f msgs/s\n", r, n, raw.Seconds(), rawRate)
-		fmt.Fprintf(a.stdout, "round %d  benchfleet     %6d jobs  %8.2fs  %9.1f jobs/s\n", r, n, fleet.Seconds(), fleetRate)
-		fmt.Fprintf(a.stdout, "round %d  ratio fleet/raw rate %.3f (time %.2fx), overhead %.2f ms/job per slot\n",
-			r, fleetRate/rawRate, fleet.Seconds()/raw.Seconds(), (fleet-raw).Seconds()*1000*float64(slots)/float64(n))
-		ratios = append(ratios, fleetRate/rawRate)
+		ratios = append(ratios, ratio)
 	}
 	med, lo, hi := medianOf(ratios)
 	if jobDuration > 0 {
@@ -149,6 +133,29 @@ func (a *app) benchDispatch(ctx context.Context, n, slots int, jobDuration time.
 			len(lat), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), ms(lat[len(lat)-1]))
 	}
 	return nil
+}
+
+// rawRound runs one round of n bare messages through raw JetStream and,
+// right after, n zero-length jobs through the fleet; it prints both rates
+// and returns the fleet's rate over raw's.
+func (a *app) rawRound(ctx context.Context, url string, fl *benchFleet, r, rounds, n, slots int) (float64, error) {
+	fmt.Fprintf(a.stderr, "round %d/%d: raw jetstream, %d messages on %d consumers...\n", r, rounds, n, slots)
+	raw, err := rawJetStream(ctx, url, n, slots)
+	if err != nil {
+		return 0, fmt.Errorf("raw jetstream: %w", err)
+	}
+	fmt.Fprintf(a.stderr, "round %d/%d: benchfleet, %d jobs on %d slots...\n", r, rounds, n, slots)
+	fleet, _, _, err := fl.dispatchResults(ctx, fmt.Sprintf("dispatch-%d", r), n, 0)
+	if err != nil {
+		return 0, fmt.Errorf("fleet: %w", err)
+	}
+	rawRate := float64(n) / raw.Seconds()
+	fleetRate := float64(n) / fleet.Seconds()
+	fmt.Fprintf(a.stdout, "round %d  raw jetstream  %6d msgs  %8.2fs  %9.1f msgs/s\n", r, n, raw.Seconds(), rawRate)
+	fmt.Fprintf(a.stdout, "round %d  benchfleet     %6d jobs  %8.2fs  %9.1f jobs/s\n", r, n, fleet.Seconds(), fleetRate)
+	fmt.Fprintf(a.stdout, "round %d  ratio fleet/raw rate %.3f (time %.2fx), overhead %.2f ms/job per slot\n",
+		r, fleetRate/rawRate, fleet.Seconds()/raw.Seconds(), (fleet-raw).Seconds()*1000*float64(slots)/float64(n))
+	return fleetRate / rawRate, nil
 }
 
 // utilizationRound runs one round of n jobs of duration d through the

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,12 +116,10 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 		return err
 	}
 	ctx := cmd.Context()
-	// --duckdb's needs are checked before any work.
+	// --duckdb's DuckDB is looked for before any work; its file store is
+	// checked once the store is open, before anything is written to it.
 	var duck *duckDB
 	if fl.duckdb {
-		if cmd.Flags().Changed("store") && strings.HasPrefix(a.storeURL, "s3://") {
-			return usageErr("--duckdb reads the part files in place: it needs a file store, not %s", storage.Redact(a.storeURL))
-		}
 		if duck, err = findDuckDB(); err != nil {
 			return err
 		}
@@ -164,7 +161,7 @@ func (a *app) runBenchQuery(cmd *cobra.Command, fl *benchQueryFlags) error {
 	if duck != nil {
 		fb, ok := storage.AsFile(b)
 		if !ok {
-			return usageErr("--duckdb reads the part files in place: it needs a file store")
+			return usageErr("--duckdb reads the part files in place: it needs a file store, not %s", where)
 		}
 		duck.glob = filepath.Join(fb.Root(), filepath.FromSlash(storage.PrefixIndex), "*", "*.parquet")
 	}
