@@ -59,6 +59,11 @@ type Result struct {
 	Telemetry *Telemetry        `json:"telemetry,omitempty"`
 	Artifacts []Artifact        `json:"artifacts,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	// Notes are facts about the run a reader of the result must know
+	// because they qualify its figures, one sentence each (the harness
+	// ran another batch size than the job asked for; the board power
+	// covers only some of its chips). Absent when there are none.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // UpstreamReport is the part of an upstream harness report (its
@@ -111,6 +116,11 @@ type Telemetry struct {
 	// Source is where the readings came from: "hwmon" (tt-kmd sysfs) or
 	// "tt-smi" (its snapshot).
 	Source string `json:"source,omitempty"`
+	// PowerChips is how many of the board's chips PowerW covers (tt-kmd
+	// registers hwmon per PCI function: on an n300 only the L chip has
+	// it, so the power is that chip's); absent (0) when unknown or when
+	// there is no power reading. Compare DeviceRef.Chips.
+	PowerChips int `json:"power_chips,omitempty"`
 }
 
 // Stat is the min, mean and max of a series of readings.
@@ -155,6 +165,12 @@ type Phases struct {
 // measured (the job failed before the timed loop) is 0 in Go and null in
 // JSON; a measured one is always above 0.
 type Measurements struct {
+	// BatchSize is the batch the timed loop ran, as the harness's report
+	// says; absent (0) when the runner has no report of its own (the
+	// job's benchmark.batch_size ran). A harness may ignore the job's
+	// --batch-size (tt-xla's vision tests fix theirs): then this differs
+	// from benchmark.batch_size and Result.Notes says so.
+	BatchSize     int         `json:"batch_size,omitempty"`
 	TotalSamples  int64       `json:"total_samples"`
 	TotalTimeS    float64     `json:"total_time_s"`
 	SamplesPerSec float64     `json:"samples_per_sec"`
