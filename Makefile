@@ -2,8 +2,9 @@
 # tests need (VersityGW at a pinned version, into ./.tools/bin), checks
 # formatting and vet, runs every test (the S3 tests against a real
 # VersityGW are required, not skipped; so is the dashboard's test in
-# headless Chromium, installed from Debian's packages; and bench query's DuckDB
-# reference, npm's @duckdb/node-api), the race detector on the
+# headless Chromium, installed from Debian's packages; the harness tests under
+# Debian's real pytest and venv; and bench query's DuckDB reference, npm's
+# @duckdb/node-api), the race detector on the
 # concurrent packages, and a brief run of every fuzz target.
 
 GO       ?= go
@@ -18,6 +19,7 @@ test: tools vet unit race fuzz-short
 tools:
 	./scripts/install-versitygw.sh
 	./scripts/install-chromium.sh
+	./scripts/install-pytest.sh
 	./scripts/install-duckdb.sh
 
 build:
@@ -28,7 +30,7 @@ vet:
 	$(GO) vet ./...
 
 unit:
-	BENCHFLEET_REQUIRE_S3=1 BENCHFLEET_REQUIRE_PYDANTIC=1 BENCHFLEET_REQUIRE_BROWSER=1 BENCHFLEET_REQUIRE_DUCKDB=1 AWS_EC2_METADATA_DISABLED=true $(GO) test -count=1 -timeout 20m ./...
+	BENCHFLEET_REQUIRE_S3=1 BENCHFLEET_REQUIRE_PYTEST=1 BENCHFLEET_REQUIRE_PYDANTIC=1 BENCHFLEET_REQUIRE_BROWSER=1 BENCHFLEET_REQUIRE_DUCKDB=1 AWS_EC2_METADATA_DISABLED=true $(GO) test -count=1 -timeout 20m ./...
 
 # The packages with the most concurrency, under the race detector.
 race:

@@ -15,9 +15,21 @@ type Device struct {
 	Arch string `json:"arch,omitempty"`
 	// Chips is the number of chips of the board (1 for built-in slots).
 	Chips int `json:"chips"`
-	// Path is the device node, e.g. /dev/tenstorrent/0 ("" for built-in).
+	// Path is the first device node, e.g. /dev/tenstorrent/0 ("" for
+	// built-in).
 	Path string `json:"path,omitempty"`
-	// Visible is the TT_VISIBLE_DEVICES value for this slot ("" for built-in).
+	// Nodes are the device node numbers (/dev/tenstorrent/<N>) of the
+	// board's PCIe-attached chips, lowest first; nil for built-in slots. An
+	// Ethernet-attached chip (n300 R) has none.
+	Nodes []int `json:"nodes,omitempty"`
+	// BDFs are the PCI addresses (0000:01:00.0) of those chips, in Nodes
+	// order; nil for built-in slots. They name a board whatever the device
+	// node numbering, but can change across a reset.
+	BDFs []string `json:"bdfs,omitempty"`
+	// Visible is the TT_VISIBLE_DEVICES value for this slot: the
+	// comma-joined BDFs, or the comma-joined node numbers when the host's
+	// tt-umd is known to predate PCI addresses there (< 0.9.2, see
+	// VisibleDevices); "" for built-in slots.
 	Visible string `json:"-"`
 	// Firmware is the firmware version when known.
 	Firmware string `json:"firmware,omitempty"`

@@ -56,41 +56,114 @@ func (c DiscoverConfig) tool() (ttSMI, error) {
 // under DevRoot matched with a `tt-smi -s` snapshot. Each board is one
 // Device named "tt<N>" after its lowest device node N, with Runner "forge",
 // the pool, arch and chip count of its board type, the firmware bundle
-// version, Path its first node and Visible the comma-separated node
-// numbers for TT_VISIBLE_DEVICES.
+// version, Nodes its device node numbers, BDFs their PCI addresses (from
+// sysfs, else the snapshot's chip paired with the node), Path its first
+// node and Visible the TT_VISIBLE_DEVICES value (VisibleDevices: the BDFs,
+// which name the board whatever the node numbering; tt-umd >= 0.9.3 reads
+// a bare number there as a position in the BDF-sorted device list, which
+// names another board when the nodes are sparse).
 //
 // Chips are grouped into boards by board id: the two chips of an n300
 // ("n300 L" over PCIe, "n300 R" over Ethernet) are one Device with Chips 2
-// and Visible "N" (the remote chip has no node; the runtime reaches it
-// through the local one); boards whose chips each have a node (p300)
-// list them all ("N,M"). Galaxy chips form one host-wide device. A board
-// with fewer chips in the snapshot than its type has is returned with
-// Healthy false. Boards without a pool (p100a, Grayskull, unknown) are
-// skipped with a warning on DiscoverConfig.Log.
+// and the L chip's node and BDF (the remote chip has neither; the runtime
+// reaches it through the local one); boards whose chips each have a node
+// (p300) list them all. Galaxy chips form one host-wide device. A board with fewer
+// chips in the snapshot than its type has is returned with Healthy false.
+// Boards without a pool (Grayskull, unknown) are skipped with a warning on
+// DiscoverConfig.Log.
 //
 // A host without device nodes (no DevRoot) has no boards: nil, nil. When
 // there are nodes, a missing or failing tt-smi is an error naming it:
 // without the snapshot the board types, and so the pools, are unknown.
 func Discover(ctx context.Context, cfg DiscoverConfig) ([]Device, error) {
-	devs, _, err := discover(ctx, cfg.withDefaults())
+	devs, _, _, err := discover(ctx, cfg.withDefaults())
 	return devs, err
 }
 
-// discover is Discover with the reasons devices are unhealthy, by ID.
-func discover(ctx context.Context, cfg DiscoverConfig) ([]Device, map[string]string, error) {
+// discover is Discover with the reasons devices are unhealthy, by ID, and
+// the snapshot (nil when there are no device nodes).
+func discover(ctx context.Context, cfg DiscoverConfig) ([]Device, map[string]string, *Snapshot, error) {
 	nodes, err := deviceNodes(cfg.DevRoot)
 	if err != nil || len(nodes) == 0 {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	snap, err := nodeSnapshot(ctx, cfg, len(nodes))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	devs, problems, err := assemble(cfg, nodes, snap)
+	return devs, problems, snap, err
+}
+
+// nodeSnapshot takes the `tt-smi -s` snapshot of a host with n device
+// nodes; errors say so.
+func nodeSnapshot(ctx context.Context, cfg DiscoverConfig, n int) (*Snapshot, error) {
 	t, err := cfg.tool()
 	if err != nil {
-		return nil, nil, fmt.Errorf("tenstorrent: %d device node(s) under %s, but %w", len(nodes), cfg.DevRoot, err)
+		return nil, fmt.Errorf("tenstorrent: %d device node(s) under %s, but %w", n, cfg.DevRoot, err)
 	}
 	snap, err := t.snapshot(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tenstorrent: %d device node(s) under %s, but no tt-smi snapshot: %w", len(nodes), cfg.DevRoot, err)
+		return nil, fmt.Errorf("tenstorrent: %d device node(s) under %s, but no tt-smi snapshot: %w", n, cfg.DevRoot, err)
 	}
-	return assemble(cfg, nodes, snap)
+	return snap, nil
+}
+
+// ResolveNodes names the board(s) of device nodes given by hand (a static
+// slot of the worker config): it returns a Device with only Nodes, BDFs,
+// Path and Visible set. Each node's PCI address is read from sysfs
+// (SysRoot/tenstorrent!N/device); when sysfs lacks one, a `tt-smi -s`
+// snapshot pairs the host's nodes with its PCIe chips as Discover does
+// (and tells the tt-umd version VisibleDevices looks at). An error names
+// the first node neither resolves. Visible is the BDFs when sysfs alone
+// answered (tt-umd unknown).
+func ResolveNodes(ctx context.Context, cfg DiscoverConfig, nodes []int) (Device, error) {
+	cfg = cfg.withDefaults()
+	if len(nodes) == 0 {
+		return Device{}, errors.New("tenstorrent: no device node to resolve")
+	}
+	bdfs := make([]string, len(nodes))
+	var missing []int
+	for i, n := range nodes {
+		if bdfs[i] = busID(cfg.SysRoot, n); bdfs[i] == "" {
+			missing = append(missing, i)
+		}
+	}
+	var software map[string]string
+	if len(missing) > 0 {
+		first := nodes[missing[0]]
+		noLink := fmt.Sprintf("no sysfs link %s", filepath.Join(cfg.SysRoot, "tenstorrent!"+strconv.Itoa(first), "device"))
+		all, err := deviceNodes(cfg.DevRoot)
+		if err == nil && len(all) == 0 {
+			err = fmt.Errorf("no device nodes under %s", cfg.DevRoot)
+		}
+		var snap *Snapshot
+		if err == nil {
+			snap, err = nodeSnapshot(ctx, cfg, len(all))
+		}
+		var byNode map[int]Chip
+		if err == nil {
+			byNode, err = pairNodes(cfg, all, snap)
+		}
+		if err != nil {
+			return Device{}, fmt.Errorf("tenstorrent: device node %d has no known PCI address (%s, and no tt-smi snapshot to pair it with): %w", first, noLink, err)
+		}
+		for _, i := range missing {
+			c, ok := byNode[nodes[i]]
+			if !ok {
+				return Device{}, fmt.Errorf("tenstorrent: device node %d has no known PCI address (%s, and %s holds no such node to pair with the tt-smi snapshot)",
+					nodes[i], noLink, cfg.DevRoot)
+			}
+			bdfs[i] = c.BusID
+		}
+		software = snap.Software
+	}
+	return Device{
+		Path:    filepath.Join(cfg.DevRoot, strconv.Itoa(nodes[0])),
+		Nodes:   slices.Clone(nodes),
+		BDFs:    bdfs,
+		Visible: VisibleDevices(nodes, bdfs, software),
+	}, nil
 }
 
 // deviceNodes lists the numbered device nodes under root, in order.
@@ -201,18 +274,21 @@ func assemble(cfg DiscoverConfig, nodes []int, snap *Snapshot) ([]Device, map[st
 	var devs []Device
 	problems := map[string]string{}
 	for _, b := range boards {
-		ids := make([]string, len(b.nodes))
+		bdfs := make([]string, len(b.nodes))
 		for i, n := range b.nodes {
-			ids[i] = strconv.Itoa(n)
+			bdfs[i] = byNode[n].BusID
 		}
+		first := strconv.Itoa(b.nodes[0])
 		d := Device{
-			ID:       "tt" + ids[0],
+			ID:       "tt" + first,
 			Pool:     b.kind.Pool,
 			Runner:   protocol.RunnerForge,
 			Arch:     b.kind.Arch,
 			Chips:    b.kind.Chips,
-			Path:     filepath.Join(cfg.DevRoot, ids[0]),
-			Visible:  strings.Join(ids, ","),
+			Path:     filepath.Join(cfg.DevRoot, first),
+			Nodes:    b.nodes,
+			BDFs:     bdfs,
+			Visible:  VisibleDevices(b.nodes, bdfs, snap.Software),
 			Firmware: b.first.FirmwareVersion(),
 			Healthy:  b.chips == b.kind.Chips,
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -125,11 +126,15 @@ func TestDiscoverN300AndP150(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fixture's tt-umd (0.1.1) predates BDFs in TT_VISIBLE_DEVICES:
+	// Visible is the node numbers.
 	want := []device.Device{
-		{ID: "tt0", Pool: "n300", Runner: "forge", Arch: "wormhole", Chips: 2, Path: filepath.Join(h.devRoot, "0"), Visible: "0", Firmware: "18.3.0", Healthy: true},
-		{ID: "tt1", Pool: "p150", Runner: "forge", Arch: "blackhole", Chips: 1, Path: filepath.Join(h.devRoot, "1"), Visible: "1", Firmware: "18.6.0", Healthy: true},
+		{ID: "tt0", Pool: "n300", Runner: "forge", Arch: "wormhole", Chips: 2, Path: filepath.Join(h.devRoot, "0"),
+			Nodes: []int{0}, BDFs: []string{"0000:03:00.0"}, Visible: "0", Firmware: "18.3.0", Healthy: true},
+		{ID: "tt1", Pool: "p150", Runner: "forge", Arch: "blackhole", Chips: 1, Path: filepath.Join(h.devRoot, "1"),
+			Nodes: []int{1}, BDFs: []string{"0000:04:00.0"}, Visible: "1", Firmware: "18.6.0", Healthy: true},
 	}
-	if !slices.Equal(devs, want) {
+	if !reflect.DeepEqual(devs, want) {
 		t.Fatalf("Discover:\n got %+v\nwant %+v", devs, want)
 	}
 }
@@ -144,7 +149,8 @@ func TestDiscoverMatchesBySysfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(devs) != 2 || devs[0].Pool != "p150" || devs[0].ID != "tt0" || devs[1].Pool != "n300" || devs[1].Visible != "1" || devs[1].Chips != 2 {
+	if len(devs) != 2 || devs[0].Pool != "p150" || devs[0].ID != "tt0" || devs[1].Pool != "n300" || devs[1].Visible != "1" || devs[1].Chips != 2 ||
+		!slices.Equal(devs[0].BDFs, []string{"0000:04:00.0"}) || !slices.Equal(devs[1].BDFs, []string{"0000:03:00.0"}) {
 		t.Fatalf("Discover: %+v", devs)
 	}
 }
@@ -158,7 +164,8 @@ func TestDiscoverVariants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(devs) != 1 || devs[0].ID != "tt0" || devs[0].Pool != "p300" || devs[0].Visible != "0,1" || devs[0].Chips != 2 || !devs[0].Healthy {
+		if len(devs) != 1 || devs[0].ID != "tt0" || devs[0].Pool != "p300" || devs[0].Chips != 2 || !devs[0].Healthy ||
+			!slices.Equal(devs[0].Nodes, []int{0, 1}) || len(devs[0].BDFs) != 2 || devs[0].Visible != "0,1" {
 			t.Fatalf("Discover: %+v", devs)
 		}
 	})
@@ -184,15 +191,24 @@ func TestDiscoverVariants(t *testing.T) {
 			t.Fatalf("Discover: %+v", devs)
 		}
 	})
-	t.Run("old tt-smi, progress text, board without pool", func(t *testing.T) {
+	t.Run("old tt-smi, progress text, p100a, board without pool", func(t *testing.T) {
 		t.Parallel()
 		h := newFakeHost(t, "legacy.json", []int{0, 1}, hostOpts{legacy: true, prefix: true})
 		devs, err := device.Discover(t.Context(), h.config())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(devs) != 1 || devs[0].ID != "tt0" || devs[0].Pool != "n150" || devs[0].Firmware != "1.7.0.0" {
+		// No host_sw_vers: tt-umd unknown, so Visible is the BDFs.
+		if len(devs) != 2 || devs[0].ID != "tt0" || devs[0].Pool != "n150" || devs[0].Firmware != "1.7.0.0" || devs[0].Visible != "0000:07:00.0" ||
+			devs[1].Pool != "p100" || devs[1].Arch != device.ArchBlackhole || devs[1].Chips != 1 || devs[1].Visible != "0000:08:00.0" {
 			t.Fatalf("Discover: %+v", devs)
+		}
+		// A Grayskull board has no pool: skipped.
+		if err := os.WriteFile(h.snapshot, []byte(strings.Replace(string(readFixture(t, "legacy.json")), `"p100a"`, `"e150"`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if devs, err = device.Discover(t.Context(), h.config()); err != nil || len(devs) != 1 || devs[0].Pool != "n150" {
+			t.Fatalf("Discover with an e150: %+v, %v", devs, err)
 		}
 	})
 	t.Run("no device root", func(t *testing.T) {
@@ -290,13 +306,13 @@ func TestTTHealth(t *testing.T) {
 func TestTTHealthResetTimeout(t *testing.T) {
 	t.Parallel()
 	h := newFakeHost(t, "n150x2.json", []int{0}, hostOpts{})
-	// A reset that never ends.
-	if err := os.WriteFile(h.ttsmi, []byte("#!/bin/sh\nsleep 60\n"), 0o755); err != nil {
+	// A reset that never ends (of a tt-smi that tells its version).
+	if err := os.WriteFile(h.ttsmi, []byte("#!/bin/sh\n[ \"$1\" = --version ] && { echo 6.3.0; exit 0; }\nsleep 60\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := h.config()
 	cfg.ResetTimeout = 300 * time.Millisecond
-	err := device.NewTTHealth(cfg).Reset(t.Context(), device.Device{ID: "tt0", Visible: "0"})
+	err := device.NewTTHealth(cfg).Reset(t.Context(), device.Device{ID: "tt0", Nodes: []int{0}, BDFs: []string{"0000:01:00.0"}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Reset error %v, want DeadlineExceeded", err)
 	}

@@ -59,8 +59,20 @@ type Recorder interface {
 // Outcome is what a finished run measured.
 type Outcome struct {
 	Measurements protocol.Measurements
-	// PCC is the accuracy check; Min is filled by the worker from the job.
+	// PCCValue is the accuracy check's correlation.
 	PCCValue float64
+	// PCCJudged is set by a runner whose harness judged its own accuracy
+	// check and passed it (an upstream harness exits 0 only then): unless
+	// the job sets limits.pcc_min, the result passes by that judgement.
+	// Unset, the worker judges PCCValue against the job's limits.pcc_min
+	// or protocol.DefaultPCCMin.
+	PCCJudged bool
+	// PCCRequired is the PCC the harness required, when it said (tt-xla
+	// prints it); 0 when unknown.
+	PCCRequired float64
+	// Notes qualify the figures (Result.Notes), e.g. a batch size the
+	// harness chose itself.
+	Notes []string
 	// Upstream names the artifact holding the raw upstream report, if any.
 	Upstream string
 	// Device facts learned during the run (e.g. from the upstream report).
@@ -86,7 +98,12 @@ func Invalid(format string, args ...any) error {
 
 // BenchmarkError: the benchmark ran and failed (PCC below threshold, test
 // failure). The job ends with a failed result; no retry.
-type BenchmarkError struct{ Reason string }
+type BenchmarkError struct {
+	Reason string
+	// PCC and PCCRequired are the failed accuracy check's figures, when
+	// the harness printed them (0 otherwise).
+	PCC, PCCRequired float64
+}
 
 func (e *BenchmarkError) Error() string { return "benchmark failed: " + e.Reason }
 

@@ -24,6 +24,12 @@ type Sample struct {
 	TemperatureC float64
 	// Source says where the readings came from ("hwmon", "tt-smi").
 	Source string
+	// PowerChips is how many of the board's chips PowerW sums: the device
+	// nodes with an hwmon power reading (tt-kmd registers hwmon per PCI
+	// function, so an n300's Ethernet-attached chip has none), plus the
+	// chips whose tt-smi snapshot telemetry has a power value; 0 when
+	// PowerW is NaN.
+	PowerChips int
 }
 
 // Sampler reads a device's sensors while a job runs. Sample must be cheap
@@ -41,10 +47,13 @@ const SampleInterval = 250 * time.Millisecond
 // hwmon files (SysRoot/tenstorrent!N/device/hwmon/hwmon*/power1_input in
 // microwatts, temp1_input in millidegrees Celsius: cheap reads that do not
 // disturb the device). A board with several device nodes sums power and
-// takes the hottest chip. When a node has no hwmon files it falls back to
-// the `tt-smi -s` snapshot's telemetry ("power" in W, "asic_temperature"
-// in °C, strings), which is slow (seconds) and talks to the firmware: it
-// is read at most every SnapshotInterval per device (ErrNoSample between).
+// takes the hottest chip. hwmon exists per PCI function, so on an n300 it
+// is the L chip's alone (Sample.PowerChips says how many chips the power
+// covers). When a node has no hwmon files it falls back to the `tt-smi -s`
+// snapshot's telemetry ("power" in W, "asic_temperature" in °C, strings)
+// of that node's chip and the Ethernet-attached chips of its board, which
+// is slow (seconds) and talks to the firmware: it is read at most every
+// SnapshotInterval per device (ErrNoSample between).
 type TTSampler struct {
 	cfg DiscoverConfig
 
@@ -105,6 +114,7 @@ func (s *Sample) add(powerW, tempC float64) {
 			s.PowerW = 0
 		}
 		s.PowerW += powerW
+		s.PowerChips++
 	}
 	if !math.IsNaN(tempC) && (math.IsNaN(s.TemperatureC) || tempC > s.TemperatureC) {
 		s.TemperatureC = tempC
@@ -164,12 +174,23 @@ func (s *TTSampler) fromSnapshot(ctx context.Context, nodes []int, out *Sample) 
 	if err != nil {
 		return err
 	}
+	boards := map[string]bool{}
 	for _, n := range nodes {
 		c, ok := byNode[n]
 		if !ok {
 			continue
 		}
 		out.add(parseTelemetry(c.Telemetry["power"]), parseTelemetry(c.Telemetry["asic_temperature"]))
+		if c.BoardID != "" {
+			boards[c.BoardID] = true
+		}
+	}
+	// The Ethernet-attached chips of those boards (n300 R) have no node of
+	// their own but report their telemetry in the snapshot.
+	for _, c := range snap.Chips {
+		if c.Remote() && boards[c.BoardID] {
+			out.add(parseTelemetry(c.Telemetry["power"]), parseTelemetry(c.Telemetry["asic_temperature"]))
+		}
 	}
 	return nil
 }
@@ -183,11 +204,13 @@ func parseTelemetry(v string) float64 {
 }
 
 // Summarize returns the telemetry of the samples taken in [from, to]: the
-// number of samples and min/mean/max of each value present. It returns nil
+// number of samples, min/mean/max of each value present, and PowerChips:
+// how many of the board's chips the power covers (Sample.PowerChips; the
+// least of the samples with power, should they differ). It returns nil
 // when no sample falls in the window.
 func Summarize(samples []Sample, from, to time.Time) *protocol.Telemetry {
 	var power, temp []float64
-	n, source := 0, ""
+	n, source, powerChips := 0, "", 0
 	for _, s := range samples {
 		if s.Time.Before(from) || s.Time.After(to) {
 			continue
@@ -198,6 +221,9 @@ func Summarize(samples []Sample, from, to time.Time) *protocol.Telemetry {
 		}
 		if !math.IsNaN(s.PowerW) {
 			power = append(power, s.PowerW)
+			if s.PowerChips > 0 && (powerChips == 0 || s.PowerChips < powerChips) {
+				powerChips = s.PowerChips
+			}
 		}
 		if !math.IsNaN(s.TemperatureC) {
 			temp = append(temp, s.TemperatureC)
@@ -206,7 +232,7 @@ func Summarize(samples []Sample, from, to time.Time) *protocol.Telemetry {
 	if n == 0 {
 		return nil
 	}
-	return &protocol.Telemetry{Samples: n, Source: source, PowerW: stat(power), TemperatureC: stat(temp)}
+	return &protocol.Telemetry{Samples: n, Source: source, PowerW: stat(power), TemperatureC: stat(temp), PowerChips: powerChips}
 }
 
 func stat(v []float64) *protocol.Stat {

@@ -26,7 +26,7 @@ func TestTTSamplerHwmonAndSnapshotFallback(t *testing.T) {
 	cfg := device.DiscoverConfig{TTSMI: h.TTSMI, DevRoot: h.DevRoot, SysRoot: h.Sys}
 	s := device.NewTTSampler(cfg)
 	ctx := t.Context()
-	got, err := s.Sample(ctx, device.Device{ID: "tt0", Visible: "0"})
+	got, err := s.Sample(ctx, device.Device{ID: "tt0", Nodes: []int{0}})
 	if err != nil || got.PowerW != 87.5 || got.TemperatureC != 51.25 || got.Source != "hwmon" {
 		t.Fatalf("hwmon sample %+v, %v", got, err)
 	}
@@ -34,11 +34,11 @@ func TestTTSamplerHwmonAndSnapshotFallback(t *testing.T) {
 	if err := os.RemoveAll(filepath.Dir(h.Hwmon(1))); err != nil {
 		t.Fatal(err)
 	}
-	got, err = s.Sample(ctx, device.Device{ID: "tt1", Visible: "1"})
+	got, err = s.Sample(ctx, device.Device{ID: "tt1", Nodes: []int{1}})
 	if err != nil || got.PowerW != 21 || got.TemperatureC != 44.3 || got.Source != "tt-smi" {
 		t.Fatalf("snapshot sample %+v, %v", got, err)
 	}
-	if _, err := s.Sample(ctx, device.Device{ID: "tt1", Visible: "1"}); !errors.Is(err, device.ErrNoSample) {
+	if _, err := s.Sample(ctx, device.Device{ID: "tt1", Nodes: []int{1}}); !errors.Is(err, device.ErrNoSample) {
 		t.Fatalf("second snapshot within %s: %v, want ErrNoSample", device.SnapshotInterval, err)
 	}
 	t0 := time.Now()

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +29,8 @@ type Snapshot struct {
 	Time string
 	// Host is host_info (OS, Kernel, Hostname, Driver, ...).
 	Host map[string]string
-	// Software is host_sw_vers (tt_smi, tt_umd, ... versions).
+	// Software is host_sw_vers: package versions by name, "tt_smi" and,
+	// by tt-smi version, "pyluwen" and/or "tt_umd" (tt-smi's backends).
 	Software map[string]string
 	// Chips are the device_info entries, in tt-smi's order.
 	Chips []Chip
@@ -262,11 +264,15 @@ const maxToolOutput = MaxSnapshotBytes
 
 // run runs tt-smi with args in its own process group, killed with the
 // group when ctx ends or the timeout passes. It returns stdout; a failure's
-// error carries the end of stderr.
+// error carries the end of stderr. tt-smi gets the worker's environment
+// without TT_VISIBLE_DEVICES: tt-umd honours it in tt-smi too, and tt-smi
+// must see every board of the host (the snapshot pairs all nodes; -r
+// looks its target up among the visible devices).
 func (t ttSMI) run(ctx context.Context, timeout time.Duration, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, t.path, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TT_VISIBLE_DEVICES=") })
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
@@ -307,13 +313,9 @@ func (t ttSMI) snapshot(ctx context.Context) (*Snapshot, error) {
 	return ParseSnapshot(out)
 }
 
-// reset runs `tt-smi -r <nodes>`.
-func (t ttSMI) reset(ctx context.Context, timeout time.Duration, nodes []int) error {
-	ids := make([]string, len(nodes))
-	for i, n := range nodes {
-		ids[i] = strconv.Itoa(n)
-	}
-	_, err := t.run(ctx, timeout, "-r", strings.Join(ids, ","))
+// reset runs `tt-smi -r <target>` (resetArgument).
+func (t ttSMI) reset(ctx context.Context, timeout time.Duration, target string) error {
+	_, err := t.run(ctx, timeout, "-r", target)
 	return err
 }
 

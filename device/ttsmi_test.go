@@ -85,22 +85,25 @@ func TestParseSnapshotRejects(t *testing.T) {
 func TestKindOf(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]device.BoardKind{
-		"n150":    {Pool: "n150", Arch: device.ArchWormhole, Chips: 1},
-		"n150 L":  {Pool: "n150", Arch: device.ArchWormhole, Chips: 1},
-		"n300 L":  {Pool: "n300", Arch: device.ArchWormhole, Chips: 2},
-		"n300 R":  {Pool: "n300", Arch: device.ArchWormhole, Chips: 2},
-		"p150a":   {Pool: "p150", Arch: device.ArchBlackhole, Chips: 1},
-		"P150B":   {Pool: "p150", Arch: device.ArchBlackhole, Chips: 1},
-		"p300c":   {Pool: "p300", Arch: device.ArchBlackhole, Chips: 2},
-		"p300":    {Pool: "p300", Arch: device.ArchBlackhole, Chips: 2},
-		"wh_4u L": {Pool: "galaxy", Arch: device.ArchWormhole, Chips: 32, System: true},
+		"n150":         {Pool: "n150", Arch: device.ArchWormhole, Chips: 1},
+		"n150 L":       {Pool: "n150", Arch: device.ArchWormhole, Chips: 1},
+		"n300 L":       {Pool: "n300", Arch: device.ArchWormhole, Chips: 2},
+		"n300 R":       {Pool: "n300", Arch: device.ArchWormhole, Chips: 2},
+		"p150a":        {Pool: "p150", Arch: device.ArchBlackhole, Chips: 1},
+		"P150B":        {Pool: "p150", Arch: device.ArchBlackhole, Chips: 1},
+		"p300c":        {Pool: "p300", Arch: device.ArchBlackhole, Chips: 2},
+		"p300":         {Pool: "p300", Arch: device.ArchBlackhole, Chips: 2},
+		"wh_4u L":      {Pool: "galaxy", Arch: device.ArchWormhole, Chips: 32, System: true},
+		"p100a":        {Pool: "p100", Arch: device.ArchBlackhole, Chips: 1},
+		"tt-galaxy-wh": {Pool: "galaxy", Arch: device.ArchWormhole, Chips: 32, System: true},
+		"tt-galaxy-bh": {Pool: "galaxy-bh", Arch: device.ArchBlackhole, Chips: 32, System: true},
 	} {
 		got, ok := device.KindOf(in)
 		if !ok || got != want {
 			t.Errorf("KindOf(%q) = %+v, %v; want %+v", in, got, ok, want)
 		}
 	}
-	for _, in := range []string{"", "N/A", "p100a", "e150", "n301", "n300 X"} {
+	for _, in := range []string{"", "N/A", "e150", "e75", "nb_cb", "bh-scrappy", "n301", "n300 X"} {
 		if k, ok := device.KindOf(in); ok {
 			t.Errorf("KindOf(%q) = %+v, want not ok", in, k)
 		}

@@ -246,7 +246,7 @@ func TestNormalize(t *testing.T) {
 	j := &protocol.Job{Benchmark: protocol.Benchmark{LoopCount: 10}}
 	j.Normalize()
 	if j.Schema != protocol.SchemaJob || j.Priority != protocol.PriorityNormal || j.Benchmark.DataFormat != protocol.FormatBfloat16 ||
-		j.Benchmark.WarmupCount != 10 || j.Limits.PCCMin != protocol.DefaultPCCMin {
+		j.Benchmark.WarmupCount != 10 || j.Limits.PCCMin != 0 {
 		t.Fatalf("normalize: %+v", j)
 	}
 	j = &protocol.Job{Benchmark: protocol.Benchmark{LoopCount: 128}}

@@ -58,7 +58,7 @@ func (p Priority) Valid() bool {
 
 // Pools lists every board kind a job can ask for. Tenstorrent pools are
 // served by discovered devices; cpu and sim by built-in slots.
-var Pools = []string{"n150", "n300", "p150", "p300", "llmbox", "galaxy", "cpu", "sim"}
+var Pools = []string{"n150", "n300", "p100", "p150", "p300", "llmbox", "galaxy", "galaxy-bh", "cpu", "sim"}
 
 // BuiltinPools are the pools served by built-in runners of the same name.
 var BuiltinPools = []string{"cpu", "sim"}

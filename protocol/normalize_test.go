@@ -16,7 +16,7 @@ func TestDecodeQueuedJobDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if j.Schema != SchemaJob || j.Pool != "cpu" || j.Priority != PriorityHigh || j.Runner != RunnerCPU ||
-		j.Benchmark.WarmupCount != 32 || j.Benchmark.DataFormat != FormatBfloat16 || j.Limits.PCCMin != DefaultPCCMin || !j.CreatedAt.Equal(stored) {
+		j.Benchmark.WarmupCount != 32 || j.Benchmark.DataFormat != FormatBfloat16 || j.Limits.PCCMin != 0 || !j.CreatedAt.Equal(stored) {
 		t.Errorf("defaults: %+v", j)
 	}
 	// Without an id, the job's id is the id of its content.

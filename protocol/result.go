@@ -213,12 +213,13 @@ type Artifact struct {
 // no reader mistakes them for a measured 0.
 func (m Measurements) MarshalJSON() ([]byte, error) {
 	type wire struct {
+		BatchSize     int          `json:"batch_size,omitempty"`
 		TotalSamples  *int64       `json:"total_samples"`
 		TotalTimeS    *float64     `json:"total_time_s"`
 		SamplesPerSec *float64     `json:"samples_per_sec"`
 		IterationMS   *IterationMS `json:"iteration_ms"`
 	}
-	w := wire{TotalSamples: nonZero(m.TotalSamples), TotalTimeS: nonZero(m.TotalTimeS), SamplesPerSec: nonZero(m.SamplesPerSec)}
+	w := wire{BatchSize: m.BatchSize, TotalSamples: nonZero(m.TotalSamples), TotalTimeS: nonZero(m.TotalTimeS), SamplesPerSec: nonZero(m.SamplesPerSec)}
 	if m.IterationMS != (IterationMS{}) {
 		w.IterationMS = &m.IterationMS
 	}

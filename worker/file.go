@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -134,7 +133,10 @@ type PlannedSlot struct {
 
 // PlanSlots turns --slots, the config's slots and discovery into devices
 // with the name of their runner kind; it needs no checkout and starts no
-// runner. Errors name the config key.
+// runner. A static Tenstorrent slot's device nodes are resolved to their
+// PCI addresses (device.ResolveNodes: sysfs, else a tt-smi snapshot); a
+// node that resolves neither way is an error naming it, since the slot
+// could not name its board to the harness. Errors name the config key.
 func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logger) ([]PlannedSlot, error) {
 	var slots []PlannedSlot
 	if slotsFlag != "" {
@@ -186,20 +188,27 @@ func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logg
 		if len(s.Devices) == 0 || s.Count != 0 {
 			return nil, configErr("%s: Tenstorrent pool %s takes devices: [\"0\", ...], not count", key, s.Pool)
 		}
-		for _, d := range s.Devices {
-			if n, err := strconv.Atoi(d); err != nil || n < 0 || strconv.Itoa(n) != d {
+		nodes := make([]int, len(s.Devices))
+		for j, d := range s.Devices {
+			n, err := strconv.Atoi(d)
+			if err != nil || n < 0 || strconv.Itoa(n) != d {
 				return nil, configErr("%s.devices: %q is not a device node number like \"0\"", key, d)
 			}
+			nodes[j] = n
 		}
-		root := wf.Discovery.DevRoot
-		if root == "" {
-			root = "/dev/tenstorrent"
+		id := "tt" + s.Devices[0]
+		if hasDevice(slots, id) {
+			return nil, configErr("%s: device %s is already a slot", key, id)
 		}
-		dev := device.Device{ID: "tt" + s.Devices[0], Pool: s.Pool, Runner: runner, Chips: len(s.Devices),
-			Path: filepath.Join(root, s.Devices[0]), Visible: strings.Join(s.Devices, ","), Healthy: true}
-		if hasDevice(slots, dev.ID) {
-			return nil, configErr("%s: device %s is already a slot", key, dev.ID)
+		// The harness and tt-smi name the board by PCI address: a node
+		// number means another board to tt-umd >= 0.9.3 when nodes are
+		// sparse.
+		board, err := device.ResolveNodes(ctx, dcfg, nodes)
+		if err != nil {
+			return nil, fmt.Errorf("%s.devices: %w", key, err)
 		}
+		dev := device.Device{ID: id, Pool: s.Pool, Runner: runner, Chips: len(s.Devices),
+			Path: board.Path, Nodes: board.Nodes, BDFs: board.BDFs, Visible: board.Visible, Healthy: true}
 		slots = append(slots, PlannedSlot{Device: dev, Health: health, Sampler: sampler})
 	}
 	if !wf.Discovery.Enabled && (wf.Discovery.TTSMI != "" || wf.Discovery.DevRoot != "") && len(wf.Slots) == 0 {

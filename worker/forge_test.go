@@ -33,13 +33,23 @@ type ttHost struct {
 
 func newTTHost(t *testing.T, nodes int, kind string, brokenEnv bool, env map[string]string, resetKills ...string) *ttHost {
 	t.Helper()
-	h := &ttHost{TTHost: harnesstest.NewTTHost(t, nodes, resetKills...)}
+	h := newTTHostWith(t, harnesstest.NewTTHost(t, nodes, resetKills...), kind, harnesstest.NewCheckout(t, kind, "", brokenEnv), env)
+	if len(h.slots) != nodes || h.slots[0].Device.Visible != bdf0 {
+		t.Fatalf("discovered %d boards, the first at %s; want %d, the first at %s", len(h.slots), h.slots[0].Device.Visible, nodes, bdf0)
+	}
+	return h
+}
+
+// newTTHostWith serves the boards discovered on host with a harness
+// runner of kind over checkout c.
+func newTTHostWith(t *testing.T, host *harnesstest.TTHost, kind string, c *harnesstest.Checkout, env map[string]string) *ttHost {
+	t.Helper()
+	h := &ttHost{TTHost: host}
 	dcfg := device.DiscoverConfig{TTSMI: h.TTSMI, DevRoot: h.DevRoot, SysRoot: h.Sys}
 	devs, err := device.Discover(t.Context(), dcfg)
-	if err != nil || len(devs) != nodes {
-		t.Fatalf("discovered %+v (%v), want %d boards", devs, err, nodes)
+	if err != nil || len(devs) == 0 {
+		t.Fatalf("discovered %+v (%v), want boards", devs, err)
 	}
-	c := harnesstest.NewCheckout(t, kind, "", brokenEnv)
 	k, _ := device.Lookup(kind)
 	r, err := k.New(device.Settings{Workdir: c.Workdir, Python: c.Python, Env: env, TempDir: t.TempDir()}, zerolog.Nop())
 	if err != nil {
@@ -148,15 +158,20 @@ func TestForgeSlotPassAndFailedTest(t *testing.T) {
 	}
 }
 
+// bdf0 is the PCI address harnesstest gives the board of node 0: the
+// TT_VISIBLE_DEVICES value its slot sets, so the FAKE_HANG_DEVICES entry
+// that hangs it, and the target of its reset.
+const bdf0 = "0000:01:00.0"
+
 // Two n150 boards; the harness hangs on board 0 (the job times out) and
-// the reset leaves board 0 gone while tt-smi exits 0. `tt-smi -r 0` is
-// called, board 0 is quarantined (and so in bench-workers, what `fleet
+// the reset leaves board 0 gone while tt-smi exits 0. `tt-smi -r <its
+// BDF>` is called, board 0 is quarantined (and so in bench-workers, what `fleet
 // status` reads), and the hung job passes on board 1 at its second attempt.
 func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 	t.Parallel()
 	f := newTTFleet(t)
 	host := newTTHost(t, 2, protocol.RunnerForge, false,
-		map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "50"}, "0")
+		map[string]string{"FAKE_HANG_DEVICES": bdf0, "FAKE_ITER_MS": "50"}, "0")
 	w := f.start(t, "tt-hang", host.slots)
 	testfleet.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
 		st := w.Status().Devices
@@ -193,7 +208,7 @@ func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 		st := w.Status().Devices
 		return st[0].ID == "tt0" && st[0].State == protocol.DeviceQuarantined && strings.Contains(st[0].Reason, "gone")
 	})
-	if calls := host.Calls(t); !slices.Contains(calls, "tt-smi -r 0") {
+	if calls := host.Calls(t); !slices.Contains(calls, "tt-smi -r "+bdf0) {
 		t.Fatalf("tt-smi calls %q: board 0 was not reset", calls)
 	}
 	testfleet.Eventually(t, 10*time.Second, "quarantine in bench-workers", func() bool {
@@ -208,7 +223,7 @@ func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
 	t.Parallel()
 	f := newTTFleet(t)
-	host := newTTHost(t, 2, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_ITER_MS": "50"})
+	host := newTTHost(t, 2, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": bdf0, "FAKE_ITER_MS": "50"})
 	w := f.start(t, "tt-pass-on", host.slots)
 	testfleet.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
 		st := w.Status().Devices
@@ -235,7 +250,7 @@ func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
 	}
 	// The hung job is handed back before board 0's reset ends.
 	testfleet.Eventually(t, 30*time.Second, "the hung board reset", func() bool {
-		return slices.Contains(host.Calls(t), "tt-smi -r 0")
+		return slices.Contains(host.Calls(t), "tt-smi -r "+bdf0)
 	})
 	if st := w.Status().Devices[0]; st.State == protocol.DeviceQuarantined {
 		t.Fatalf("tt0 quarantined after one hang it recovered from: %+v", st)
@@ -289,7 +304,7 @@ func TestBrokenHarnessHostLeavesServiceJobsPassElsewhere(t *testing.T) {
 func TestQuarantineLastsUntilReleased(t *testing.T) {
 	t.Parallel()
 	f := newTTFleet(t)
-	host := newTTHost(t, 1, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": "0"}, "0")
+	host := newTTHost(t, 1, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": bdf0}, "0")
 	w := f.start(t, "tt-lasting", host.slots)
 	const run = "lasting-1"
 	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)

@@ -239,7 +239,7 @@ func (a *attemptState) run(ctx context.Context) error {
 	if runErr == nil {
 		r := a.newResult(protocol.StatusPassed, nil)
 		a.fill(r, out, phases)
-		r.Telemetry = telemetry
+		a.telemetry(r, telemetry)
 		if !r.PCC.Passed {
 			r.Status = protocol.StatusFailed
 			r.Error = &protocol.ResultError{Class: protocol.ClassBenchmark,
@@ -260,7 +260,11 @@ func (a *attemptState) run(ctx context.Context) error {
 	case errors.As(runErr, &bench):
 		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassBenchmark, Message: bench.Reason})
 		a.fill(r, out, phases)
-		r.Telemetry = telemetry
+		if bench.PCCRequired > 0 {
+			// The harness's own check failed: its figures, not a re-judgement.
+			r.PCC = protocol.PCC{Value: bench.PCC, Min: bench.PCCRequired}
+		}
+		a.telemetry(r, telemetry)
 		settle(r, files)
 		return nil
 	}
@@ -371,7 +375,23 @@ func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases prot
 	}
 	r.Measurements = out.Measurements
 	r.PCC.Value = out.PCCValue
-	r.PCC.Passed = out.PCCValue >= r.PCC.Min
+	switch {
+	case a.job.Limits.PCCMin > 0 || !out.PCCJudged:
+		// The job's own requirement, or a runner that leaves the
+		// judgement to the worker (newResult set Min).
+		r.PCC.Passed = out.PCCValue >= r.PCC.Min
+	case out.PCCRequired > 0:
+		// The harness judged its own check at the PCC it requires of this
+		// model; it says what it reached.
+		r.PCC.Min = out.PCCRequired
+		r.PCC.Passed = out.PCCValue >= r.PCC.Min
+	default:
+		// The harness passed its check without saying the PCC it
+		// required (forge): its judgement stands.
+		r.PCC.Min = 0
+		r.PCC.Passed = true
+	}
+	r.Notes = append(r.Notes, out.Notes...)
 	r.Upstream = out.Upstream
 	r.Report = out.Report
 	if out.Arch != "" {
@@ -380,6 +400,17 @@ func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases prot
 	if out.Firmware != "" {
 		r.Device.Firmware = out.Firmware
 	}
+}
+
+// telemetry attaches the board's telemetry to r, with a note when the
+// power covers only some of the board's chips.
+func (a *attemptState) telemetry(r *protocol.Result, t *protocol.Telemetry) {
+	r.Telemetry = t
+	if t == nil || t.PowerW == nil || t.PowerChips == 0 || t.PowerChips >= r.Device.Chips {
+		return
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("the board power covers %d of its %d chips (%s): tt-kmd has hwmon on PCIe-attached chips only",
+		t.PowerChips, r.Device.Chips, t.Source))
 }
 
 // finish makes r durable, publishes the terminal event and acks. If the

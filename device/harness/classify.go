@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"syscall"
 
@@ -25,8 +26,12 @@ const (
 //     hang (the board is reset); any other signal is a crash;
 //   - exit 4 is pytest's usage error, but it is also how pytest reports a
 //     conftest that cannot be imported (a missing forge wheel or driver
-//     library: the host is broken, not the job) and a node id that is not
-//     found (the job's fault);
+//     library: the host is broken, not the job), a test module that cannot
+//     be imported (for a file::name id pytest prints "ImportError while
+//     importing test module" and then "ERROR: not found" (pytest 7) or
+//     "ERROR: found no collectors" (pytest 8): a missing torch_xla or
+//     submodule, the host again) and a node id that is not found (the
+//     job's fault);
 //   - exit 5: nothing collected, e.g. the id is deselected by the marker
 //     expression (the job's fault);
 //   - exit 2 with a test module that cannot be imported is the host's
@@ -46,6 +51,8 @@ func classify(name, test string, code int, sig syscall.Signal, sc *Scan, reportE
 		return device.Infra("%s: harness killed by signal %s%s", name, sig, tail)
 	case code == exitUsageError && conftest != "":
 		return device.HostFault("%s: %s (pytest exit 4: the harness's environment on this host is broken)%s", name, conftest, tail)
+	case code == exitUsageError && moduleErr != "":
+		return device.HostFault("%s: %s (pytest exit 4: the test module cannot be imported in the harness's environment on this host)%s", name, moduleErr, tail)
 	case code == exitUsageError && notFound != "":
 		return device.Invalid("test %q not found in the %s checkout (pytest exit 4): %s", test, name, notFound)
 	case code == exitUsageError:
@@ -63,7 +70,12 @@ func classify(name, test string, code int, sig syscall.Signal, sc *Scan, reportE
 		if reportErr == nil {
 			what = "although it wrote a report"
 		}
-		return device.Failed("test failed (pytest exit 1, %s)%s", what, tail)
+		err := &device.BenchmarkError{Reason: fmt.Sprintf("test failed (pytest exit 1, %s)%s", what, tail)}
+		if v, req, ok := sc.FailedPCC(); ok {
+			err.PCC, err.PCCRequired = v, req
+			err.Reason = fmt.Sprintf("PCC %g is below the %g the harness requires (pytest exit 1, %s)%s", v, req, what, tail)
+		}
+		return err
 	case code != 0:
 		return device.Infra("%s: harness exited with status %d%s", name, code, tail)
 	case errors.Is(reportErr, fs.ErrNotExist):

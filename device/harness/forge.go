@@ -22,9 +22,6 @@ func init() {
 // Name implements Profile: protocol.RunnerForge.
 func (Forge) Name() string { return protocol.RunnerForge }
 
-// Marker implements Profile: the tests are marked perf.
-func (Forge) Marker() string { return "perf" }
-
 // Check implements Profile. The harness raises ValueError for --training
 // and needs a pytest node id.
 func (Forge) Check(b protocol.Benchmark) error {
@@ -34,9 +31,25 @@ func (Forge) Check(b protocol.Benchmark) error {
 	return requireTest(protocol.RunnerForge, b)
 }
 
-// Options implements Profile. warmup_count is min(32, loop_count) when the
-// job leaves it 0 (the harness rejects 0 as a usage error).
-func (Forge) Options(b protocol.Benchmark) []string {
+// Command implements Profile: `pytest -svv -m perf <id> <options>`, as the
+// perf workflow runs it from the checkout. env/activate sets no PYTHONPATH;
+// run from the checkout, `python -m pytest` has the checkout first on
+// sys.path, so the checkout is PYTHONPATH here. The watchdog in
+// forge/test/conftest.py reads .test_durations from the working directory
+// (it is at the checkout root): without it a hang is caught only after its
+// 1800 s default.
+func (f Forge) Command(checkout string, b protocol.Benchmark) Command {
+	return Command{
+		Select:     []string{"-m", "perf"},
+		Options:    f.options(b),
+		PythonPath: []string{checkout},
+		CwdFiles:   []string{".test_durations"},
+	}
+}
+
+// options are the harness options. warmup_count is min(32, loop_count)
+// when the job leaves it 0 (the harness rejects 0 as a usage error).
+func (Forge) options(b protocol.Benchmark) []string {
 	format := b.DataFormat
 	if format == "" {
 		format = protocol.FormatBfloat16
@@ -54,7 +67,8 @@ func (Forge) Options(b protocol.Benchmark) []string {
 }
 
 // Outcome implements Profile: measurements and PCC from the report, which
-// upstream writes only after its PCC check passed.
+// upstream writes only after its PCC check passed (so the harness judged
+// it; it does not print the PCC it required on a pass).
 func (Forge) Outcome(report []byte, _ protocol.Benchmark, _ *Scan) (*device.Outcome, error) {
 	rep, err := ParseReport(report)
 	if err != nil {
@@ -63,7 +77,7 @@ func (Forge) Outcome(report []byte, _ protocol.Benchmark, _ *Scan) (*device.Outc
 	if rep.PCC == nil {
 		return nil, device.Failed("upstream report has no pcc: cannot confirm the accuracy check")
 	}
-	return rep.outcome(report, *rep.PCC), nil
+	return rep.outcome(report, *rep.PCC, 0), nil
 }
 
 // requireTest is the check every pytest harness shares: a valid node id.

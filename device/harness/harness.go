@@ -1,24 +1,30 @@
-// Package harness runs the upstream Tenstorrent benchmark harnesses (pytest
-// tests marked "perf", DESIGN §1, shared/UPSTREAM.md §1–2) as supervised
-// subprocesses. One Runner type does the supervision every harness shares:
+// Package harness runs the upstream Tenstorrent benchmark harnesses
+// (pytest perf tests, DESIGN §1, shared/UPSTREAM.md §1–2) as supervised
+// subprocesses, invoked the way each harness's own CI invokes them:
 //
-//	<python> -m pytest -svv -m <marker> <checkout>/<test> <profile options> \
+//	<python> -m pytest -svv <selection> <checkout>/<test> <profile options> \
 //	    --output-file <job dir>/report.json --rootdir <checkout> \
-//	    -o cache_dir=<slot dir>/.pytest_cache
+//	    -o cache_dir=<job dir>/work/.pytest_cache
 //
-// run with the slot's own working directory (upstream conftests write
-// marker files into the working directory, so slots sharing a checkout
-// must not share it) and PYTHONPATH set to the checkout (what `python -m`
-// would have given with the checkout as cwd), TT_VISIBLE_DEVICES set to
-// the slot's chips, an allowlisted environment (never the worker's
-// credentials, see Env), in its own process group. The combined output is
-// streamed to the recorder, scanned for the warmup and timed loops, and
-// kept as the "log.txt" artifact; the output file becomes "report.json".
+// where <selection> is the profile's (tt-forge-onnx: -m perf; tt-xla:
+// --confcutdir=<checkout>/tests/benchmark, no marker). Every job runs in
+// a fresh working directory of its own (<job dir>/work): the upstream
+// conftests write marker files there and tt-xla aggregates the perf-metric
+// files it finds there, so no job may see another's; the checkout files a
+// harness reads from its working directory (forge's .test_durations, for
+// its watchdog) are copied in. PYTHONPATH is what the harness's activate
+// script sets, TT_VISIBLE_DEVICES the slot's board by PCI address, the
+// rest of the environment allowlisted (never the worker's credentials, see
+// Env); the harness gets its own process group. The combined output is
+// streamed to the recorder, scanned for the warmup and timed loops and the
+// accuracy check, and kept as the "log.txt" artifact; the output file
+// becomes "report.json".
 //
-// What differs between harnesses (their options, their report, their
-// required PCC) is a Profile; each lives in one file of this package
-// (forge.go for tt-forge-onnx, ttxla.go for tt-xla) and registers itself
-// with device.Register. A third harness is a third file here.
+// What differs between harnesses (how CI selects and runs a test, its
+// options, its report, how it judges PCC) is a Profile; each lives in one
+// file of this package (forge.go for tt-forge-onnx, ttxla.go for tt-xla)
+// and registers itself with device.Register. A third harness is a third
+// file here.
 package harness
 
 import (
@@ -26,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,17 +66,33 @@ const (
 type Profile interface {
 	// Name is the runner name jobs ask for (e.g. "forge").
 	Name() string
-	// Marker is the pytest -m expression that selects perf tests.
-	Marker() string
 	// Check validates a job's benchmark for this harness without a host.
 	// It returns a *device.InvalidError or nil.
 	Check(b protocol.Benchmark) error
-	// Options returns the harness options after the test id, without
-	// --output-file (the runner adds it).
-	Options(b protocol.Benchmark) []string
+	// Command is how the harness's own CI runs b's test in checkout (an
+	// absolute path).
+	Command(checkout string, b protocol.Benchmark) Command
 	// Outcome turns a passed run's report into the outcome. The scan holds
-	// the loops the harness printed.
+	// the loops and the accuracy check the harness printed.
 	Outcome(report []byte, b protocol.Benchmark, scan *Scan) (*device.Outcome, error)
+}
+
+// Command is how a harness's CI invokes one test.
+type Command struct {
+	// Select are the pytest arguments before the test id that choose
+	// what runs and which conftests load (-m perf, --confcutdir=...).
+	// Paths in them are absolute: the working directory is the job's.
+	Select []string
+	// Options follow the test id, without --output-file (the runner adds
+	// it).
+	Options []string
+	// PythonPath is what the harness's activate script puts on
+	// PYTHONPATH, in order (absolute paths).
+	PythonPath []string
+	// CwdFiles are files of the checkout (relative paths) the harness
+	// reads from its working directory; each is copied into the job's
+	// working directory when the checkout has it.
+	CwdFiles []string
 }
 
 // Config configures a Runner.
@@ -87,8 +110,8 @@ type Config struct {
 	// KillGrace is how long a cancelled harness gets between SIGTERM and
 	// SIGKILL to its process group. Default 10s.
 	KillGrace time.Duration
-	// TempDir holds per-job directories (log.txt, report.json) and one
-	// working directory per slot; created (0700) if missing. Default
+	// TempDir holds one directory per job (log.txt, report.json and the
+	// job's working directory, work/); created (0700) if missing. Default
 	// os.TempDir()/benchfleet-harness. Job directories stay after Run
 	// returns so the worker can upload the artifacts; ones older than
 	// JobDirMaxAge are removed when a later job starts.
@@ -96,7 +119,7 @@ type Config struct {
 }
 
 // Runner runs one harness profile. It is safe for concurrent use: each Run
-// has its own process, job directory and slot directory.
+// has its own process and job directory.
 type Runner struct {
 	p      Profile
 	cfg    Config
@@ -168,12 +191,16 @@ func (r *Runner) Name() string { return r.p.Name() }
 func (r *Runner) Check(b protocol.Benchmark) error { return r.p.Check(b) }
 
 // Argv returns the harness's full argv (interpreter first) for b, writing
-// its report to outputFile and keeping pytest's cache in slotDir.
-func (r *Runner) Argv(b protocol.Benchmark, outputFile, slotDir string) []string {
-	argv := []string{r.python, "-m", "pytest", "-svv", "-m", r.p.Marker(), filepath.Join(r.cfg.Workdir, b.Test)}
-	argv = append(argv, r.p.Options(b)...)
+// its report to outputFile and keeping pytest's cache in the job's working
+// directory cwd.
+func (r *Runner) Argv(b protocol.Benchmark, outputFile, cwd string) []string {
+	c := r.p.Command(r.cfg.Workdir, b)
+	argv := []string{r.python, "-m", "pytest", "-svv"}
+	argv = append(argv, c.Select...)
+	argv = append(argv, filepath.Join(r.cfg.Workdir, b.Test))
+	argv = append(argv, c.Options...)
 	return append(argv, "--output-file", outputFile,
-		"--rootdir", r.cfg.Workdir, "-o", "cache_dir="+filepath.Join(slotDir, ".pytest_cache"))
+		"--rootdir", r.cfg.Workdir, "-o", "cache_dir="+filepath.Join(cwd, ".pytest_cache"))
 }
 
 // Run implements device.Runner. It returns ctx's error when ctx ends first
@@ -197,18 +224,24 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		Int("attempt", device.AttemptFrom(ctx)).Logger()
 	r.prune(log)
 
-	// Both directories may have been removed under a long-running worker
-	// (tmp cleaners): create them for every job.
+	// TempDir may have been removed under a long-running worker (tmp
+	// cleaners): create it for every job.
 	if err := os.MkdirAll(r.cfg.TempDir, 0o700); err != nil {
 		return nil, device.Infra("%s: temp dir: %v", r.Name(), err)
-	}
-	slotDir := filepath.Join(r.cfg.TempDir, "slot-"+dev.ID)
-	if err := os.MkdirAll(slotDir, 0o700); err != nil {
-		return nil, device.Infra("%s: slot directory: %v", r.Name(), err)
 	}
 	dir, err := os.MkdirTemp(r.cfg.TempDir, "job-"+job.ID+"-")
 	if err != nil {
 		return nil, device.Infra("%s: job directory: %v", r.Name(), err)
+	}
+	command := r.p.Command(r.cfg.Workdir, job.Benchmark)
+	cwd := filepath.Join(dir, "work")
+	if err := os.Mkdir(cwd, 0o700); err != nil {
+		return nil, device.Infra("%s: working directory: %v", r.Name(), err)
+	}
+	for _, f := range command.CwdFiles {
+		if err := copyCwdFile(filepath.Join(r.cfg.Workdir, f), filepath.Join(cwd, f)); err != nil {
+			log.Warn().Err(err).Str("file", f).Msg("the harness reads this checkout file from its working directory; not copied")
+		}
 	}
 	logPath := filepath.Join(dir, ArtifactLog)
 	reportPath := filepath.Join(dir, ArtifactReport)
@@ -219,17 +252,18 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	defer logFile.Close()
 	rec.Artifact(ArtifactLog, logPath)
 
-	argv := r.Argv(job.Benchmark, reportPath, slotDir)
+	argv := r.Argv(job.Benchmark, reportPath, cwd)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = slotDir
-	cmd.Env = Env(os.Environ(), r.cfg.Env, r.cfg.Workdir, dev.Visible)
+	cmd.Dir = cwd
+	cmd.Env = Env(os.Environ(), r.cfg.Env, command.PythonPath, dev.Visible, dev.Arch)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, device.Infra("%s: pipe: %v", r.Name(), err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	fmt.Fprintf(logFile, "$ cd %s && TT_VISIBLE_DEVICES=%s %s\n", slotDir, dev.Visible, quoteArgv(argv))
+	fmt.Fprintf(logFile, "$ cd %s && PYTHONPATH=%s TT_VISIBLE_DEVICES=%s %s\n", cwd,
+		strings.Join(command.PythonPath, ":"), dev.Visible, quoteArgv(argv))
 
 	log.Info().Str("test", job.Benchmark.Test).Str("visible", dev.Visible).Msg("starting harness")
 	start := time.Now()
@@ -311,9 +345,19 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if out.Arch == "" {
 		out.Arch = dev.Arch
 	}
-	if want := int64(job.Benchmark.BatchSize) * int64(job.Benchmark.LoopCount); out.Measurements.TotalSamples != want {
-		log.Warn().Int64("report", out.Measurements.TotalSamples).Int64("expected", want).
-			Msg("report's total_samples differs from batch_size × loop_count")
+	ran := out.Measurements.BatchSize
+	if ran == 0 {
+		ran = job.Benchmark.BatchSize
+	}
+	if ran != job.Benchmark.BatchSize {
+		out.Notes = append(out.Notes, fmt.Sprintf("the harness ran batch size %d, not the job's %d (its report's batch_size; the test fixes its own)", ran, job.Benchmark.BatchSize))
+		log.Warn().Int("ran", ran).Int("asked", job.Benchmark.BatchSize).Msg("the harness ran another batch size than the job asked for")
+	}
+	if _, n, ok := sc.TimedTotal(); ok && n > 0 {
+		if want := int64(ran) * int64(n); out.Measurements.TotalSamples != want {
+			log.Warn().Int64("report", out.Measurements.TotalSamples).Int64("expected", want).
+				Msg("report's total_samples differs from its batch_size × the timed loop's iterations")
+		}
 	}
 	if it := sc.Timed(); len(it) > 0 {
 		out.Measurements.IterationMS = device.IterationStats(it)
@@ -323,6 +367,38 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	}
 	log.Info().Float64("samples_per_sec", out.Measurements.SamplesPerSec).Float64("pcc", out.PCCValue).Msg("harness passed")
 	return out, nil
+}
+
+// maxCwdFileBytes bounds a checkout file copied into a job's working
+// directory (a .test_durations is tens of kilobytes).
+const maxCwdFileBytes = 16 << 20
+
+// copyCwdFile copies the regular file src (not a symlink: the job must not
+// reach through it into the checkout) to dst, creating dst's directory. A
+// missing src is not an error: the harness then does without it, as it
+// would in a checkout without the file.
+func copyCwdFile(src, dst string) error {
+	st, err := os.Lstat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if st.Size() > maxCwdFileBytes {
+		return fmt.Errorf("%s is %d bytes, over the %d byte limit", src, st.Size(), maxCwdFileBytes)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o600)
 }
 
 // prune removes job directories older than JobDirMaxAge, at most once an hour.

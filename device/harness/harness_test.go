@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +54,11 @@ func (r *recorder) Artifact(name, path string) {
 func newRunner(t *testing.T, kind string, broken bool, env map[string]string) (*harness.Runner, *harnesstest.Checkout, string) {
 	t.Helper()
 	c := harnesstest.NewCheckout(t, kind, "", broken)
+	return runnerFor(t, kind, c, env)
+}
+
+func runnerFor(t *testing.T, kind string, c *harnesstest.Checkout, env map[string]string) (*harness.Runner, *harnesstest.Checkout, string) {
+	t.Helper()
 	tmp := filepath.Join(t.TempDir(), "not", "yet", "there") // a fresh host: nothing pre-created
 	k, ok := device.Lookup(kind)
 	if !ok {
@@ -70,7 +77,16 @@ func job(test string, batch, loop, warmup int) *protocol.Job {
 			WarmupCount: warmup, DataFormat: protocol.FormatBfloat16}}
 }
 
-var n150 = device.Device{ID: "tt0", Pool: "n150", Arch: "wormhole", Chips: 1, Visible: "0"}
+func xlaJob(test string, batch int) *protocol.Job {
+	j := job(test, batch, 16, 0)
+	j.Runner = protocol.RunnerTTXLA
+	return j
+}
+
+// n150 is a board the tools address by its PCI address.
+const n150BDF = "0000:03:00.0"
+
+var n150 = device.Device{ID: "tt2", Pool: "n150", Arch: "wormhole", Chips: 1, Visible: n150BDF}
 
 var totalLine = regexp.MustCompile(`^Total time: ([0-9.]+)s for (\d+) iterations$`)
 
@@ -114,12 +130,20 @@ func TestForgeParametrizedIDWarmupAndTimedLoopApart(t *testing.T) {
 	if out.Measurements.TotalSamples != 40 || math.Abs(out.Measurements.SamplesPerSec-40/out.Measurements.TotalTimeS) > 1e-9 {
 		t.Fatalf("measurements %+v", out.Measurements)
 	}
-	if out.PCCValue != 0.998765 || out.Arch != "wormhole" || out.Upstream != harness.ArtifactReport {
+	if out.PCCValue != 0.998765 || !out.PCCJudged || out.Arch != "wormhole" || out.Upstream != harness.ArtifactReport {
 		t.Fatalf("outcome %+v", out)
 	}
-	// The upstream conftest's marker file lands in the slot's own directory.
-	if _, err := os.Stat(filepath.Join(tmp, "slot-tt0", ".pytest_current_test_executing")); err != nil {
-		t.Fatalf("marker not in the slot directory: %v", err)
+	if out.Report == nil || out.Report.Model != "onnx_resnet_resnet_50_hf_cv_image_cls_hf" || out.Measurements.BatchSize != 4 || len(out.Notes) != 0 {
+		t.Fatalf("report %+v, measurements %+v, notes %q", out.Report, out.Measurements, out.Notes)
+	}
+	// The upstream conftest's marker file lands in the job's own working
+	// directory.
+	work := filepath.Join(filepath.Dir(rec.artifacts[harness.ArtifactLog]), "work")
+	if _, err := os.Stat(filepath.Join(work, ".pytest_current_test_executing")); err != nil {
+		t.Fatalf("marker not in the job's working directory: %v", err)
+	}
+	if !strings.HasPrefix(work, tmp) {
+		t.Fatalf("job working directory %s outside the runner's %s", work, tmp)
 	}
 	if _, err := os.Stat(filepath.Join(c.Workdir, ".pytest_current_test_executing")); err == nil {
 		t.Fatal("marker written into the shared checkout")
@@ -146,7 +170,7 @@ func TestForgeOutcomesFromWhatPytestPrinted(t *testing.T) {
 	good, _, _ := newRunner(t, "forge", false, nil)
 	broken, _, _ := newRunner(t, "forge", true, nil)
 	lowPCC, _, _ := newRunner(t, "forge", false, map[string]string{"FAKE_PCC": "0.41"})
-	watchdog, _, _ := newRunner(t, "forge", false, map[string]string{"FAKE_HANG_DEVICES": "0", "FAKE_WATCHDOG_S": "0.2"})
+	watchdog, _, _ := newRunner(t, "forge", false, map[string]string{"FAKE_HANG_DEVICES": n150BDF, "FAKE_WATCHDOG_SCALE": "0.0005"})
 	for _, tc := range []struct {
 		name  string
 		r     *harness.Runner
@@ -162,9 +186,16 @@ func TestForgeOutcomesFromWhatPytestPrinted(t *testing.T) {
 		{"watchdog", watchdog, job(harnesstest.ForgeResNet50, 1, 2, 1), device.IsHang, "hang"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.r.Run(t.Context(), tc.job, n150, &recorder{})
+			rec := &recorder{}
+			_, err := tc.r.Run(t.Context(), tc.job, n150, rec)
 			if err == nil || !tc.check(err) {
 				t.Fatalf("err %v, want a %s", err, tc.what)
+			}
+			if tc.name == "watchdog" {
+				// pytest's faulthandler on the watchdog's SIGABRT, for real.
+				if log, _ := os.ReadFile(rec.artifacts[harness.ArtifactLog]); !strings.Contains(string(log), "Fatal Python error: Aborted") {
+					t.Fatalf("log of the aborted harness lacks faulthandler's line:\n%s", log)
+				}
 			}
 		})
 	}
@@ -177,7 +208,8 @@ func isHost(err error) bool {
 
 func TestEnvAllowlistKeepsSecretsFromTheHarness(t *testing.T) {
 	for k, v := range map[string]string{"NATS_PASSWORD": "s3cret", "NATS_TOKEN": "tok", "AWS_SECRET_ACCESS_KEY": "aws",
-		"BENCHFLEET_STORE": "s3://x", "TT_METAL_HOME": "/opt/tt-metal"} {
+		"BENCHFLEET_STORE": "s3://x", "TT_METAL_HOME": "/opt/tt-metal", "TTFORGE_TOOLCHAIN_DIR": "/opt/ttforge-toolchain",
+		"TTMLIR_TOOLCHAIN_DIR": "/opt/ttmlir-toolchain", "TTXLA_ENV_ACTIVATED": "1"} {
 		t.Setenv(k, v)
 	}
 	dump := filepath.Join(t.TempDir(), "env.json")
@@ -185,47 +217,137 @@ func TestEnvAllowlistKeepsSecretsFromTheHarness(t *testing.T) {
 	if _, err := r.Run(t.Context(), job(harnesstest.ForgeResNet50, 1, 2, 1), n150, &recorder{}); err != nil {
 		t.Fatal(err)
 	}
-	var env map[string]string
-	data, _ := os.ReadFile(dump)
-	if err := json.Unmarshal(data, &env); err != nil {
-		t.Fatal(err)
-	}
+	env := harnesstest.ReadDump(t, dump).Env
 	for _, k := range []string{"NATS_PASSWORD", "NATS_TOKEN", "AWS_SECRET_ACCESS_KEY", "BENCHFLEET_STORE"} {
 		if _, ok := env[k]; ok {
 			t.Errorf("harness sees %s", k)
 		}
 	}
-	for k, want := range map[string]string{"TT_VISIBLE_DEVICES": "0", "HF_HOME": "/mnt/hf", "TT_METAL_HOME": "/opt/tt-metal", "PYTHONPATH": c.Workdir} {
+	for k, want := range map[string]string{"TT_VISIBLE_DEVICES": n150BDF, "HF_HOME": "/mnt/hf", "TT_METAL_HOME": "/opt/tt-metal",
+		"PYTHONPATH": c.Workdir, "TTFORGE_TOOLCHAIN_DIR": "/opt/ttforge-toolchain", "TTMLIR_TOOLCHAIN_DIR": "/opt/ttmlir-toolchain",
+		"TTXLA_ENV_ACTIVATED": "1", "ARCH_NAME": "wormhole_b0"} {
 		if env[k] != want {
 			t.Errorf("harness env %s=%q, want %q", k, env[k], want)
 		}
 	}
 }
 
-func TestTTXLAPassesWithPCCFromItsLine(t *testing.T) {
+// forge's watchdog reads .test_durations from its working directory: the
+// job's must have the checkout's, or a hang is caught after the 1800 s
+// default instead of 2x the recorded duration.
+func TestForgeWatchdogSeesTestDurations(t *testing.T) {
 	t.Parallel()
-	r, _, _ := newRunner(t, "tt-xla", false, map[string]string{"FAKE_XLA_LOOP": "16"})
-	j := job(harnesstest.XLAResNet50, 8, 16, 0)
-	j.Runner = protocol.RunnerTTXLA
-	rec := &recorder{}
-	out, err := r.Run(t.Context(), j, n150, rec)
+	dump := filepath.Join(t.TempDir(), "env.json")
+	r, c, _ := newRunner(t, "forge", false, map[string]string{"FAKE_ENV_DUMP": dump})
+	if _, err := r.Run(t.Context(), job(harnesstest.ForgeResNet50, 1, 2, 1), n150, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	d := harnesstest.ReadDump(t, dump)
+	var durations map[string]float64
+	data, err := os.ReadFile(filepath.Join(c.Workdir, ".test_durations"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.PCCValue != 0.998765 || out.Measurements.TotalSamples != 8*16 || out.Measurements.IterationMS.Count != 16 {
-		t.Fatalf("outcome %+v %+v", out, out.Measurements)
+	if err := json.Unmarshal(data, &durations); err != nil {
+		t.Fatal(err)
+	}
+	recorded, ok := durations[harnesstest.ForgeResNet50]
+	if !ok {
+		t.Fatalf("the checkout's .test_durations has no %s", harnesstest.ForgeResNet50)
+	}
+	if !d.TestDurationsFound || d.WatchdogTimeoutS != max(2*recorded, 300) {
+		t.Fatalf("watchdog found .test_durations %v with timeout %v s, want it found with %v s (2x %v); cwd %s",
+			d.TestDurationsFound, d.WatchdogTimeoutS, max(2*recorded, 300), recorded, d.Cwd)
+	}
+	if strings.HasPrefix(d.Cwd, c.Workdir) {
+		t.Fatalf("the harness ran in the checkout (%s)", d.Cwd)
+	}
+}
+
+// tt-xla run as its CI runs it, under real pytest: --confcutdir keeps
+// tests/conftest.py out, venv/activate's PYTHONPATH resolves infra and
+// third_party, the harness judges its own PCC (0.95 against resnet50's
+// 0.90), and the batch recorded is the one its test fixed.
+func TestTTXLAPassesByItsOwnCheck(t *testing.T) {
+	t.Parallel()
+	dump := filepath.Join(t.TempDir(), "env.json")
+	r, c, _ := newRunner(t, "tt-xla", false, map[string]string{"FAKE_XLA_LOOP": "16", "FAKE_PCC": "0.95", "FAKE_ENV_DUMP": dump})
+	rec := &recorder{}
+	out, err := r.Run(t.Context(), xlaJob(harnesstest.XLAResNet50, 16), n150, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.PCCValue != 0.95 || out.PCCRequired != 0.90 || !out.PCCJudged {
+		t.Fatalf("PCC %v required %v judged %v, want the harness's 0.95 of 0.90", out.PCCValue, out.PCCRequired, out.PCCJudged)
+	}
+	if out.Measurements.BatchSize != 8 || out.Measurements.TotalSamples != 8*16 || out.Measurements.IterationMS.Count != 16 {
+		t.Fatalf("measurements %+v, want batch 8 (the test's own) x 16 iterations", out.Measurements)
+	}
+	if len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "batch size 8, not the job's 16") {
+		t.Fatalf("notes %q, want one saying the batch differs", out.Notes)
 	}
 	if out.Phases == nil || out.Phases.WarmupS <= 0 || out.Phases.TimingS <= 0 {
 		t.Fatalf("phases %+v", out.Phases)
+	}
+	d := harnesstest.ReadDump(t, dump)
+	if want := filepath.Join(c.Workdir, "tests", "infra", "__init__.py"); d.Infra != want {
+		t.Fatalf("infra resolved to %q, want %q", d.Infra, want)
+	}
+	log, _ := os.ReadFile(rec.artifacts[harness.ArtifactLog])
+	if want := "pytest -svv --confcutdir=" + filepath.Join(c.Workdir, "tests", "benchmark") + " " + filepath.Join(c.Workdir, harnesstest.XLAResNet50); !strings.Contains(string(log), want) {
+		t.Fatalf("tt-xla not run as its CI runs it (%s, no marker):\n%.600s", want, log)
 	}
 	if err := r.Check(protocol.Benchmark{Test: harnesstest.XLAResNet50, DataFormat: protocol.FormatFloat32}); !device.IsInvalid(err) {
 		t.Fatalf("tt-xla accepted float32: %v", err)
 	}
 }
 
+// A host with torch but without torch_xla cannot import tt-xla's test
+// module: pytest exits 4 with "ImportError while importing test module"
+// and "ERROR: not found". That is the host's fault; an id the module does
+// not have is still the job's.
+func TestTTXLAImportErrorIsTheHosts(t *testing.T) {
+	t.Parallel()
+	broken, _, _ := runnerFor(t, "tt-xla", harnesstest.NewCheckoutMissing(t, "tt-xla", "", "torch_xla"), nil)
+	_, err := broken.Run(t.Context(), xlaJob(harnesstest.XLAResNet50, 8), n150, &recorder{})
+	if !isHost(err) || !strings.Contains(err.Error(), "ImportError while importing test module") {
+		t.Fatalf("err %v, want a host fault naming the import error", err)
+	}
+	good, _, _ := newRunner(t, "tt-xla", false, map[string]string{"FAKE_XLA_LOOP": "4"})
+	if _, err := good.Run(t.Context(), xlaJob(harnesstest.XLAMissing, 8), n150, &recorder{}); !device.IsInvalid(err) {
+		t.Fatalf("missing id: %v, want invalid", err)
+	}
+	// A failed check keeps the harness's figures.
+	low, _, _ := newRunner(t, "tt-xla", false, map[string]string{"FAKE_XLA_LOOP": "4", "FAKE_PCC": "0.5"})
+	_, err = low.Run(t.Context(), xlaJob(harnesstest.XLAResNet50, 8), n150, &recorder{})
+	var be *device.BenchmarkError
+	if !errors.As(err, &be) || be.PCC != 0.5 || be.PCCRequired != 0.9 {
+		t.Fatalf("low PCC: %v, want a benchmark failure at 0.5 of 0.9", err)
+	}
+}
+
+// tt-xla aggregates every perf-metric file in its working directory into
+// the report: a job must never see another's.
+func TestTTXLAJobsDoNotShareAWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	r, _, _ := newRunner(t, "tt-xla", false, map[string]string{"FAKE_XLA_LOOP": "4"})
+	var graphs []any
+	for range 2 {
+		rec := &recorder{}
+		out, err := r.Run(t.Context(), xlaJob(harnesstest.XLAResNet50, 8), n150, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		graphs = append(graphs, out.Report.Config["ttnn_num_graphs"])
+	}
+	if fmt.Sprint(graphs[0]) != "1" || fmt.Sprint(graphs[1]) != "1" {
+		t.Fatalf("ttnn_num_graphs of two jobs in turn = %v, want 1 each (a job aggregated another's metric files)", graphs)
+	}
+}
+
 func TestCancelKillsTheHungHarness(t *testing.T) {
 	t.Parallel()
-	r, _, _ := newRunner(t, "forge", false, map[string]string{"FAKE_HANG_DEVICES": "0"})
+	r, _, _ := newRunner(t, "forge", false, map[string]string{"FAKE_HANG_DEVICES": n150BDF})
 	done := make(chan error, 1)
 	cctx, stop := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer stop()

@@ -110,17 +110,21 @@ func Upstream(raw []byte) *protocol.UpstreamReport {
 
 const maxUpstreamBytes = 64 << 10
 
-// outcome is the device.Outcome of a report whose accuracy check gave pcc.
-func (r *Report) outcome(raw []byte, pcc float64) *device.Outcome {
+// outcome is the device.Outcome of a report whose harness passed its own
+// accuracy check with pcc, requiring required (0 when it did not say).
+func (r *Report) outcome(raw []byte, pcc, required float64) *device.Outcome {
 	return &device.Outcome{
 		Report: Upstream(raw),
 		Measurements: protocol.Measurements{
+			BatchSize:     r.BatchSize,
 			TotalSamples:  r.TotalSamples(),
 			TotalTimeS:    r.TotalTime(),
 			SamplesPerSec: r.SamplesPerSec(),
 		},
-		PCCValue: pcc,
-		Arch:     r.DeviceInfo.Arch,
+		PCCValue:    pcc,
+		PCCJudged:   true,
+		PCCRequired: required,
+		Arch:        r.DeviceInfo.Arch,
 	}
 }
 
@@ -202,6 +206,9 @@ func ParseReport(data []byte) (*Report, error) {
 	}
 	if total <= 0 {
 		return nil, badReport("measurements: %s = %v, want a positive number of seconds", MeasurementTotalTime, total)
+	}
+	if r.BatchSize < 0 || r.BatchSize > protocol.MaxBatchSize {
+		return nil, badReport("batch_size: %d is not a batch size (1..%d)", r.BatchSize, protocol.MaxBatchSize)
 	}
 	if r.PCC != nil {
 		if p := *r.PCC; math.IsNaN(p) || p < -1 || p > 1 {

@@ -34,9 +34,25 @@ var (
 	// Total time: 1.2340s for 128 iterations (both harnesses, same for the
 	// warmup and the timed loop).
 	totalRE = regexp.MustCompile(`^Total time:\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*s\s+for\s+(\d+)\s+iterations\s*$`)
-	// PCC verification passed with PCC=0.998765 (both harnesses).
-	pccRE = regexp.MustCompile(`^PCC verification passed with PCC=(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*$`)
+	// PCC verification passed with PCC=0.998765 (tt-forge-onnx).
+	pccRE = regexp.MustCompile(`^PCC verification passed with PCC=(` + num + `)\s*$`)
+	// PCC check: Calculated PCC=0.950000, Required PCC=0.90 (tt-xla, after
+	// its own check passed), or for a multi-output model
+	// PCC check: Overall PCC=0.99, Min scale PCC=0.98, Required PCC=0.97.
+	xlaPCCRE = regexp.MustCompile(`^PCC check: (?:Calculated|Overall) PCC=(` + num + `)(?:, Min scale PCC=` + num + `)?, Required PCC=(` + num + `)\s*$`)
+	// The failed checks' texts, inside an AssertionError anywhere on the
+	// line: tt-forge-onnx's "Golden comparison failed (compare_with_golden).
+	// PCC=0.41, required=0.99"; tt-xla's "PCC comparison failed.
+	// Calculated: pcc=0.5. Required: pcc=0.9" (utils.py), "PCC comparison
+	// failed. Overall PCC=0.5, Min scale PCC=0.4. Required: pcc=0.97"
+	// (multi-output) or "PCC comparison failed. PCC=0.5, Required=0.9"
+	// (accuracy.py).
+	pccFailRE = regexp.MustCompile(`(?:Golden comparison failed \(compare_with_golden\)|PCC comparison failed)\. ` +
+		`(?:PCC=|Calculated: pcc=|Overall PCC=)(` + num + `)(?:, Min scale PCC=` + num + `)?[.,] [Rr]equired(?:=|: pcc=)(` + num + `)`)
 )
+
+// num is a decimal number as Python prints a float.
+const num = `-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?`
 
 // Lines pytest prints that classify an exit (shared/UPSTREAM.md §1; pytest's
 // config/__init__.py and main.py). They are matched at the start of a line:
@@ -71,7 +87,9 @@ type Scan struct {
 
 	mu         sync.Mutex
 	loops      []*loop
-	pcc        *float64
+	pcc        *float64 // the passed check's PCC
+	required   *float64 // the PCC the harness required, if it said
+	failedPCC  *[2]float64
 	conftest   string // first conftest import error line
 	moduleErr  string // first test module import error line
 	notFound   string // first "not found" line
@@ -166,6 +184,21 @@ func (s *Scan) line(line string) {
 	case pccRE.MatchString(line):
 		if v, err := strconv.ParseFloat(pccRE.FindStringSubmatch(line)[1], 64); err == nil && s.pcc == nil {
 			s.pcc = &v
+		}
+	case xlaPCCRE.MatchString(line):
+		m := xlaPCCRE.FindStringSubmatch(line)
+		v, verr := strconv.ParseFloat(m[1], 64)
+		req, rerr := strconv.ParseFloat(m[2], 64)
+		// A model may check several outputs: the result is the worst.
+		if verr == nil && rerr == nil && (s.pcc == nil || v < *s.pcc) {
+			s.pcc, s.required = &v, &req
+		}
+	case s.failedPCC == nil && pccFailRE.MatchString(line):
+		m := pccFailRE.FindStringSubmatch(line)
+		v, verr := strconv.ParseFloat(m[1], 64)
+		req, rerr := strconv.ParseFloat(m[2], 64)
+		if verr == nil && rerr == nil {
+			s.failedPCC = &[2]float64{v, req}
 		}
 	case s.conftest == "" && hasPrefix(line, conftestErrPrefixes):
 		s.conftest = line
@@ -286,14 +319,31 @@ func (s *Scan) WarmupIterations() int {
 	return w.n
 }
 
-// PCC returns the value of the "PCC verification passed" line, if printed.
-func (s *Scan) PCC() (float64, bool) {
+// PCC returns the passed accuracy check's PCC and the PCC the harness
+// required (0 when it did not print it), if a passed check was printed:
+// forge's "PCC verification passed" line or tt-xla's "PCC check" line (the
+// lowest, when it checked several outputs).
+func (s *Scan) PCC() (value, required float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pcc == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return *s.pcc, true
+	if s.required != nil {
+		required = *s.required
+	}
+	return *s.pcc, required, true
+}
+
+// FailedPCC returns the figures of a failed accuracy check's message, if
+// the harness printed one.
+func (s *Scan) FailedPCC() (value, required float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failedPCC == nil {
+		return 0, 0, false
+	}
+	return s.failedPCC[0], s.failedPCC[1], true
 }
 
 // Phases derives the phase durations. warmup_s and timing_s are the

@@ -16,6 +16,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -163,8 +164,8 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	}
 	rec.Phase(device.PhasePCC)
 	pcc := p.pcc
-	if failing && p.fail == FailPCC && pcc >= job.Limits.PCCMin {
-		pcc = job.Limits.PCCMin / 2
+	if required := cmp.Or(job.Limits.PCCMin, protocol.DefaultPCCMin); failing && p.fail == FailPCC && pcc >= required {
+		pcc = required / 2
 	}
 	return &device.Outcome{Measurements: device.Measure(job.Benchmark.BatchSize, iters), PCCValue: pcc}, nil
 }

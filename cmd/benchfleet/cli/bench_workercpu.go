@@ -291,7 +291,7 @@ func samplerCost(dir string) (time.Duration, error) {
 		}
 	}
 	s := device.NewTTSampler(device.DiscoverConfig{SysRoot: sys, DevRoot: filepath.Join(dir, "dev")})
-	dev := device.Device{ID: "tt0", Visible: "0"}
+	dev := device.Device{ID: "tt0", Nodes: []int{0}}
 	const n = 2000
 	var ru0, ru1 syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru0); err != nil {

@@ -87,7 +87,7 @@ timed out waiting; 64 bad flag or input.`,
 	fl.StringVar(&f.matrix, "matrix", "", "matrix YAML file (run, source, defaults, matrix, exclude)")
 	fl.StringVar(&f.pool, "pool", "", "board kind the job needs: "+strings.Join(protocol.Pools, ", "))
 	fl.StringVar(&f.runner, "runner", "", "runner: "+strings.Join(device.KindNames(), ", ")+" (default: by pool)")
-	fl.StringVar(&f.test, "test", "", "pytest node id for a harness runner, e.g. 'forge/test/benchmark/test_vision.py::test_resnet50[50 HF]'")
+	fl.StringVar(&f.test, "test", "", "pytest node id for a harness runner, e.g. 'forge/test/benchmark/test_vision.py::test_resnet50[resnet_50_hf]'")
 	fl.StringVar(&f.model, "model", "", "model name, e.g. resnet50, mlp")
 	fl.IntVar(&f.batchSize, "batch-size", 0, "batch size (positive)")
 	fl.IntVar(&f.loopCount, "loop-count", 0, "timed iterations (positive)")

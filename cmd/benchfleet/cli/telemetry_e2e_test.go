@@ -96,7 +96,7 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 		t.Fatalf("telemetry power %+v temperature %+v does not follow the board's values in the timed loop", p, c)
 	}
 	t.Logf("telemetry over a %.2fs timed loop: %d samples, power %+v W, temperature %+v C", res.Phases.TimingS, tm.Samples, *p, *c)
-	if res.Source.CIRunID != 987654321 || res.Report == nil || res.Report.Model != "onnx_resnet_50_hf_cv_image_cls_hf" {
+	if res.Source.CIRunID != 987654321 || res.Report == nil || res.Report.Model != "onnx_resnet_resnet_50_hf_cv_image_cls_hf" {
 		t.Fatalf("source %+v report %+v", res.Source, res.Report)
 	}
 
@@ -119,7 +119,7 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 	if err := json.Unmarshal(bytes.TrimSpace(data), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.MLModelName != "onnx_resnet_50_hf_cv_image_cls_hf" || *rec.GithubPipelineID != 987654321 ||
+	if rec.MLModelName != "onnx_resnet_resnet_50_hf_cv_image_cls_hf" || *rec.GithubPipelineID != 987654321 ||
 		*rec.GithubPipelineLink != "https://github.com/tenstorrent/tt-forge-onnx/actions/runs/987654321" {
 		t.Fatalf("record %s", data)
 	}

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs what the harness tests run the upstream-shaped test trees with
+# (device/harness/harnesstest/trees): Debian's real pytest for the system
+# interpreter (python3-pytest) and its venv module (python3-venv, each test
+# host's harness environment is a venv made with it), when
+# /usr/bin/python3 lacks either. Nothing comes from PyPI.
+set -eu
+if /usr/bin/python3 -c 'import pytest, venv, ensurepip' >/dev/null 2>&1; then
+	exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-pytest: /usr/bin/python3 lacks pytest or venv and there is no apt-get; install python3-pytest and python3-venv by hand (the harness tests need them)" >&2
+	exit 1
+fi
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q python3-pytest python3-venv
+/usr/bin/python3 -m pytest --version

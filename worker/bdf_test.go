@@ -1,0 +1,87 @@
+package worker_test
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// Device nodes 0, 2 and 3 (board 1 gone): the board of node 2 is the
+// second in PCI address order, so tt-umd >= 0.9.3 reads
+// TT_VISIBLE_DEVICES=2 as node 3's board, and tt-smi >= 5 reads `-r 2` as
+// node 3's (and `-r 1` as node 2's). A static slot `devices: ["2"]` gets
+// TT_VISIBLE_DEVICES=<its BDF>, and when its harness hangs the reset is
+// `tt-smi -r <its BDF>`: never a bare 1 or 2.
+func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
+	t.Parallel()
+	host := harnesstest.NewTTHostNodes(t, []int{0, 2, 3})
+	bdf2 := host.BDFs[2]
+	dump := filepath.Join(t.TempDir(), "env.json")
+	c := harnesstest.NewCheckout(t, protocol.RunnerForge, "", false)
+	wf := &worker.File{
+		Slots:     []worker.SlotSpec{{Pool: "n150", Runner: protocol.RunnerForge, Devices: []string{"2"}}},
+		Discovery: worker.DiscoverySpec{TTSMI: host.TTSMI, DevRoot: host.DevRoot, SysRoot: host.Sys},
+		Forge: &worker.HarnessSpec{Workdir: c.Workdir, Python: c.Python, Env: map[string]string{
+			"FAKE_ENV_DUMP": dump, "FAKE_HANG_DEVICES": bdf2, "FAKE_WATCHDOG_SCALE": "0.001"}},
+	}
+	slots, err := worker.BuildSlots(t.Context(), wf, "", t.TempDir(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 1 || slots[0].Device.ID != "tt2" || slots[0].Device.Visible != bdf2 || !slices.Equal(slots[0].Device.Nodes, []int{2}) {
+		t.Fatalf("slots %+v, want tt2 with Visible %s", slots, bdf2)
+	}
+
+	f := newTTFleet(t)
+	f.start(t, "tt-sparse", slots)
+	const run = "sparse-hang"
+	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
+	j.Limits.Timeout = protocol.Duration(2 * time.Minute) // the scaled watchdog ends the hang first
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	testfleet.Eventually(t, 2*time.Minute, "the hung board reset", func() bool {
+		return slices.Contains(host.Calls(t), "tt-smi -r "+bdf2)
+	})
+	if got := harnesstest.ReadDump(t, dump).Env["TT_VISIBLE_DEVICES"]; got != bdf2 {
+		t.Fatalf("the harness got TT_VISIBLE_DEVICES=%q, want %s", got, bdf2)
+	}
+	for _, call := range host.Calls(t) {
+		if strings.HasPrefix(call, "tt-smi -r") && call != "tt-smi -r "+bdf2 {
+			t.Fatalf("tt-smi calls %q: a reset named another target than %s", host.Calls(t), bdf2)
+		}
+	}
+}
+
+// Discovered slots name their boards by BDF too; a static slot whose node
+// names no board (node 1 is gone) is an error naming the key and the node.
+func TestPlanSlotsSparseNodes(t *testing.T) {
+	t.Parallel()
+	host := harnesstest.NewTTHostNodes(t, []int{0, 2, 3})
+	disc := worker.DiscoverySpec{Enabled: true, TTSMI: host.TTSMI, DevRoot: host.DevRoot, SysRoot: host.Sys}
+	planned, err := worker.PlanSlots(t.Context(), &worker.File{Discovery: disc}, "", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range planned {
+		got[p.Device.ID] = p.Device.Visible
+	}
+	if len(got) != 3 || got["tt0"] != host.BDFs[0] || got["tt2"] != host.BDFs[2] || got["tt3"] != host.BDFs[3] {
+		t.Fatalf("discovered slots' TT_VISIBLE_DEVICES %v, want their BDFs %v", got, host.BDFs)
+	}
+
+	disc.Enabled = false
+	wf := &worker.File{Discovery: disc, Slots: []worker.SlotSpec{{Pool: "n150", Runner: protocol.RunnerForge, Devices: []string{"1"}}}}
+	_, err = worker.PlanSlots(t.Context(), wf, "", zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "config slots[0].devices") || !strings.Contains(err.Error(), "device node 1") {
+		t.Fatalf("a static slot on a missing node: %v", err)
+	}
+}

@@ -1,0 +1,52 @@
+package worker_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// A tt-xla host that cannot import the test module (torch without
+// torch_xla: pytest exits 4 with "ImportError while importing test
+// module" and "ERROR: not found") leaves service, and its jobs pass on a
+// host that can, judged by the harness's own check (0.95 against
+// resnet50's 0.90) and recording the batch the test ran, unless a job
+// sets limits.pcc_min.
+func TestTTXLAHostThatCannotImportLeavesServiceJobsPassElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	env := map[string]string{"FAKE_XLA_LOOP": "4", "FAKE_PCC": "0.95"}
+	broken := newTTHostWith(t, harnesstest.NewTTHost(t, 1), protocol.RunnerTTXLA, harnesstest.NewCheckoutMissing(t, "tt-xla", "", "torch_xla"), env)
+	wb := f.start(t, "xla-broken", broken.slots)
+	const run = "xla-broken-host"
+	own := harnessJob(t, run, protocol.RunnerTTXLA, harnesstest.XLAResNet50, 16, 4, map[string]string{"judge": "harness"})
+	strict := harnessJob(t, run, protocol.RunnerTTXLA, harnesstest.XLAResNet50, 16, 4, map[string]string{"judge": "job"})
+	strict.Limits.PCCMin = 0.99
+	strict.ID = protocol.JobID(run, strict.Cell())
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{own, strict})
+	testfleet.Eventually(t, 30*time.Second, "the host that cannot import out of service", func() bool {
+		d := wb.Status().Devices[0]
+		return d.State == protocol.DeviceQuarantined
+	})
+	if reason := wb.Status().Devices[0].Reason; !strings.Contains(reason, "ImportError while importing test module") {
+		t.Fatalf("reason %q does not name the test module's import error", reason)
+	}
+	healthy := newTTHostWith(t, harnesstest.NewTTHost(t, 1), protocol.RunnerTTXLA, harnesstest.NewCheckout(t, "tt-xla", "", false), env)
+	f.start(t, "xla-healthy", healthy.slots)
+	rs := f.results(t, run, 2)
+	r := rs[own.ID]
+	if r.Status != protocol.StatusPassed || r.Worker.ID != "xla-healthy" || r.PCC != (protocol.PCC{Value: 0.95, Min: 0.9, Passed: true}) {
+		t.Fatalf("harness-judged result: %s by %s, pcc %+v (%+v)", r.Status, r.Worker.ID, r.PCC, r.Error)
+	}
+	if r.Measurements.BatchSize != 8 || r.Benchmark.BatchSize != 16 || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "batch size 8") {
+		t.Fatalf("batch ran %d of the job's %d, notes %q: want 8 of 16, said", r.Measurements.BatchSize, r.Benchmark.BatchSize, r.Notes)
+	}
+	s := rs[strict.ID]
+	if s.Status != protocol.StatusFailed || s.PCC != (protocol.PCC{Value: 0.95, Min: 0.99}) {
+		t.Fatalf("job-judged result: %s, pcc %+v, want failed at the job's 0.99", s.Status, s.PCC)
+	}
+}
