@@ -37,7 +37,7 @@ func cellJobs() []*Job {
 		{},
 		{Run: "r1", Pool: "sim", Runner: "sim", Benchmark: Benchmark{Model: "noop", BatchSize: 1, LoopCount: 1, WarmupCount: 1, DataFormat: "bfloat16"},
 			Limits: Limits{PCCMin: 0.99}, Labels: map[string]string{"i": "7", "sim.duration": "0s"}},
-		{Run: "nightly-2026", Pool: "n150", Runner: "forge", Benchmark: Benchmark{Test: "forge/test/benchmark/test_vision.py::test_resnet50[50 HF]",
+		{Run: "nightly-2026", Pool: "n150", Runner: "forge", Benchmark: Benchmark{Test: "forge/test/benchmark/test_vision.py::test_resnet50[resnet_50_hf]",
 			Model: "resnet50", BatchSize: 8, LoopCount: 128, WarmupCount: 32, DataFormat: "float32", Training: true, InputSize: 224},
 			Limits: Limits{Timeout: Duration(90 * time.Minute), PCCMin: 1e-7},
 			Source: Source{Project: "tt-forge/tt-forge-onnx", Repo: "o/r", Commit: "abc\"def", Branch: "feature/ü\tx", Build: Build{URL: "https://x/y?a=b&c", SHA256: "00ff"}},

@@ -71,7 +71,7 @@ type Result struct {
 // guessing. Fields mirror the report's keys; a key the report lacks is
 // absent.
 type UpstreamReport struct {
-	// Model is the report's "model", e.g. onnx_resnet_50_hf_cv_image_cls_hf.
+	// Model is the report's "model", e.g. onnx_resnet_resnet_50_hf_cv_image_cls_hf.
 	Model     string `json:"model,omitempty"`
 	ModelType string `json:"model_type,omitempty"`
 	RunType   string `json:"run_type,omitempty"`

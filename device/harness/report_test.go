@@ -10,10 +10,10 @@ import (
 	"github.com/benchfleet/benchfleet/device/harness"
 )
 
-// testdata/resnet50_report.json is what harnesstest's fake harness (built
-// from tt-forge-onnx's forge/test/benchmark sources) writes for
-// test_resnet50[50 HF] at batch 8, loop 128, with total_time and pcc set to
-// round values and device_name to a lab host.
+// testdata/resnet50_report.json is what harnesstest's tt-forge-onnx tree
+// (built from tt-forge-onnx's forge/test/benchmark sources) writes for
+// test_resnet50[resnet_50_hf] at batch 8, loop 128, with total_time and
+// pcc set to round values and device_name to a lab host.
 func TestParseReportFixture(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile("testdata/resnet50_report.json")
@@ -31,7 +31,7 @@ func TestParseReportFixture(t *testing.T) {
 	if r.PCC == nil || *r.PCC != 0.9934 || r.DeviceInfo.Arch != "wormhole" || r.DeviceInfo.DeviceType != "n150" {
 		t.Errorf("report %+v", r)
 	}
-	if r.Model != "onnx_resnet_50_hf_cv_image_cls_hf" || r.ModelRawName != r.Model || r.Project != "tt-forge/tt-forge-onnx" || r.BatchSize != 8 || r.Precision != "bfloat16" || r.ImageDim != "3x224x224" {
+	if r.Model != "onnx_resnet_resnet_50_hf_cv_image_cls_hf" || r.ModelRawName != r.Model || r.Project != "tt-forge/tt-forge-onnx" || r.BatchSize != 8 || r.Precision != "bfloat16" || r.ImageDim != "3x224x224" {
 		t.Errorf("report %+v", r)
 	}
 }

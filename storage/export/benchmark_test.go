@@ -94,9 +94,9 @@ func TestExportFromUpstreamReport(t *testing.T) {
 	}
 	want := map[string]any{
 		"run_start_ts": "2026-11-03T09:30:00.123456Z", "run_end_ts": "2026-11-03T09:31:30.123456Z",
-		"run_type": "onnx_resnet_50_hf_cv_image_cls_hf_8_3_224_224_-1_128", "git_repo_name": "tt-forge/tt-forge-onnx",
+		"run_type": "onnx_resnet_resnet_50_hf_cv_image_cls_hf_8_3_224_224_-1_128", "git_repo_name": "tt-forge/tt-forge-onnx",
 		"git_commit_hash": "0123456789abcdef0123456789abcdef01234567", "git_commit_ts": "2026-11-02T19:00:00Z",
-		"git_branch_name": "main", "device_hostname": "tt-lab-07.farm", "ml_model_name": "onnx_resnet_50_hf_cv_image_cls_hf",
+		"git_branch_name": "main", "device_hostname": "tt-lab-07.farm", "ml_model_name": "onnx_resnet_resnet_50_hf_cv_image_cls_hf",
 		"ml_model_type": "Vision", "num_layers": -1.0, "batch_size": 8.0, "precision": "bfloat16",
 		"dataset_name": "Random Data", "image_dimension": "3x224x224", "training": false, "device_ip": nil,
 		"github_job_id": nil, "github_pipeline_id": 12345678901.0, "profiler_name": "", "perf_analysis": false,
@@ -124,7 +124,7 @@ func TestExportFromUpstreamReport(t *testing.T) {
 	}
 	values := map[string]float64{}
 	for _, m := range full.Measurements {
-		if m.Iteration != 1 || m.StepName != "onnx_resnet_50_hf_cv_image_cls_hf" || *m.StepWarmUpNumIterations != 0 ||
+		if m.Iteration != 1 || m.StepName != "onnx_resnet_resnet_50_hf_cv_image_cls_hf" || *m.StepWarmUpNumIterations != 0 ||
 			*m.DevicePower != 92.5 || *m.DeviceTemperature != 58.25 {
 			t.Fatalf("measurement %+v", m)
 		}
