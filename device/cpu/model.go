@@ -140,14 +140,32 @@ func buildNetwork(model string, inputSize int) (*network, error) {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(model))
-	g := &weightGen{r: rand.New(rand.NewPCG(h.Sum64(), 0x62656e6368666c74))}
+	n := buildGraph(&weightGen{r: rand.New(rand.NewPCG(h.Sum64(), 0x62656e6368666c74))}, model, inputSize)
+	if n.vision {
+		calibrated(n)
+	}
+	return n, nil
+}
+
+// buildShape builds the graph of model without weights (every weight,
+// bias and batch-norm slice is nil; the shapes are those of buildNetwork),
+// for sizing a run without paying for it.
+func buildShape(model string, inputSize int) (*network, error) {
+	if err := checkModel(model, inputSize); err != nil {
+		return nil, err
+	}
+	return buildGraph(&weightGen{}, model, inputSize), nil
+}
+
+// buildGraph builds the graph of a checked model with g's weights.
+func buildGraph(g *weightGen, model string, inputSize int) *network {
 	switch model {
 	case ModelResNet50:
-		return calibrated(buildResNet(g, model, []int{3, 4, 6, 3}, true, sizeOr(inputSize, DefaultImageSize))), nil
+		return buildResNet(g, model, []int{3, 4, 6, 3}, true, sizeOr(inputSize, DefaultImageSize))
 	case ModelResNet18:
-		return calibrated(buildResNet(g, model, []int{2, 2, 2, 2}, false, sizeOr(inputSize, DefaultImageSize))), nil
+		return buildResNet(g, model, []int{2, 2, 2, 2}, false, sizeOr(inputSize, DefaultImageSize))
 	default:
-		return buildMLP(g, sizeOr(inputSize, DefaultMLPWidth)), nil
+		return buildMLP(g, sizeOr(inputSize, DefaultMLPWidth))
 	}
 }
 
@@ -214,10 +232,14 @@ func buildMLP(g *weightGen, width int) *network {
 	return n
 }
 
-// weightGen draws synthetic weights from one seeded stream.
+// weightGen draws synthetic weights from one seeded stream. With a nil
+// stream it draws nothing: every slice is nil (a graph without weights).
 type weightGen struct{ r *rand.Rand }
 
 func (g *weightGen) normal(n int, std float64) []float32 {
+	if g.r == nil {
+		return nil
+	}
 	s := make([]float32, n)
 	for i := range s {
 		s[i] = float32(g.r.NormFloat64() * std)
@@ -226,6 +248,9 @@ func (g *weightGen) normal(n int, std float64) []float32 {
 }
 
 func (g *weightGen) uniform(n int, lo, hi float64) []float32 {
+	if g.r == nil {
+		return nil
+	}
 	s := make([]float32, n)
 	for i := range s {
 		s[i] = float32(lo + (hi-lo)*g.r.Float64())

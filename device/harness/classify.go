@@ -80,6 +80,8 @@ func classify(name, test string, code int, sig syscall.Signal, sc *Scan, reportE
 		return device.Infra("%s: harness exited with status %d%s", name, code, tail)
 	case errors.Is(reportErr, fs.ErrNotExist):
 		return device.Failed("harness exited 0 but wrote no report (test skipped?)%s", tail)
+	case errors.Is(reportErr, errUntrusted):
+		return device.Failed("the harness's report is refused: %v", reportErr)
 	case reportErr != nil:
 		return device.Infra("%s: read report: %v", name, reportErr)
 	}

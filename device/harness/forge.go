@@ -40,10 +40,11 @@ func (Forge) Check(b protocol.Benchmark) error {
 // 1800 s default.
 func (f Forge) Command(checkout string, b protocol.Benchmark) Command {
 	return Command{
-		Select:     []string{"-m", "perf"},
-		Options:    f.options(b),
-		PythonPath: []string{checkout},
-		CwdFiles:   []string{".test_durations"},
+		Select:      []string{"-m", "perf"},
+		Options:     f.options(b),
+		PythonPath:  []string{checkout},
+		CwdFiles:    []string{".test_durations"},
+		LoopFromJob: true,
 	}
 }
 
@@ -69,13 +70,20 @@ func (Forge) options(b protocol.Benchmark) []string {
 // Outcome implements Profile: measurements and PCC from the report, which
 // upstream writes only after its PCC check passed (so the harness judged
 // it; it does not print the PCC it required on a pass).
-func (Forge) Outcome(report []byte, _ protocol.Benchmark, _ *Scan) (*device.Outcome, error) {
+func (Forge) Outcome(report []byte, _ protocol.Benchmark, sc *Scan) (*device.Outcome, error) {
 	rep, err := ParseReport(report)
 	if err != nil {
 		return nil, device.Failed("%v", err)
 	}
 	if rep.PCC == nil {
 		return nil, device.Failed("upstream report has no pcc: cannot confirm the accuracy check")
+	}
+	printed, _, ok := sc.PCC()
+	if !ok {
+		return nil, device.Failed("the harness printed no \"PCC verification passed\" line: its report's pcc %v is unconfirmed", *rep.PCC)
+	}
+	if err := agreePCC(printed, *rep.PCC); err != nil {
+		return nil, err
 	}
 	return rep.outcome(report, *rep.PCC, 0), nil
 }

@@ -93,6 +93,9 @@ type Command struct {
 	// reads from its working directory; each is copied into the job's
 	// working directory when the checkout has it.
 	CwdFiles []string
+	// LoopFromJob is set when the harness runs the job's loop_count (its
+	// timed loop must be that long); unset, the test fixes its own.
+	LoopFromJob bool
 }
 
 // Config configures a Runner.
@@ -245,6 +248,11 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	}
 	logPath := filepath.Join(dir, ArtifactLog)
 	reportPath := filepath.Join(dir, ArtifactReport)
+	outDir := filepath.Join(dir, "out")
+	if err := os.Mkdir(outDir, 0o700); err != nil {
+		return nil, device.Infra("%s: output directory: %v", r.Name(), err)
+	}
+	outputPath := filepath.Join(outDir, ArtifactReport)
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, device.Infra("%s: log file: %v", r.Name(), err)
@@ -252,7 +260,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	defer logFile.Close()
 	rec.Artifact(ArtifactLog, logPath)
 
-	argv := r.Argv(job.Benchmark, reportPath, cwd)
+	argv := r.Argv(job.Benchmark, outputPath, cwd)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
 	cmd.Env = Env(os.Environ(), r.cfg.Env, command.PythonPath, dev.Visible, dev.Arch)
@@ -330,8 +338,14 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if waitErr != nil && code < 0 && sig == 0 {
 		return nil, device.Infra("%s: waiting for the harness: %v", r.Name(), waitErr)
 	}
-	data, readErr := os.ReadFile(reportPath)
+	// The report is the harness's: a symlink, a fifo or a file too large
+	// to be a report fails the job unread. What is kept and uploaded is
+	// the worker's own copy of the bytes checked here.
+	data, readErr := readUntrusted(outputPath, MaxReportBytes)
 	if readErr == nil {
+		if err := os.WriteFile(reportPath, data, 0o600); err != nil {
+			return nil, device.Infra("%s: keep the report: %v", r.Name(), err)
+		}
 		rec.Artifact(ArtifactReport, reportPath)
 	}
 	if err := classify(r.Name(), job.Benchmark.Test, code, sig, sc, readErr); err != nil {
@@ -353,11 +367,9 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		out.Notes = append(out.Notes, fmt.Sprintf("the harness ran batch size %d, not the job's %d (its report's batch_size; the test fixes its own)", ran, job.Benchmark.BatchSize))
 		log.Warn().Int("ran", ran).Int("asked", job.Benchmark.BatchSize).Msg("the harness ran another batch size than the job asked for")
 	}
-	if _, n, ok := sc.TimedTotal(); ok && n > 0 {
-		if want := int64(ran) * int64(n); out.Measurements.TotalSamples != want {
-			log.Warn().Int64("report", out.Measurements.TotalSamples).Int64("expected", want).
-				Msg("report's total_samples differs from its batch_size × the timed loop's iterations")
-		}
+	if err := verify(out, job.Benchmark, command, sc); err != nil {
+		log.Warn().Err(err).Msg("the harness's report disagrees with what it printed")
+		return nil, err
 	}
 	if it := sc.Timed(); len(it) > 0 {
 		out.Measurements.IterationMS = device.IterationStats(it)
@@ -367,6 +379,42 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	}
 	log.Info().Float64("samples_per_sec", out.Measurements.SamplesPerSec).Float64("pcc", out.PCCValue).Msg("harness passed")
 	return out, nil
+}
+
+// errUntrusted matches the errors of readUntrusted that are the file's
+// fault (not a regular file, too large).
+var errUntrusted = errors.New("untrusted file refused")
+
+// readUntrusted reads a file the harness wrote, at most max bytes: opened
+// without following a symlink and without blocking on a fifo, it must be
+// a regular file of at most max bytes before a byte is read.
+func readUntrusted(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%w: %s is not a regular file (a symlink)", errUntrusted, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", errUntrusted, path, st.Mode().Type())
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d byte limit", errUntrusted, path, st.Size(), max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: %s grew over the %d byte limit while read", errUntrusted, path, max)
+	}
+	return data, nil
 }
 
 // maxCwdFileBytes bounds a checkout file copied into a job's working

@@ -361,3 +361,40 @@ func TestCancelKillsTheHungHarness(t *testing.T) {
 		t.Fatal("harness not stopped")
 	}
 }
+
+// The harness is the code under test: a report whose figures disagree
+// with what it printed fails the job with a reason naming the
+// disagreement, and a report too large to be one (a 200 GB sparse file)
+// fails it without being read.
+func TestHostileReportsFailTheirJob(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"forged samples", `loops(2, 8, 5)
+print("PCC verification passed with PCC=0.990000")
+report(total_samples=1, total_time=1e-9)`, "total_samples 1 is not batch_size 8 × the 8 timed iterations"},
+		{"forged time", `loops(2, 8, 20)
+print("PCC verification passed with PCC=0.990000")
+report(total_time=1e-9)`, "total_time"},
+		{"forged pcc", `loops(2, 8, 5)
+print("PCC verification passed with PCC=0.410000")
+report(pcc=1.0, total_time=0.04)`, "printed PCC 0.41 but its report says 1"},
+		{"sparse 200 GB report", `loops(2, 8, 5)
+print("PCC verification passed with PCC=0.990000")
+with open(output_file, "w") as f:
+    f.truncate(200 << 30)`, "over the"},
+		{"report is a symlink", `loops(2, 8, 5)
+print("PCC verification passed with PCC=0.990000")
+os.symlink("/etc/shadow", output_file)`, "not a regular file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, _, _ := runnerFor(t, "forge", harnesstest.NewHostile(t, tc.body), nil)
+			_, err := r.Run(t.Context(), job(harnesstest.ForgeResNet50, 8, 8, 2), n150, &recorder{})
+			if !device.IsBenchmark(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want a benchmark failure naming %q", err, tc.want)
+			}
+		})
+	}
+}

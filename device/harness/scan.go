@@ -68,6 +68,7 @@ var (
 // time" line: the warmup or the timed loop.
 type loop struct {
 	start  time.Time       // first line of the loop
+	last   time.Time       // its last "Iteration" line
 	end    time.Time       // its "Total time" line
 	iters  []time.Duration // per-iteration times printed
 	total  float64         // seconds printed on the Total line
@@ -164,6 +165,7 @@ func (s *Scan) line(line string) {
 			s.loops = append(s.loops, cur)
 			phase = s.loopPhase(len(s.loops) - 1)
 		}
+		cur.last = now
 		if ms, err := strconv.ParseFloat(m[2], 64); err == nil && ms >= 0 && s.iterations < maxIterations {
 			cur.iters = append(cur.iters, time.Duration(ms*float64(time.Millisecond)))
 			s.iterations++
@@ -317,6 +319,28 @@ func (s *Scan) WarmupIterations() int {
 		return 0
 	}
 	return w.n
+}
+
+// TimedWindow is what the worker's own clock saw of the timed loop, from
+// the arrival of the harness's lines: at least the span from its first to
+// its last "Iteration" line (most is the span from the warmup's "Total
+// time" line, or the process start when there was no warmup, to the timed
+// loop's "Total time" line). ok is false without a timed loop.
+func (s *Scan) TimedWindow() (least, most time.Duration, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	warmup, timed := s.loopsLocked()
+	if timed == nil {
+		return 0, 0, false
+	}
+	from := s.start
+	if warmup != nil {
+		from = warmup.end
+	}
+	if !timed.last.IsZero() {
+		least = timed.last.Sub(timed.start)
+	}
+	return least, timed.end.Sub(from), true
 }
 
 // PCC returns the passed accuracy check's PCC and the PCC the harness

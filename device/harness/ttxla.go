@@ -77,11 +77,13 @@ func (TTXLA) Outcome(report []byte, _ protocol.Benchmark, sc *Scan) (*device.Out
 		return nil, device.Failed("%v", err)
 	}
 	pcc, required, ok := sc.PCC()
-	if rep.PCC != nil {
-		pcc, ok = *rep.PCC, true
+	if ok && rep.PCC != nil {
+		if err := agreePCC(pcc, *rep.PCC); err != nil {
+			return nil, err
+		}
 	}
 	if !ok {
-		return nil, device.Failed("tt-xla printed no \"PCC check: ... Required PCC=...\" line and its report has no pcc: cannot confirm the accuracy check")
+		return nil, device.Failed("tt-xla printed no \"PCC check: ... Required PCC=...\" or \"PCC verification passed\" line: cannot confirm the accuracy check")
 	}
 	return rep.outcome(report, pcc, required), nil
 }

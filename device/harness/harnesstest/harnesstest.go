@@ -108,6 +108,7 @@ func NewCheckoutMissing(t testing.TB, harness, dir string, missing ...string) *C
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	Traversable(t, dir) // the job user reads the checkout and runs the venv
 	c := &Checkout{Workdir: filepath.Join(dir, "checkout")}
 	copyTree(t, "trees/"+tree+"/checkout", c.Workdir)
 	env := filepath.Join(dir, "env")

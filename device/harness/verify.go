@@ -1,0 +1,67 @@
+package harness
+
+import (
+	"time"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// Tolerances of the checks a harness's report must pass. The harness is
+// the code under test: its report is checked against what the worker saw
+// itself before a number from it is recorded.
+const (
+	// TimeTolerance and TimeSlack bound how far the report's total_time
+	// may lie outside the timed loop the worker's clock saw (from the
+	// arrival of the loop's printed lines, TimedWindow): at least
+	// least×(1−TimeTolerance)−TimeSlack, at most
+	// most×(1+TimeTolerance)+TimeSlack. The slack covers the pipe and
+	// the scheduler on a loaded host.
+	TimeTolerance = 0.10
+	TimeSlack     = 50 * time.Millisecond
+	// PCCTolerance bounds the difference between the PCC a harness
+	// printed (six decimals) and the one in its report.
+	PCCTolerance = 1e-6
+)
+
+// verify checks a passed run's outcome against what the harness printed
+// and the worker's clock saw: total_samples must be the batch that ran
+// times the timed loop's iterations (the job's loop_count when the
+// harness runs it), and total_time must agree with the timed loop's
+// window. The error is a *device.BenchmarkError naming the disagreement.
+func verify(out *device.Outcome, b protocol.Benchmark, c Command, sc *Scan) error {
+	printed, n, ok := sc.TimedTotal()
+	least, most, _ := sc.TimedWindow()
+	if !ok || n <= 0 {
+		return device.Failed("the harness printed no timed loop (\"Total time: ...s for N iterations\"): its report's figures are unconfirmed")
+	}
+	if c.LoopFromJob && n != b.LoopCount {
+		return device.Failed("the harness's timed loop ran %d iterations, not the job's loop_count %d", n, b.LoopCount)
+	}
+	batch := out.Measurements.BatchSize
+	if batch == 0 {
+		batch = b.BatchSize
+	}
+	if want := int64(batch) * int64(n); out.Measurements.TotalSamples != want {
+		return device.Failed("the report's total_samples %d is not batch_size %d × the %d timed iterations printed (%d)",
+			out.Measurements.TotalSamples, batch, n, want)
+	}
+	total := time.Duration(out.Measurements.TotalTimeS * float64(time.Second))
+	lo := time.Duration(float64(least)*(1-TimeTolerance)) - TimeSlack
+	hi := time.Duration(float64(most)*(1+TimeTolerance)) + TimeSlack
+	if total < lo || total > hi {
+		return device.Failed("the report's total_time %s disagrees with the timed loop the worker saw (%s to %s between its printed lines; allowed %s to %s), printed total %gs",
+			total.Round(time.Microsecond), least.Round(time.Microsecond), most.Round(time.Microsecond),
+			max(lo, 0).Round(time.Microsecond), hi.Round(time.Microsecond), printed)
+	}
+	return nil
+}
+
+// agreePCC checks that the PCC a harness printed and the one its report
+// holds are the same check's.
+func agreePCC(printed, reported float64) error {
+	if d := printed - reported; d > PCCTolerance || d < -PCCTolerance {
+		return device.Failed("the harness printed PCC %v but its report says %v", printed, reported)
+	}
+	return nil
+}
