@@ -45,6 +45,10 @@ type Settings struct {
 	Env map[string]string
 	// TempDir holds per-job and per-slot directories; created if missing.
 	TempDir string
+	// HealthProbe is a known-good test id of the harness, run to confirm
+	// a host fault before the host leaves service ("" = none: the board
+	// check stands in).
+	HealthProbe string
 }
 
 var (

@@ -85,6 +85,15 @@ type Outcome struct {
 	Report *protocol.UpstreamReport
 }
 
+// Prober is a runner that can confirm a host fault (a *HostError of one
+// job) with a known-good job of the operator's before the host leaves
+// service: the job under test may only claim its host is broken.
+type Prober interface {
+	// Probe runs the probe on dev. configured is false when the runner
+	// has no probe; err is nil when the probe passed.
+	Probe(ctx context.Context, dev Device) (configured bool, err error)
+}
+
 // InvalidError: the job cannot run on this runner (unknown model, bad
 // option, harness usage error). No retry; the job is dead-lettered.
 type InvalidError struct{ Reason string }

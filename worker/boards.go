@@ -80,6 +80,16 @@ func (w *Worker) passOn(from *slot, msg jetstream.Msg, job string) bool {
 	return false
 }
 
+// failedOnHost records that job failed on every slot of runner r here, so
+// they pass it to another host's slots when one is idle.
+func (w *Worker) failedOnHost(job string, r device.Runner) {
+	for _, s := range w.slots {
+		if s.runner == r {
+			w.failed.add(job, s.dev.ID)
+		}
+	}
+}
+
 // hostFault takes every slot of runner r out of service: the harness's
 // environment on this host is broken, so no board here can run its jobs.
 // fleet status shows the reason.

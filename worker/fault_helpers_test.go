@@ -54,9 +54,15 @@ func (f *faultFleet) workerConfig(t *testing.T, id string, n int) worker.Config 
 // events reads every event of run so far.
 func (f *faultFleet) events(t *testing.T, run string) []protocol.Event {
 	t.Helper()
+	return runEvents(t, f.js, run)
+}
+
+// runEvents reads every event of run so far from BENCH_EVENTS.
+func runEvents(t *testing.T, js jetstream.JetStream, run string) []protocol.Event {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cons, err := f.js.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
+	cons, err := js.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{protocol.RunEventsFilter(run)}})
 	if err != nil {
 		t.Fatal(err)

@@ -77,6 +77,9 @@ type HarnessSpec struct {
 	Workdir string            `yaml:"workdir"`
 	Python  string            `yaml:"python"`
 	Env     map[string]string `yaml:"env"`
+	// HealthProbe is a known-good test id run to confirm a host fault
+	// before the host leaves service (device.Settings.HealthProbe).
+	HealthProbe string `yaml:"health_probe"`
 }
 
 func LoadFile(path string) (*File, error) {
@@ -265,7 +268,10 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, log ze
 					}
 					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
 				}
-				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name)}
+				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe}
+				if h.HealthProbe == "" {
+					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed on, and the host stays in service while its boards pass their check")
+				}
 			}
 			if r, err = kind.New(st, log); err != nil {
 				return nil, configErr("config %s: %v", name, err)

@@ -40,8 +40,11 @@ func newTTHost(t *testing.T, nodes int, kind string, brokenEnv bool, env map[str
 	return h
 }
 
+// probes are the known-good tests the fake hosts confirm a host fault with.
+var probes = map[string]string{protocol.RunnerForge: harnesstest.ForgeResNet50, protocol.RunnerTTXLA: harnesstest.XLAResNet50}
+
 // newTTHostWith serves the boards discovered on host with a harness
-// runner of kind over checkout c.
+// runner of kind over checkout c, confirming host faults with its probe.
 func newTTHostWith(t *testing.T, host *harnesstest.TTHost, kind string, c *harnesstest.Checkout, env map[string]string) *ttHost {
 	t.Helper()
 	h := &ttHost{TTHost: host}
@@ -51,7 +54,7 @@ func newTTHostWith(t *testing.T, host *harnesstest.TTHost, kind string, c *harne
 		t.Fatalf("discovered %+v (%v), want boards", devs, err)
 	}
 	k, _ := device.Lookup(kind)
-	r, err := k.New(device.Settings{Workdir: c.Workdir, Python: c.Python, Env: env, TempDir: t.TempDir()}, zerolog.Nop())
+	r, err := k.New(device.Settings{Workdir: c.Workdir, Python: c.Python, Env: env, TempDir: t.TempDir(), HealthProbe: probes[kind]}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

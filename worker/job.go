@@ -274,14 +274,38 @@ func (a *attemptState) run(ctx context.Context) error {
 	}
 	var host *device.HostError
 	if errors.As(runErr, &host) {
-		// Not this job's fault and not this board's: another host's turn,
-		// at once.
-		a.retryAfter(ctx, runErr, 0)
-		return runErr
+		return a.hostFault(ctx, host)
 	}
 	s.w.failed.add(job.ID, s.dev.ID)
 	a.retry(ctx, runErr)
 	return runErr
+}
+
+// maxHostFaults is how many host faults a job may cause (its deliveries
+// count): at the last it is dead-lettered as failing on every host.
+const maxHostFaults = 2
+
+// hostFault handles a run that says its host cannot run the harness. The
+// job under test can say so falsely (print pytest's ImportError and exit
+// 4), so the host leaves service only when the runner's probe (a
+// known-good job) fails too, or, without one, the board's check; the job
+// goes to another host at once, and after maxHostFaults deliveries it is
+// dead-lettered. It returns what the slot's health follows: the fault
+// when confirmed, else nil (the board stays in service).
+func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) error {
+	s := a.s
+	confirmed, why := s.confirmHostFault(ctx)
+	s.w.failedOnHost(a.job.ID, s.runner)
+	if a.deliveries >= maxHostFaults {
+		a.dead(ctx, fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.deliveries, host.Reason, why))
+	} else {
+		a.retryAfter(ctx, fmt.Errorf("%w (%s)", host, why), 0)
+	}
+	if !confirmed {
+		a.log.Warn().Str("reason", host.Reason).Str("probe", why).Msg("the job says this host cannot run the harness, but the host passes its probe: it stays in service")
+		return nil
+	}
+	return &device.HostError{Reason: host.Reason + " (" + why + ")"}
 }
 
 // sample reads the slot's sensors every device.SampleInterval until ctx

@@ -345,6 +345,31 @@ func (s *slot) checkHealth(ctx context.Context) error {
 	return s.health.Check(hctx, s.dev)
 }
 
+// probeTimeout bounds a host-fault probe (a known-good job at batch 1,
+// loop 1: its compile dominates).
+const probeTimeout = 30 * time.Minute
+
+// confirmHostFault runs the runner's probe (a known-good job) or, without
+// one, the board's health check: confirmed is true when it fails. why
+// says what was run and how it went.
+func (s *slot) confirmHostFault(ctx context.Context) (confirmed bool, why string) {
+	if p, ok := s.runner.(device.Prober); ok {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		configured, err := p.Probe(pctx, s.dev)
+		switch {
+		case configured && err != nil:
+			return true, "confirmed: " + err.Error()
+		case configured:
+			return false, "the health probe passes on this host"
+		}
+	}
+	if err := s.health.Check(ctx, s.dev); err != nil {
+		return true, "confirmed: the board check fails: " + err.Error()
+	}
+	return false, "no health probe configured and the board check passes"
+}
+
 // recover runs after an infrastructure failure: a health check, and if the
 // device is bad (or hung: always), a reset followed by a second check (a
 // reset can report success and still leave the device gone).

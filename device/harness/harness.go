@@ -119,6 +119,12 @@ type Config struct {
 	// returns so the worker can upload the artifacts; ones older than
 	// JobDirMaxAge are removed when a later job starts.
 	TempDir string
+	// HealthProbe is a known-good test id of this harness (e.g. the
+	// checkout's resnet50 benchmark). When a job's run says the host is
+	// broken (a *device.HostError), the worker runs it (Probe) at batch 1,
+	// loop 1 on the same board before taking the host out of service: only
+	// a failing probe confirms the fault. "" = no probe.
+	HealthProbe string
 }
 
 // Runner runs one harness profile. It is safe for concurrent use: each Run
@@ -164,6 +170,9 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 			return nil, fmt.Errorf("%s: python: %w", name, err)
 		}
 	}
+	if cfg.HealthProbe != "" && !protocol.ValidTestID(cfg.HealthProbe) {
+		return nil, fmt.Errorf("%s: health probe %q is not a relative pytest node id", name, cfg.HealthProbe)
+	}
 	for k := range cfg.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return nil, fmt.Errorf("%s: env: invalid variable name %q", name, k)
@@ -192,6 +201,27 @@ func (r *Runner) Name() string { return r.p.Name() }
 
 // Check implements device.Runner.
 func (r *Runner) Check(b protocol.Benchmark) error { return r.p.Check(b) }
+
+// Probe implements device.Prober: Config.HealthProbe at batch 1, loop 1,
+// warmup 1, run as a job is.
+func (r *Runner) Probe(ctx context.Context, dev device.Device) (configured bool, err error) {
+	if r.cfg.HealthProbe == "" {
+		return false, nil
+	}
+	job := &protocol.Job{ID: "health-probe", Run: "health-probe", Pool: dev.Pool, Runner: r.Name(),
+		Benchmark: protocol.Benchmark{Test: r.cfg.HealthProbe, BatchSize: 1, LoopCount: 1, WarmupCount: 1, DataFormat: protocol.FormatBfloat16}}
+	if _, err := r.Run(ctx, job, dev, discard{}); err != nil {
+		return true, fmt.Errorf("health probe %s: %w", r.cfg.HealthProbe, err)
+	}
+	return true, nil
+}
+
+// discard is a Recorder that keeps nothing.
+type discard struct{}
+
+func (discard) Phase(string)            {}
+func (discard) Log(string)              {}
+func (discard) Artifact(string, string) {}
 
 // Argv returns the harness's full argv (interpreter first) for b, writing
 // its report to outputFile and keeping pytest's cache in the job's working

@@ -1,6 +1,9 @@
 package worker_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +51,58 @@ func TestTTXLAHostThatCannotImportLeavesServiceJobsPassElsewhere(t *testing.T) {
 	s := rs[strict.ID]
 	if s.Status != protocol.StatusFailed || s.PCC != (protocol.PCC{Value: 0.95, Min: 0.99}) {
 		t.Fatalf("job-judged result: %s, pcc %+v, want failed at the job's 0.99", s.Status, s.PCC)
+	}
+}
+
+// A job that prints pytest's conftest ImportError and exits 4 on a host
+// whose probe passes (a pull request can do that) does not take the host
+// out of service: it is handed on, and after faulting two deliveries it
+// is dead-lettered as failing on every host.
+func TestJobClaimingABrokenHostDoesNotTakeItOutOfService(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	c := harnesstest.NewCheckout(t, "forge", "", false)
+	// The pull request's test module: at collection it prints what pytest
+	// prints for a conftest that cannot be imported, and exits 4.
+	evil := filepath.Join(c.Workdir, "forge", "test", "benchmark", "test_evil.py")
+	if err := os.WriteFile(evil, []byte(`import os, sys
+print("\nImportError while loading conftest '/opt/tt-forge-onnx/forge/test/conftest.py'.", flush=True)
+print("ModuleNotFoundError: No module named 'forge'", flush=True)
+os._exit(4)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host := newTTHostWith(t, harnesstest.NewTTHost(t, 1), protocol.RunnerForge, c, nil)
+	w := f.start(t, "tt-probed", host.slots)
+	const run = "forge-false-host-fault"
+	j := harnessJob(t, run, protocol.RunnerForge, "forge/test/benchmark/test_evil.py::test_x", 1, 4, nil)
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	testfleet.Eventually(t, time.Minute, "the job dead-lettered", func() bool {
+		st, err := f.js.Stream(t.Context(), protocol.StreamDead)
+		return err == nil && st.CachedInfo().State.Msgs == 1
+	})
+	st, err := f.js.Stream(t.Context(), protocol.StreamDead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(t.Context(), protocol.DeadSubject("n150"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dl protocol.DeadLetter
+	if err := json.Unmarshal(m.Data, &dl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dl.Reason, "fails on every host") || !strings.Contains(dl.Reason, "the health probe passes") || dl.Attempts != 2 {
+		t.Fatalf("dead letter after %d attempts: %q, want 'fails on every host' with the passing probe after 2", dl.Attempts, dl.Reason)
+	}
+	if d := w.Status().Devices[0]; d.State == protocol.DeviceQuarantined {
+		t.Fatalf("the host left service on the job's word: %+v", d)
+	}
+	// It still runs good jobs.
+	good := harnessJob(t, run+"-good", protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
+	testfleet.Submit(t, f.js, f.topo, f.store, run+"-good", protocol.PriorityNormal, []*protocol.Job{good})
+	if r := f.results(t, run+"-good", 1)[good.ID]; r.Status != protocol.StatusPassed {
+		t.Fatalf("good job after: %s (%+v)", r.Status, r.Error)
 	}
 }
