@@ -35,7 +35,10 @@ func NewFileBucket(dir string) (*FileBucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: file bucket %q: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	// A bucket made here is the worker's own (0700): a harness run as
+	// another user cannot read or plant results. An existing folder keeps
+	// its mode (the operator's to choose).
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("storage: file bucket %q: %w", dir, err)
 	}
 	b := &FileBucket{root: abs}

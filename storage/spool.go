@@ -138,9 +138,16 @@ func NewSpoolWithConfig(cfg SpoolConfig) (*Spool, error) {
 		log:    cfg.Log.With().Str("component", "spool").Str("spool", dir).Logger(),
 		wake:   make(chan struct{}, 1),
 	}
-	for _, d := range []string{spoolTmp, spoolReady, spoolTrash, spoolFailed} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+	// Only the worker may read or write the spool: an entry dropped into
+	// ready/ is uploaded with the worker's credentials. Folders made
+	// earlier with a wider mode are narrowed.
+	for _, d := range []string{"", spoolTmp, spoolReady, spoolTrash, spoolFailed} {
+		p := filepath.Join(dir, d)
+		if err := os.MkdirAll(p, 0o700); err != nil {
 			return nil, fmt.Errorf("storage: spool %q: %w", dir, err)
+		}
+		if err := os.Chmod(p, 0o700); err != nil {
+			return nil, fmt.Errorf("storage: spool %q: make %s private to the worker: %w", dir, p, err)
 		}
 	}
 	// Leftovers of a crash: half-written entries and half-removed ones.

@@ -428,3 +428,31 @@ func TestSpoolOutageS3(t *testing.T) {
 		t.Fatalf("down0: the first spooled attempt should win: %+v, %v", r, err)
 	}
 }
+
+// Only the worker may write the spool: an entry dropped into ready/ would
+// be uploaded with the worker's credentials. Folders made with a wider
+// mode are narrowed when the spool opens.
+func TestSpoolIsPrivateToTheWorker(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "spool")
+	if err := os.MkdirAll(filepath.Join(dir, "ready"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "ready"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	b, err := storage.NewFileBucket(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSpool(t, dir, b)
+	for _, d := range []string{dir, filepath.Join(dir, "ready"), b.Root()} {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o700 {
+			t.Errorf("%s has mode %v, want 0700", d, st.Mode().Perm())
+		}
+	}
+}
