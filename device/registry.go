@@ -49,6 +49,10 @@ type Settings struct {
 	// a host fault before the host leaves service ("" = none: the board
 	// check stands in).
 	HealthProbe string
+	// User and Cgroup are the box a harness's jobs run in (device/box):
+	// the job user ("" = nobody under a root worker, "none" = the worker's
+	// own) and how their processes are killed ("" = auto).
+	User, Cgroup string
 }
 
 var (

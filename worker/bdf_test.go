@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
 	t.Parallel()
 	host := harnesstest.NewTTHostNodes(t, []int{0, 2, 3})
 	bdf2 := host.BDFs[2]
-	dump := filepath.Join(t.TempDir(), "env.json")
+	dump := harnesstest.DumpPath(t)
 	c := harnesstest.NewCheckout(t, protocol.RunnerForge, "", false)
 	wf := &worker.File{
 		Slots:     []worker.SlotSpec{{Pool: "n150", Runner: protocol.RunnerForge, Devices: []string{"2"}}},

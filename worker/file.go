@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/internal/yamlerr"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -43,6 +44,36 @@ type File struct {
 	MetricsListen string `yaml:"metrics_listen"`
 	// Notify is where quarantines and dead letters are told.
 	Notify NotifySpec `yaml:"notify"`
+	// Isolation is the box harness jobs run in (device/box).
+	Isolation IsolationSpec `yaml:"isolation"`
+}
+
+// IsolationSpec is the worker config's isolation: section: the box every
+// harness job runs in (device/box).
+type IsolationSpec struct {
+	// User is the job user: "" = nobody when the worker runs as root (the
+	// worker's own user otherwise, with a warning), "none" = the worker's
+	// own user deliberately (a container per job, say), or NAME, UID or
+	// UID:GID.
+	User string `yaml:"user"`
+	// Cgroup is how a job's processes are killed when it ends: "auto"
+	// (default: a cgroup v2 per job where the worker may make one, else
+	// the worker as subreaper), "on" (a cgroup or the worker does not
+	// start) or "off".
+	Cgroup string `yaml:"cgroup"`
+}
+
+// JobUser describes the user harness jobs run as under this config.
+func (wf *File) JobUser() (string, error) {
+	var spec string
+	if wf != nil {
+		spec = wf.Isolation.User
+	}
+	d, err := box.JobUser(spec)
+	if err != nil {
+		return "", configErr("config isolation.user: %v", err)
+	}
+	return d, nil
 }
 
 // NotifySpec is the worker config's notify: section.
@@ -268,7 +299,8 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, log ze
 					}
 					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
 				}
-				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe}
+				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe,
+					User: wf.Isolation.User, Cgroup: wf.Isolation.Cgroup}
 				if h.HealthProbe == "" {
 					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed on, and the host stays in service while its boards pass their check")
 				}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/box"
 )
 
 // pytest exit codes (pytest.ExitCode).
@@ -80,7 +81,7 @@ func classify(name, test string, code int, sig syscall.Signal, sc *Scan, reportE
 		return device.Infra("%s: harness exited with status %d%s", name, code, tail)
 	case errors.Is(reportErr, fs.ErrNotExist):
 		return device.Failed("harness exited 0 but wrote no report (test skipped?)%s", tail)
-	case errors.Is(reportErr, errUntrusted):
+	case isRefused(reportErr):
 		return device.Failed("the harness's report is refused: %v", reportErr)
 	case reportErr != nil:
 		return device.Infra("%s: read report: %v", name, reportErr)
@@ -93,4 +94,11 @@ func tailSuffix(tail string) string {
 		return "; the log is empty"
 	}
 	return "; log tail:\n" + tail
+}
+
+// isRefused reports whether err is box's refusal of a file the harness
+// left (a link, not a regular file, too large): the harness's fault.
+func isRefused(err error) bool {
+	var fe *box.FileError
+	return errors.As(err, &fe)
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -113,12 +114,22 @@ type Config struct {
 	// KillGrace is how long a cancelled harness gets between SIGTERM and
 	// SIGKILL to its process group. Default 10s.
 	KillGrace time.Duration
-	// TempDir holds one directory per job (log.txt, report.json and the
-	// job's working directory, work/); created (0700) if missing. Default
-	// os.TempDir()/benchfleet-harness. Job directories stay after Run
-	// returns so the worker can upload the artifacts; ones older than
+	// TempDir holds one room per job (device/box: log.txt and
+	// report.json, the worker's; work/, tmp/ and out/, the job user's);
+	// created (0711) if missing, and it must be searchable by the job user
+	// along its path. Default os.TempDir()/benchfleet-harness. A room's
+	// work/ and tmp/ are removed when its job ends; log.txt and
+	// report.json stay for the worker to upload, and rooms older than
 	// JobDirMaxAge are removed when a later job starts.
 	TempDir string
+	// User is the user the harness runs as (box.Config.User): "" = nobody
+	// when the worker runs as root (else the worker's own user, with a
+	// warning), "none" = the worker's own user deliberately, or a NAME,
+	// UID or UID:GID.
+	User string
+	// Cgroup is how every process of a job is found and killed when it
+	// ends (box.Config.Cgroup): "" or "auto", "on", "off".
+	Cgroup string
 	// HealthProbe is a known-good test id of this harness (e.g. the
 	// checkout's resnet50 benchmark). When a job's run says the host is
 	// broken (a *device.HostError), the worker runs it (Probe) at batch 1,
@@ -132,6 +143,7 @@ type Config struct {
 type Runner struct {
 	p      Profile
 	cfg    Config
+	box    *box.Box
 	python string
 	log    zerolog.Logger
 
@@ -190,14 +202,26 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 	if cfg.TempDir == "" {
 		cfg.TempDir = filepath.Join(os.TempDir(), "benchfleet-harness")
 	}
-	if err := os.MkdirAll(cfg.TempDir, 0o700); err != nil {
-		return nil, fmt.Errorf("%s: temp dir: %w", name, err)
+	log = log.With().Str("component", "harness").Str("harness", name).Logger()
+	b, err := box.New(box.Config{User: cfg.User, Root: cfg.TempDir, Cgroup: cfg.Cgroup, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: isolation: %w", name, err)
 	}
-	return &Runner{p: p, cfg: cfg, python: python, log: log.With().Str("component", "harness").Str("harness", name).Logger()}, nil
+	return &Runner{p: p, cfg: cfg, box: b, python: python, log: log}, nil
 }
 
 // Name implements device.Runner.
 func (r *Runner) Name() string { return r.p.Name() }
+
+// Isolation describes the box its jobs run in: the job user and how their
+// processes are killed.
+func (r *Runner) Isolation() string {
+	kill := "a cgroup per job"
+	if !r.box.Cgroups() {
+		kill = "the worker as subreaper (no writable cgroup v2)"
+	}
+	return "as " + r.box.User() + ", " + kill
+}
 
 // Check implements device.Runner.
 func (r *Runner) Check(b protocol.Benchmark) error { return r.p.Check(b) }
@@ -257,33 +281,24 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		Int("attempt", device.AttemptFrom(ctx)).Logger()
 	r.prune(log)
 
-	// TempDir may have been removed under a long-running worker (tmp
-	// cleaners): create it for every job.
-	if err := os.MkdirAll(r.cfg.TempDir, 0o700); err != nil {
-		return nil, device.Infra("%s: temp dir: %v", r.Name(), err)
-	}
-	dir, err := os.MkdirTemp(r.cfg.TempDir, "job-"+job.ID+"-")
+	// A room of its own: another user, a fresh working directory and
+	// TMPDIR, a cgroup; nothing of an earlier job's is in reach.
+	room, err := r.box.Open(job.ID)
 	if err != nil {
-		return nil, device.Infra("%s: job directory: %v", r.Name(), err)
+		return nil, device.Infra("%s: %v", r.Name(), err)
 	}
+	defer room.Close()
 	command := r.p.Command(r.cfg.Workdir, job.Benchmark)
-	cwd := filepath.Join(dir, "work")
-	if err := os.Mkdir(cwd, 0o700); err != nil {
-		return nil, device.Infra("%s: working directory: %v", r.Name(), err)
-	}
+	cwd := room.Work
 	for _, f := range command.CwdFiles {
 		if err := copyCwdFile(filepath.Join(r.cfg.Workdir, f), filepath.Join(cwd, f)); err != nil {
 			log.Warn().Err(err).Str("file", f).Msg("the harness reads this checkout file from its working directory; not copied")
 		}
 	}
-	logPath := filepath.Join(dir, ArtifactLog)
-	reportPath := filepath.Join(dir, ArtifactReport)
-	outDir := filepath.Join(dir, "out")
-	if err := os.Mkdir(outDir, 0o700); err != nil {
-		return nil, device.Infra("%s: output directory: %v", r.Name(), err)
-	}
-	outputPath := filepath.Join(outDir, ArtifactReport)
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	logPath := filepath.Join(room.Dir, ArtifactLog)
+	reportPath := filepath.Join(room.Dir, ArtifactReport)
+	outputPath := filepath.Join(room.Out, ArtifactReport)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, device.Infra("%s: log file: %v", r.Name(), err)
 	}
@@ -291,10 +306,11 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	rec.Artifact(ArtifactLog, logPath)
 
 	argv := r.Argv(job.Benchmark, outputPath, cwd)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = cwd
-	cmd.Env = Env(os.Environ(), r.cfg.Env, command.PythonPath, dev.Visible, dev.Arch)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	env := Env(os.Environ(), r.cfg.Env, command.PythonPath, dev.Visible, dev.Arch)
+	if _, set := r.cfg.Env["HOME"]; !set {
+		env = append(env, "HOME="+room.Tmp) // the worker's is not the job's
+	}
+	cmd := room.Cmd(argv, env)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, device.Infra("%s: pipe: %v", r.Name(), err)
@@ -306,7 +322,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	log.Info().Str("test", job.Benchmark.Test).Str("visible", dev.Visible).Msg("starting harness")
 	start := time.Now()
 	rec.Phase(device.PhaseCompile)
-	if err := cmd.Start(); err != nil {
+	if err := room.Start(cmd); err != nil {
 		pr.Close()
 		pw.Close()
 		return nil, device.Infra("%s: start %s: %v", r.Name(), r.python, err)
@@ -343,17 +359,20 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}()
-	waitErr := cmd.Wait()
+	waitErr := room.Wait(cmd)
 	end := time.Now()
 	close(exited)
 	<-watched
-	// Whatever the harness left behind in its group (a hung child holding
-	// the device or the pipe) goes with it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// Whatever the harness left behind (a hung child holding the device or
+	// the pipe, a daemon that left its group and session) goes with it;
+	// then out/ is the worker's and the report can no longer change.
+	if err := room.Close(); err != nil {
+		log.Warn().Err(err).Msg("the job's processes or room were not all cleaned up")
+	}
 	select {
 	case <-scanned:
 	case <-time.After(5 * time.Second):
-		// A descendant that left the group still holds the pipe open.
+		// Only a process outside the room can hold the pipe now.
 		log.Warn().Msg("harness output still open 5s after exit; closing it")
 	}
 	pr.Close()
@@ -371,7 +390,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	// The report is the harness's: a symlink, a fifo or a file too large
 	// to be a report fails the job unread. What is kept and uploaded is
 	// the worker's own copy of the bytes checked here.
-	data, readErr := readUntrusted(outputPath, MaxReportBytes)
+	data, readErr := box.ReadFile(outputPath, MaxReportBytes)
 	if readErr == nil {
 		if err := os.WriteFile(reportPath, data, 0o600); err != nil {
 			return nil, device.Infra("%s: keep the report: %v", r.Name(), err)
@@ -411,42 +430,6 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	return out, nil
 }
 
-// errUntrusted matches the errors of readUntrusted that are the file's
-// fault (not a regular file, too large).
-var errUntrusted = errors.New("untrusted file refused")
-
-// readUntrusted reads a file the harness wrote, at most max bytes: opened
-// without following a symlink and without blocking on a fifo, it must be
-// a regular file of at most max bytes before a byte is read.
-func readUntrusted(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%w: %s is not a regular file (a symlink)", errUntrusted, path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", errUntrusted, path, st.Mode().Type())
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%w: %s is %d bytes, over the %d byte limit", errUntrusted, path, st.Size(), max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%w: %s grew over the %d byte limit while read", errUntrusted, path, max)
-	}
-	return data, nil
-}
-
 // maxCwdFileBytes bounds a checkout file copied into a job's working
 // directory (a .test_durations is tens of kilobytes).
 const maxCwdFileBytes = 16 << 20
@@ -473,10 +456,11 @@ func copyCwdFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+	// Readable by the job user (the directory is its), writable by none.
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(dst, data, 0o600)
+	return os.WriteFile(dst, data, 0o644)
 }
 
 // prune removes job directories older than JobDirMaxAge, at most once an hour.

@@ -137,13 +137,13 @@ func TestForgeParametrizedIDWarmupAndTimedLoopApart(t *testing.T) {
 		t.Fatalf("report %+v, measurements %+v, notes %q", out.Report, out.Measurements, out.Notes)
 	}
 	// The upstream conftest's marker file lands in the job's own working
-	// directory.
+	// directory, which is gone with the job.
 	work := filepath.Join(filepath.Dir(rec.artifacts[harness.ArtifactLog]), "work")
-	if _, err := os.Stat(filepath.Join(work, ".pytest_current_test_executing")); err != nil {
-		t.Fatalf("marker not in the job's working directory: %v", err)
-	}
 	if !strings.HasPrefix(work, tmp) {
 		t.Fatalf("job working directory %s outside the runner's %s", work, tmp)
+	}
+	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the job's working directory outlived it: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.Workdir, ".pytest_current_test_executing")); err == nil {
 		t.Fatal("marker written into the shared checkout")
@@ -212,7 +212,7 @@ func TestEnvAllowlistKeepsSecretsFromTheHarness(t *testing.T) {
 		"TTMLIR_TOOLCHAIN_DIR": "/opt/ttmlir-toolchain", "TTXLA_ENV_ACTIVATED": "1"} {
 		t.Setenv(k, v)
 	}
-	dump := filepath.Join(t.TempDir(), "env.json")
+	dump := harnesstest.DumpPath(t)
 	r, c, _ := newRunner(t, "forge", false, map[string]string{"FAKE_ENV_DUMP": dump, "HF_HOME": "/mnt/hf"})
 	if _, err := r.Run(t.Context(), job(harnesstest.ForgeResNet50, 1, 2, 1), n150, &recorder{}); err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestEnvAllowlistKeepsSecretsFromTheHarness(t *testing.T) {
 // default instead of 2x the recorded duration.
 func TestForgeWatchdogSeesTestDurations(t *testing.T) {
 	t.Parallel()
-	dump := filepath.Join(t.TempDir(), "env.json")
+	dump := harnesstest.DumpPath(t)
 	r, c, _ := newRunner(t, "forge", false, map[string]string{"FAKE_ENV_DUMP": dump})
 	if _, err := r.Run(t.Context(), job(harnesstest.ForgeResNet50, 1, 2, 1), n150, &recorder{}); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestForgeWatchdogSeesTestDurations(t *testing.T) {
 // 0.90), and the batch recorded is the one its test fixed.
 func TestTTXLAPassesByItsOwnCheck(t *testing.T) {
 	t.Parallel()
-	dump := filepath.Join(t.TempDir(), "env.json")
+	dump := harnesstest.DumpPath(t)
 	r, c, _ := newRunner(t, "tt-xla", false, map[string]string{"FAKE_XLA_LOOP": "16", "FAKE_PCC": "0.95", "FAKE_ENV_DUMP": dump})
 	rec := &recorder{}
 	out, err := r.Run(t.Context(), xlaJob(harnesstest.XLAResNet50, 16), n150, rec)

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"github.com/benchfleet/benchfleet/worker"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/worker"
 )
 
 // deviceJSON is the JSON shape of `benchfleet devices` (DESIGN §7).
@@ -16,6 +18,9 @@ type deviceJSON struct {
 	Chips   int    `json:"chips"`
 	Path    string `json:"path"`
 	Healthy bool   `json:"healthy"`
+	// JobUser is the user a harness slot runs its jobs as (absent for
+	// built-in slots).
+	JobUser string `json:"job_user,omitempty"`
 }
 
 func (a *app) devicesCmd() *cobra.Command {
@@ -40,6 +45,16 @@ func (a *app) devicesCmd() *cobra.Command {
 			if err != nil {
 				return configUsage(err)
 			}
+			// The job user harness slots would run their jobs as.
+			var user string
+			for _, s := range ss {
+				if k, ok := device.Lookup(s.Device.Runner); ok && k.Harness {
+					if user, err = wf.JobUser(); err != nil {
+						return configUsage(err)
+					}
+					break
+				}
+			}
 			out := []deviceJSON{}
 			for _, s := range ss {
 				d := s.Device
@@ -47,7 +62,11 @@ func (a *app) devicesCmd() *cobra.Command {
 				if s.Health != nil {
 					healthy = healthy && s.Health.Check(cmd.Context(), d) == nil
 				}
-				out = append(out, deviceJSON{ID: d.ID, Pool: d.Pool, Arch: d.Arch, Chips: d.Chips, Path: d.Path, Healthy: healthy})
+				dj := deviceJSON{ID: d.ID, Pool: d.Pool, Arch: d.Arch, Chips: d.Chips, Path: d.Path, Healthy: healthy}
+				if k, ok := device.Lookup(d.Runner); ok && k.Harness {
+					dj.JobUser = user
+				}
+				out = append(out, dj)
 			}
 			if format == "json" {
 				return writeJSON(a.stdout, out)
@@ -57,7 +76,13 @@ func (a *app) devicesCmd() *cobra.Command {
 			for _, d := range out {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%t\n", d.ID, d.Pool, d.Arch, d.Chips, d.Path, d.Healthy)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if user != "" {
+				fmt.Fprintf(a.stdout, "\nharness jobs run as %s\n", user)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "worker config YAML (slots and discovery)")

@@ -59,3 +59,31 @@ func TestDevicesJSON(t *testing.T) {
 		t.Fatalf("bad config: exit %d: %s", code, errOut)
 	}
 }
+
+// `benchfleet devices` says which user harness jobs run as: nobody under
+// a root worker with no isolation setting, none when opted out.
+func TestDevicesSayTheJobUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the default job user (nobody) is a root worker's")
+	}
+	host := harnesstest.NewTTHost(t, 1)
+	for _, tc := range []struct{ isolation, want string }{
+		{"", "harness jobs run as nobody (65534:65534)"},
+		{"isolation: {user: none}\n", "harness jobs run as none (the worker's own user)"},
+	} {
+		cfg := filepath.Join(t.TempDir(), "worker.yaml")
+		body := fmt.Sprintf("discovery:\n  enabled: true\n  tt_smi: %s\n  dev_root: %s\n  sysfs_root: %s\n%s", host.TTSMI, host.DevRoot, host.Sys, tc.isolation)
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run(t, "devices", "--config", cfg)
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Fatalf("exit %d, output %q (%s), want %q", code, out, errOut, tc.want)
+		}
+		code, out, _ = run(t, "devices", "--config", cfg, "--format", "json")
+		if code != 0 || !strings.Contains(out, `"job_user"`) {
+			t.Fatalf("json exit %d: %s, want job_user", code, out)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/storage"
@@ -102,6 +103,9 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 	}
 	if o.metrics {
 		wcfg.Registry = newRegistry()
+	}
+	if err := box.ProtectSelf(); err != nil {
+		a.log.Debug().Err(err).Msg("could not make the process non-dumpable")
 	}
 	w, err := worker.New(wcfg)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/storage"
@@ -116,12 +117,21 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if f.workDir == "" {
 		f.workDir = os.TempDir()
 	}
+	// The worker's /proc entries (its environment holds credentials) are
+	// root's only, whatever user a harness runs as.
+	if err := box.ProtectSelf(); err != nil {
+		a.log.Warn().Err(err).Msg("could not make the worker non-dumpable: processes of its user can read its environment")
+	}
 	slots, err := worker.BuildSlots(ctx, wf, f.slots, f.workDir, a.log)
 	if err != nil {
 		return configUsage(err)
 	}
 	if len(slots) == 0 {
 		return usageErr("no slots: give --slots (e.g. cpu=1) or a --config with slots or discovery")
+	}
+	for name, iso := range isolations(slots) {
+		a.log.Info().Str("runner", name).Str("isolation", iso).Msg("harness jobs run in a box")
+		fmt.Fprintf(a.stderr, "%s jobs run %s\n", name, iso)
 	}
 	bucket, err := a.openStore(ctx)
 	if err != nil {
@@ -215,4 +225,16 @@ func runnerHelp() string {
 		parts = append(parts, "  "+k.Name+": "+k.Summary)
 	}
 	return strings.Join(parts, "\n")
+}
+
+// isolations describes, by runner name, the box each harness runner of
+// slots runs its jobs in.
+func isolations(slots []worker.Slot) map[string]string {
+	out := map[string]string{}
+	for _, s := range slots {
+		if r, ok := s.Runner.(interface{ Isolation() string }); ok {
+			out[s.Runner.Name()] = r.Isolation()
+		}
+	}
+	return out
 }

@@ -177,6 +177,19 @@ type Dump struct {
 	TestDurationsFound bool    `json:"test_durations_found"`
 }
 
+// DumpPath is a FAKE_ENV_DUMP path the harness can write as the job user:
+// in a fresh directory everyone may write (sticky, as /tmp), reachable
+// from /.
+func DumpPath(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	Traversable(t, dir)
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "dump.json")
+}
+
 // ReadDump reads a FAKE_ENV_DUMP file.
 func ReadDump(t testing.TB, path string) Dump {
 	t.Helper()

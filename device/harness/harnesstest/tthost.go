@@ -100,6 +100,7 @@ func NewTTHostNodes(t testing.TB, nodes []int, opts ...TTHostOption) *TTHost {
 		o(&cfg)
 	}
 	dir := t.TempDir()
+	Traversable(t, dir)
 	h := &TTHost{DevRoot: filepath.Join(dir, "dev"), CallLog: filepath.Join(dir, "tt-smi.calls"), Sys: filepath.Join(dir, "sys"),
 		Nodes: append([]int(nil), nodes...), BDFs: map[int]string{}}
 	if err := os.MkdirAll(h.DevRoot, 0o755); err != nil {
@@ -110,8 +111,16 @@ func NewTTHostNodes(t testing.TB, nodes []int, opts ...TTHostOption) *TTHost {
 		bdf := fmt.Sprintf("0000:%02x:00.0", i+1)
 		h.BDFs[n] = bdf
 		pci := filepath.Join(h.Sys, "pci", bdf)
-		write(t, filepath.Join(pci, "hwmon", "hwmon0", "power1_input"), "20000000\n", 0o644)
-		write(t, filepath.Join(pci, "hwmon", "hwmon0", "temp1_input"), "40000\n", 0o644)
+		// The fake board's sensors move when its harness (run as the job
+		// user, see device/box) writes them: the fake needs them writable.
+		hw := filepath.Join(pci, "hwmon", "hwmon0")
+		write(t, filepath.Join(hw, "power1_input"), "20000000\n", 0o666)
+		write(t, filepath.Join(hw, "temp1_input"), "40000\n", 0o666)
+		for _, p := range []string{hw, filepath.Join(hw, "power1_input"), filepath.Join(hw, "temp1_input")} {
+			if err := os.Chmod(p, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
 		link := filepath.Join(h.Sys, fmt.Sprintf("tenstorrent!%d", n))
 		if err := os.MkdirAll(link, 0o755); err != nil {
 			t.Fatal(err)

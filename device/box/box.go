@@ -1,0 +1,296 @@
+// Package box runs one job's untrusted subprocess (a pull request's pytest
+// harness, hostile by default) in a box: as another user, in a fresh room
+// of directories of its own, with every process it starts killed when the
+// job ends, and with the files it leaves read only through bounded,
+// checked reads (ReadFile, CopyFile).
+//
+// # The user
+//
+// Config.User picks the job's user. A worker running as root runs jobs as
+// nobody by default, with no supplementary groups: a job cannot read the
+// worker's private files (credentials, the spool), signal or trace the
+// worker, or read its environment. A worker that is not root cannot switch users:
+// its jobs run as itself and can read what it can, which New logs as a
+// warning. ProtectSelf makes the worker's /proc entries (environ, where
+// credentials may be) root-only even for processes of its own user;
+// /proc/<pid>/cmdline and status stay world-readable, so secrets never go
+// in the worker's argv.
+//
+// The job user is shared with whatever else runs as it: as nobody, a job
+// can signal (and, as kernel.yama.ptrace_scope allows, trace) the host's
+// other processes of nobody; a user of its own (benchfleet-job, say) has
+// no such neighbours.
+//
+// Jobs that share a user are not isolated from each other: while two run
+// at once, one can read and write the other's work, tmp and out
+// directories, signal its processes and (as kernel.yama.ptrace_scope
+// allows) trace them. A Box per slot, each with its own Config.User,
+// separates concurrent jobs.
+//
+// # The room
+//
+// Open makes one room per job under Config.Root:
+//
+//	<Root>/                    0711, the worker's
+//	  job-<id>-<random>/       0711, the worker's: Room.Dir (the caller's log.txt)
+//	    work/                  0700, the job user's: its working directory
+//	    tmp/                   0700, the job user's: its TMPDIR
+//	    out/                   0700, the job user's: where it writes its report
+//
+// The job user can write nothing else under Root, and cannot list Root, so
+// it cannot find other rooms by name. Every directory from / to Root must
+// be searchable (x) by the job user; New checks and names the one that is
+// not (a Root under a 0700 directory, such as a root-owned temporary
+// directory, cannot work). The job can still write the world-writable
+// places of the host (/tmp, /var/tmp, /dev/shm), and what it leaves there
+// outlives it: a container or mount namespace per job closes those.
+//
+// # Every descendant dies with its job
+//
+// With a cgroup (Config.Cgroup "auto", the default, when the host allows
+// it) each room has a cgroup v2 directory of its own under the worker's
+// cgroup, <mount><worker's cgroup>/benchfleet-job-<id>-<random>. The job's
+// processes are started inside it atomically (clone3 with
+// CLONE_INTO_CGROUP), every process they fork stays in it whatever it does
+// (setsid, double fork), and Close kills them all at once (cgroup.kill),
+// waits until the cgroup is empty and removes it. On a host with pure
+// cgroup v2 the worker runs as a systemd unit with Delegate=yes (or as
+// root) so it may create cgroups under its own; New probes that it can
+// and falls back when it cannot.
+//
+// Without a cgroup (Config.Cgroup "off", or "auto" on a host that does not
+// allow it) the worker becomes a child subreaper
+// (PR_SET_CHILD_SUBREAPER), so every process a job orphans is re-parented
+// to the worker instead of init, and Close kills (SIGKILL) and reaps, by
+// its pid, every child of the worker that is the job's: a child run as the
+// job user, or carrying the room's mark (the BENCHFLEET_BOX variable Cmd
+// puts in the job's environment), and never the main process of a running
+// Room (Room.Start registers it, Room.Wait forgets it) nor a process marked
+// as another open room's. Its limits:
+//
+//   - Jobs that share a user share the rule: an orphan of a running job
+//     that has dropped or forged its mark is killed when another job of
+//     the same user ends, and a job can keep a process alive until another
+//     room's Close by copying that room's mark.
+//   - A job run as the worker's own user (no switch) is found by its mark
+//     alone: one that clears its environment escapes the kill.
+//   - Orphans of the worker's other subprocesses (ones not started by a
+//     Room) are re-parented to the worker too and stay zombies until it
+//     exits: the box cannot tell them from the children os/exec waits for.
+//
+// The job's main process also gets its own process group and SIGKILL as
+// its parent-death signal: if the worker dies, the main process dies too
+// (the signal follows the worker thread that started it; the Go runtime
+// does not end threads unless a goroutine locked to one exits).
+package box
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Config.
+const (
+	// DefaultUser is the job user of a worker running as root.
+	DefaultUser = "nobody"
+	// DefaultKillTimeout bounds how long Close waits for a job's processes
+	// to die.
+	DefaultKillTimeout = 10 * time.Second
+	// RootDirName is the default Root's name under os.TempDir().
+	RootDirName = "benchfleet-box"
+)
+
+// Values of Config.User and Config.Cgroup.
+const (
+	// UserNone runs jobs as the worker's own user.
+	UserNone = "none"
+	// CgroupAuto is a cgroup per job when the host allows it, else the
+	// subreaper fallback.
+	CgroupAuto = "auto"
+	// CgroupOn is a cgroup per job; New fails when the host does not allow
+	// it.
+	CgroupOn = "on"
+	// CgroupOff is the subreaper fallback, no cgroup.
+	CgroupOff = "off"
+)
+
+// EnvMark is the variable Cmd sets in the job's environment to mark its
+// processes as the room's (see the package doc).
+const EnvMark = "BENCHFLEET_BOX"
+
+// Config configures a Box.
+type Config struct {
+	// User is the user jobs run as. Default "": nobody (its uid and the gid
+	// of its passwd entry) when the worker runs as root; the worker's own
+	// user otherwise (logged as a warning). "none" runs jobs as the
+	// worker's own user deliberately (e.g. a container per job). "NAME",
+	// "UID" (a user with a passwd entry) or "UID:GID" names a user; it must
+	// not be root, and a worker that is not root may only name itself.
+	User string
+	// Root holds the rooms, one directory per job. Default
+	// os.TempDir()/benchfleet-box. Created 0711 if missing; it must be the
+	// worker's, writable by no one else, and searchable by the job user
+	// along its whole path.
+	Root string
+	// Cgroup is how a job's processes are found and killed: "auto"
+	// (default, also ""): a cgroup v2 directory per job when the host
+	// allows it, else the subreaper fallback; "on": a cgroup or New fails;
+	// "off": the subreaper fallback. See the package doc.
+	Cgroup string
+	// KillTimeout bounds how long Close waits for the job's processes to
+	// die after SIGKILL. Default 10s.
+	KillTimeout time.Duration
+	// Log receives the box's warnings (jobs run as the worker's own user,
+	// a cgroup fallback); "none" chosen is logged at info. Default: no
+	// logging.
+	Log zerolog.Logger
+}
+
+// Box opens rooms for jobs. It is safe for concurrent use; any number of
+// rooms may be open at once.
+type Box struct {
+	log         zerolog.Logger
+	root        string
+	user        ident
+	worker      ident // the worker's own uid and gid
+	killTimeout time.Duration
+	// cgroup is the directory job cgroups are made in; "" without cgroups.
+	cgroup string
+}
+
+// New validates cfg, fills its defaults, resolves the job user, creates
+// Root and sets up the kill mode (a cgroup probe, or the subreaper). Errors
+// name the Config field.
+func New(cfg Config) (*Box, error) {
+	log := cfg.Log.With().Str("component", "box").Logger()
+	b := &Box{log: log, killTimeout: cfg.KillTimeout, worker: ident{uid: os.Geteuid(), gid: os.Getegid()}}
+	if b.killTimeout < 0 {
+		return nil, fmt.Errorf("box: kill timeout %s is negative", cfg.KillTimeout)
+	}
+	if b.killTimeout == 0 {
+		b.killTimeout = DefaultKillTimeout
+	}
+	u, err := resolveUser(cfg.User, b.worker.uid, b.worker.gid)
+	if err != nil {
+		return nil, err
+	}
+	b.user = u
+	if !u.switched {
+		ev := log.Warn() // loudly, unless the operator chose it
+		if cfg.User == UserNone {
+			ev = log.Info()
+		}
+		ev.Str("user", u.desc).Msg("harness jobs run as the worker's own user: they can read what the worker can")
+	}
+	if b.root, err = makeRoot(cfg.Root, b.worker, b.user); err != nil {
+		return nil, err
+	}
+	switch cfg.Cgroup {
+	case "", CgroupAuto, CgroupOn:
+		dir, err := setupCgroup()
+		if err == nil {
+			b.cgroup = dir
+			break
+		}
+		if cfg.Cgroup == CgroupOn {
+			return nil, fmt.Errorf("box: cgroup on: %w", err)
+		}
+		log.Warn().Err(err).Msg("no cgroup per job: a job's orphans are found as the worker's children instead (subreaper)")
+		if err := becomeSubreaper(); err != nil {
+			return nil, fmt.Errorf("box: cgroup auto: no cgroup per job, and %w", err)
+		}
+	case CgroupOff:
+		if err := becomeSubreaper(); err != nil {
+			return nil, fmt.Errorf("box: cgroup off: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("box: cgroup %q is not auto, on or off", cfg.Cgroup)
+	}
+	return b, nil
+}
+
+// User describes the job user for the worker's start log and `benchfleet
+// devices`: "nobody (65534:65534)", or "none (the worker's own user)" when
+// jobs run as the worker's user.
+func (b *Box) User() string { return b.user.desc }
+
+// Cgroups reports whether each room has a cgroup of its own (true) or the
+// subreaper fallback finds the job's processes (false).
+func (b *Box) Cgroups() bool { return b.cgroup != "" }
+
+// Root is the directory rooms are made in (absolute, symlinks resolved).
+func (b *Box) Root() string { return b.root }
+
+// makeRoot creates root (0711) if missing and checks that it is the
+// worker's, writable by no one else, and searchable by the job user.
+func makeRoot(root string, worker, job ident) (string, error) {
+	if root == "" {
+		root = filepath.Join(os.TempDir(), RootDirName)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("box: root: %w", err)
+	}
+	if _, err := os.Lstat(abs); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(abs, 0o711); err != nil {
+			return "", fmt.Errorf("box: root: %w", err)
+		}
+		if err := os.Chmod(abs, 0o711); err != nil {
+			return "", fmt.Errorf("box: root: %w", err)
+		}
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", fmt.Errorf("box: root: %w", err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("box: root: %w", err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("box: root %q is not a directory", abs)
+	}
+	if uid, _ := owner(st); uid != worker.uid {
+		return "", fmt.Errorf("box: root %q is owned by uid %d, not the worker (uid %d)", abs, uid, worker.uid)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("box: root %q is writable by others (mode %v): use a directory only the worker can write", abs, st.Mode().Perm())
+	}
+	if job.switched {
+		if err := searchable(abs, job); err != nil {
+			return "", fmt.Errorf("box: root %q: %w", abs, err)
+		}
+	}
+	return abs, nil
+}
+
+// searchable checks that every directory from / to dir lets the job user
+// search it (by the mode bits; ACLs are not read).
+func searchable(dir string, job ident) error {
+	for p := dir; ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		uid, gid := owner(st)
+		var bit os.FileMode
+		switch {
+		case uid == job.uid:
+			bit = 0o100
+		case gid == job.gid:
+			bit = 0o010
+		default:
+			bit = 0o001
+		}
+		if st.Mode().Perm()&bit == 0 {
+			return fmt.Errorf("%s (mode %v, owner %d:%d) is not searchable by the job user %s: the job could not reach its room", p, st.Mode().Perm(), uid, gid, job.desc)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
