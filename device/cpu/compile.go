@@ -18,11 +18,16 @@ type plan struct {
 	layers map[*conv]*layer
 }
 
-// compile folds batch norm into every conv and packs the weights.
+// compile folds batch norm into every conv and packs the weights. The
+// folded weights of one layer at a time live in one buffer, reused.
 func compile(n *network, bf16 bool) *plan {
 	p := &plan{net: n, bf16: bf16, layers: make(map[*conv]*layer)}
+	var buf []float32
 	for _, c := range n.convs() {
-		w, b := fold(c)
+		if cap(buf) < len(c.w) {
+			buf = make([]float32, foldBufLen(n))
+		}
+		w, b := foldInto(c, buf[:len(c.w)])
 		if bf16 {
 			roundBF16Slice(w)
 			roundBF16Slice(b)
@@ -36,9 +41,20 @@ func compile(n *network, bf16 bool) *plan {
 // fold returns the weights and bias of c with its batch norm folded in:
 // with s = gamma/sqrt(var+eps), w' = s·w and b' = s·(bias-mean) + beta.
 // The arithmetic is float64, rounded once to float32.
-func fold(c *conv) (w, b []float32) {
+func fold(c *conv) (w, b []float32) { return foldInto(c, make([]float32, len(c.w))) }
+
+// foldBufLen is the length of the largest weight tensor of n.
+func foldBufLen(n *network) int {
+	var most int
+	for _, c := range n.convs() {
+		most = max(most, c.cout*c.cin*c.k*c.k)
+	}
+	return most
+}
+
+// foldInto is fold writing the weights into w (len(c.w) floats).
+func foldInto(c *conv, w []float32) (_, b []float32) {
 	k := c.cin * c.k * c.k
-	w = make([]float32, len(c.w))
 	b = make([]float32, c.cout)
 	for co := range c.cout {
 		scale, shift := 1.0, 0.0

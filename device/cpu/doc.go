@@ -45,6 +45,27 @@
 // walks the tile in 4×2 register blocks (larger blocks make the Go
 // compiler spill).
 //
+// # Memory
+//
+// A run holds the weights twice (the original ones for the golden path,
+// the folded and packed ones for the device path), one batch of input
+// (batch × input floats, refilled every iteration rather than loop_count
+// tensors as upstream), the executor's recycled activations for one chunk,
+// the GEMM's packed B for the largest layer of a chunk, and the golden
+// path's recycled tensors for one image. Both paths reuse their buffers
+// instead of leaving garbage, so the peak is close to the sum, which
+// EstimateBytes computes from the graph (TestEstimateBoundsMeasuredPeak
+// holds it against the peak resident memory of real runs). The input is
+// what grows: resnet50 at batch 4096 and input_size 1024 needs about 49 GiB.
+//
+// Check refuses, as invalid, a job whose estimate is over its budget:
+// MaxJobBytes (8 GiB) at submit, where the host is unknown, and on a
+// worker the smaller of MaxJobBytes and HostMemoryFraction (half) of the
+// host's MemTotal. The error names the estimate, the limit and the largest
+// batch_size that fits at the job's input_size (or says to lower
+// input_size). The budget is per job: a worker with several cpu slots may
+// run that many such jobs at once.
+//
 // # Golden path
 //
 // The golden output comes from an independent reference: one image at a

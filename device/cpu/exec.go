@@ -21,6 +21,7 @@ type executor struct {
 	p       *plan
 	threads int
 	free    [][]float32 // recycled buffers
+	scratch gemmScratch // of every GEMM of the executor
 }
 
 func newExecutor(p *plan, threads int) *executor {
@@ -78,6 +79,8 @@ func (p *plan) chunkSize(batch int) int {
 func (e *executor) forward(ctx context.Context, in []float32, batch int, out []float32) error {
 	n := e.p.net
 	chunk := e.p.chunkSize(batch)
+	// Grown once to the largest GEMM of a chunk, never step by step.
+	e.scratch.reserve(packedBFloats(n, chunk), e.threads)
 	inLen, outLen := n.inputLen(), n.outputLen()
 	for b0 := 0; b0 < batch; b0 += chunk {
 		nb := min(chunk, batch-b0)
@@ -188,7 +191,7 @@ func (e *executor) conv(c *conv, x activation, residual []float32) activation {
 	} else {
 		src = &im2col{x: x, k: c.k, stride: c.stride, pad: c.pad, oh: oh, ow: ow}
 	}
-	gemmN(e.threads, l.a, src, y.data, y.cols(), ep)
+	gemmN(e.threads, &e.scratch, l.a, src, y.data, y.cols(), ep)
 	return y
 }
 

@@ -88,26 +88,47 @@ func (d denseB) fill(np int, dst []float32) {
 	}
 }
 
-// gemmPool is the scratch memory of GEMM calls, reused across calls.
+// gemmPool is the scratch memory of gemm calls, reused across calls.
 var gemmPool = sync.Pool{New: func() any { return new(gemmScratch) }}
 
+// gemmScratch is the scratch memory of GEMM calls: the packed B of a call
+// and one accumulator tile per worker. It grows to the largest call made
+// with it and is reused; one scratch serves one call at a time.
 type gemmScratch struct {
 	packedB []float32
 	tiles   [][]float32 // per worker accumulators
 }
+
+// reserve grows the scratch to serve calls of up to packedB floats of
+// packed B with up to nw workers.
+func (s *gemmScratch) reserve(packedB, nw int) {
+	if cap(s.packedB) < packedB {
+		s.packedB = make([]float32, packedB)
+	}
+	for len(s.tiles) < nw {
+		s.tiles = append(s.tiles, make([]float32, mcBlock*ncBlock))
+	}
+}
+
+// packedBLen is the length of the packed B of a K×N matrix.
+func packedBLen(k, n int) int { return (n + nr - 1) / nr * k * nr }
 
 // defaultThreads is the number of goroutines a GEMM uses by default.
 func defaultThreads() int { return max(1, runtime.GOMAXPROCS(0)) }
 
 // gemm computes C = epilogue(A·B) for the packed M×K matrix a and the K×N
 // matrix b; C is row-major M×N with leading dimension ldc. It uses up to
-// GOMAXPROCS goroutines and returns when C is complete.
+// GOMAXPROCS goroutines and scratch from a shared pool, and returns when C
+// is complete.
 func gemm(a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
-	gemmN(defaultThreads(), a, b, c, ldc, ep)
+	s := gemmPool.Get().(*gemmScratch)
+	defer gemmPool.Put(s)
+	gemmN(defaultThreads(), s, a, b, c, ldc, ep)
 }
 
-// gemmN is gemm with up to nw goroutines.
-func gemmN(nw int, a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
+// gemmN is gemm with up to nw goroutines and the scratch s, grown if the
+// call needs more.
+func gemmN(nw int, s *gemmScratch, a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
 	k, n := b.dims()
 	if k != a.k {
 		panic("cpu: gemm: inner dimensions differ")
@@ -118,16 +139,9 @@ func gemmN(nw int, a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
 	}
 	nw = max(1, nw)
 	npB := (n + nr - 1) / nr
-	s := gemmPool.Get().(*gemmScratch)
-	defer gemmPool.Put(s)
-	need := npB * k * nr
-	if cap(s.packedB) < need {
-		s.packedB = make([]float32, need)
-	}
+	need := packedBLen(k, n)
+	s.reserve(need, nw)
 	pb := s.packedB[:need]
-	for len(s.tiles) < nw {
-		s.tiles = append(s.tiles, make([]float32, mcBlock*ncBlock))
-	}
 
 	// Step 1: pack B, panels split evenly across workers.
 	parallel(nw, npB, func(lo, hi int) {
@@ -217,15 +231,21 @@ func gemmTile(a *packedA, pb []float32, k, n, mb, nb int, acc, c []float32, ldc 
 // parallel splits [0, n) into at most nw contiguous ranges and runs f on
 // each in its own goroutine, returning when all are done.
 func parallel(nw, n int, f func(lo, hi int)) {
+	parallelW(nw, n, func(_, lo, hi int) { f(lo, hi) })
+}
+
+// parallelW is parallel that also tells f which of the ranges, numbered
+// from 0 to min(nw, n)-1, it runs.
+func parallelW(nw, n int, f func(w, lo, hi int)) {
 	if nw <= 1 || n <= 1 {
-		f(0, n)
+		f(0, 0, n)
 		return
 	}
 	nw = min(nw, n)
 	var wg sync.WaitGroup
 	for w := range nw {
 		lo, hi := w*n/nw, (w+1)*n/nw
-		wg.Go(func() { f(lo, hi) })
+		wg.Go(func() { f(w, lo, hi) })
 	}
 	wg.Wait()
 }

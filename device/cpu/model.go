@@ -305,11 +305,13 @@ func calibrated(n *network) *network {
 		in[i] = float32(r.NormFloat64())
 	}
 	threads := defaultThreads()
-	_, _ = refForward(context.Background(), n, in, func(c *conv, x refTensor, residual []float32) refTensor {
-		oh, ow := c.outSize(x.h), c.outSize(x.w)
-		y := refTensor{c: c.cout, h: oh, w: ow, data: make([]float32, c.cout*oh*ow)}
-		parallel(threads, c.cout, func(lo, hi int) {
-			acc := make([]float64, oh*ow)
+	var bufs refBuffers
+	_, _ = refForward(context.Background(), n, in, &bufs, func(c *conv, x refTensor, residual []float32, y refTensor) {
+		oh, ow := y.h, y.w
+		nw := min(threads, c.cout)
+		bufs.reserveAccs(nw, oh*ow)
+		parallelW(nw, c.cout, func(w, lo, hi int) {
+			acc := bufs.accs[w][:oh*ow]
 			for co := lo; co < hi; co++ {
 				refConvChannel(c, x, co, oh, ow, acc)
 				if c.bn != nil {
@@ -325,7 +327,6 @@ func calibrated(n *network) *network {
 				refFinish(c, co, acc, residual, y.data[co*oh*ow:(co+1)*oh*ow])
 			}
 		})
-		return y
 	})
 	return n
 }

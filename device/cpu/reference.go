@@ -14,14 +14,23 @@ import (
 
 // reference returns the golden outputs of batch samples of in.
 func reference(ctx context.Context, n *network, in []float32, batch, threads int) ([]float32, error) {
+	return referenceWith(ctx, n, in, batch, threads, &refBuffers{})
+}
+
+// referenceWith is reference with the tensors and accumulators of bufs.
+func referenceWith(ctx context.Context, n *network, in []float32, batch, threads int, bufs *refBuffers) ([]float32, error) {
 	inLen, outLen := n.inputLen(), n.outputLen()
 	out := make([]float32, batch*outLen)
+	convFn := func(c *conv, x refTensor, residual []float32, y refTensor) {
+		refConvInto(c, x, residual, y, threads, bufs)
+	}
 	for img := range batch {
-		o, err := referenceOne(ctx, n, in[img*inLen:(img+1)*inLen], threads)
+		o, err := refForward(ctx, n, in[img*inLen:(img+1)*inLen], bufs, convFn)
 		if err != nil {
 			return nil, err
 		}
 		copy(out[img*outLen:], o)
+		bufs.put(o)
 	}
 	return out, nil
 }
@@ -32,27 +41,65 @@ type refTensor struct {
 	data    []float32
 }
 
-func referenceOne(ctx context.Context, n *network, in []float32, threads int) ([]float32, error) {
-	return refForward(ctx, n, in, func(c *conv, x refTensor, res []float32) refTensor {
-		return refConv(c, x, res, threads)
-	})
+// refBuffers recycles the golden path's tensors and per-worker float64
+// accumulators across the layers and images of one reference call.
+type refBuffers struct {
+	free [][]float32
+	accs [][]float64
+}
+
+// tensor returns a c×h×w tensor (contents undefined).
+func (r *refBuffers) tensor(c, h, w int) refTensor {
+	n := c * h * w
+	for i, s := range r.free {
+		if cap(s) >= n {
+			r.free[i] = r.free[len(r.free)-1]
+			r.free = r.free[:len(r.free)-1]
+			return refTensor{c: c, h: h, w: w, data: s[:n]}
+		}
+	}
+	return refTensor{c: c, h: h, w: w, data: make([]float32, n)}
+}
+
+// put recycles a tensor's data.
+func (r *refBuffers) put(s []float32) { r.free = append(r.free, s) }
+
+// reserveAccs makes sure nw workers each have an accumulator of n floats.
+func (r *refBuffers) reserveAccs(nw, n int) {
+	for len(r.accs) < nw {
+		r.accs = append(r.accs, nil)
+	}
+	for w := range nw {
+		if cap(r.accs[w]) < n {
+			r.accs[w] = make([]float64, n)
+		}
+	}
 }
 
 // refForward walks the network for one image, running every conv (with
-// its batch norm, residual and ReLU) through convFn.
-func refForward(ctx context.Context, n *network, in []float32, convFn func(c *conv, x refTensor, residual []float32) refTensor) ([]float32, error) {
+// its batch norm, residual and ReLU) through convFn, which writes the
+// conv's output into y. Tensors come from bufs and go back to it once
+// used; the returned output is one of bufs' tensors, which the caller may
+// put back.
+func refForward(ctx context.Context, n *network, in []float32, bufs *refBuffers, convFn func(c *conv, x refTensor, residual []float32, y refTensor)) ([]float32, error) {
+	conv := func(c *conv, x refTensor, residual []float32) refTensor {
+		y := bufs.tensor(c.cout, c.outSize(x.h), c.outSize(x.w))
+		convFn(c, x, residual, y)
+		return y
+	}
 	var x refTensor
 	if n.vision {
 		x = refTensor{c: n.inC, h: n.size, w: n.size, data: in}
-		x = convFn(n.stem, x, nil)
-		x = refMaxPool(x)
+		y := conv(n.stem, x, nil)
+		x = refMaxPool(y, bufs)
+		bufs.put(y.data)
 		for _, b := range n.blocks {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			short := x
 			if b.down != nil {
-				short = convFn(b.down, x, nil)
+				short = conv(b.down, x, nil)
 			}
 			y := x
 			for i, c := range b.convs {
@@ -60,19 +107,33 @@ func refForward(ctx context.Context, n *network, in []float32, convFn func(c *co
 				if i == len(b.convs)-1 {
 					res = short.data
 				}
-				y = convFn(c, y, res)
+				z := conv(c, y, res)
+				if i > 0 {
+					bufs.put(y.data)
+				}
+				y = z
 			}
+			if b.down != nil {
+				bufs.put(short.data)
+			}
+			bufs.put(x.data)
 			x = y
 		}
-		x = refAvgPool(x)
+		y = refAvgPool(x, bufs)
+		bufs.put(x.data)
+		x = y
 	} else {
 		x = refTensor{c: n.width, h: 1, w: 1, data: in}
 	}
-	for _, d := range n.dense {
+	for i, d := range n.dense {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		x = convFn(d, x, nil)
+		y := conv(d, x, nil)
+		if n.vision || i > 0 { // not the caller's input
+			bufs.put(x.data)
+		}
+		x = y
 	}
 	return x.data, nil
 }
@@ -83,14 +144,22 @@ func refForward(ctx context.Context, n *network, in []float32, convFn func(c *co
 func refConv(c *conv, x refTensor, residual []float32, threads int) refTensor {
 	oh, ow := c.outSize(x.h), c.outSize(x.w)
 	y := refTensor{c: c.cout, h: oh, w: ow, data: make([]float32, c.cout*oh*ow)}
-	parallel(threads, c.cout, func(lo, hi int) {
-		acc := make([]float64, oh*ow)
+	refConvInto(c, x, residual, y, threads, &refBuffers{})
+	return y
+}
+
+// refConvInto is refConv writing into y, with bufs' accumulators.
+func refConvInto(c *conv, x refTensor, residual []float32, y refTensor, threads int, bufs *refBuffers) {
+	oh, ow := y.h, y.w
+	nw := min(max(1, threads), c.cout)
+	bufs.reserveAccs(nw, oh*ow)
+	parallelW(nw, c.cout, func(w, lo, hi int) {
+		acc := bufs.accs[w][:oh*ow]
 		for co := lo; co < hi; co++ {
 			refConvChannel(c, x, co, oh, ow, acc)
 			refFinish(c, co, acc, residual, y.data[co*oh*ow:(co+1)*oh*ow])
 		}
 	})
-	return y
 }
 
 // refConvChannel computes output channel co of the bare convolution (no
@@ -153,10 +222,10 @@ func validRange(kx, stride, pad, w, ow int) (lo, hi int) {
 	return lo, hi
 }
 
-// refMaxPool is a 3x3 stride-2 pad-1 max pool.
-func refMaxPool(x refTensor) refTensor {
+// refMaxPool is a 3x3 stride-2 pad-1 max pool into a tensor of bufs.
+func refMaxPool(x refTensor, bufs *refBuffers) refTensor {
 	oh, ow := (x.h+2-3)/2+1, (x.w+2-3)/2+1
-	y := refTensor{c: x.c, h: oh, w: ow, data: make([]float32, x.c*oh*ow)}
+	y := bufs.tensor(x.c, oh, ow)
 	for ch := range x.c {
 		for oy := range oh {
 			for ox := range ow {
@@ -176,9 +245,10 @@ func refMaxPool(x refTensor) refTensor {
 	return y
 }
 
-// refAvgPool is the global average pool, summed in float64.
-func refAvgPool(x refTensor) refTensor {
-	y := refTensor{c: x.c, h: 1, w: 1, data: make([]float32, x.c)}
+// refAvgPool is the global average pool, summed in float64, into a tensor
+// of bufs.
+func refAvgPool(x refTensor, bufs *refBuffers) refTensor {
+	y := bufs.tensor(x.c, 1, 1)
 	hw := x.h * x.w
 	for ch := range x.c {
 		var s float64

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -39,9 +40,38 @@ func New(cfg Config) (*Runner, error) {
 func (*Runner) Name() string { return protocol.RunnerCPU }
 
 // Check implements device.Runner. It rejects unknown models, input sizes
-// the model cannot take (resnet: 32 to 1024; mlp: up to 16384) and
-// training, which the harness does not support.
-func (*Runner) Check(b protocol.Benchmark) error {
+// the model cannot take (resnet: 32 to 1024; mlp: up to 16384), training,
+// which the harness does not support, and a job whose run would need more
+// memory (EstimateBytes, with the runner's threads) than this host's
+// budget: the smaller of MaxJobBytes and HostMemoryFraction of the host's
+// memory.
+func (r *Runner) Check(b protocol.Benchmark) error {
+	if err := checkShape(b); err != nil {
+		return err
+	}
+	return checkBudget(b, r.threads(), hostBudget(hostMemory()))
+}
+
+// checkKind is the registered kind's Check (submit, no host): the runner's
+// checks with MaxJobBytes as the budget and this process's GOMAXPROCS as
+// the threads.
+func checkKind(b protocol.Benchmark) error {
+	if err := checkShape(b); err != nil {
+		return err
+	}
+	return checkBudget(b, defaultThreads(), submitBudget)
+}
+
+// threads is the number of goroutines a run uses.
+func (r *Runner) threads() int {
+	if r.cfg.Threads == 0 {
+		return defaultThreads()
+	}
+	return r.cfg.Threads
+}
+
+// checkShape is Check without the memory budget.
+func checkShape(b protocol.Benchmark) error {
 	if b.Training {
 		return device.Invalid("training is not supported")
 	}
@@ -59,6 +89,11 @@ func (*Runner) Check(b protocol.Benchmark) error {
 	}
 	return nil
 }
+
+// collectFirstBytes is the estimate from which Run collects garbage before
+// it allocates: left to the collector's pacing, a previous run's garbage
+// could share the heap with a run this large.
+const collectFirstBytes = 1 << 30
 
 // How many per-iteration log lines a run writes in full; the rest are
 // summarized (upstream prints every iteration, which floods long runs).
@@ -94,14 +129,20 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if err := r.Check(b); err != nil {
 		return nil, err
 	}
-	threads := r.cfg.Threads
-	if threads == 0 {
-		threads = defaultThreads()
-	}
+	threads := r.threads()
 	bf16 := b.DataFormat == protocol.FormatBfloat16
 
 	rec.Phase(device.PhaseCompile)
 	start := time.Now()
+	if fp, err := estimateBenchmark(b, threads); err == nil {
+		lim := hostBudget(hostMemory())
+		rec.Log(fmt.Sprintf("cpu: estimated memory %s (limit %s: %s)", formatBytes(fp.total()), formatBytes(lim.bytes), lim.reason))
+		if fp.total() >= collectFirstBytes {
+			// The garbage of the slot's previous run may not be collected
+			// yet; this run's estimate does not count it.
+			runtime.GC()
+		}
+	}
 	net, err := buildNetwork(b.Model, b.InputSize)
 	if err != nil {
 		return nil, device.Invalid("cpu: %v", err)
@@ -185,7 +226,7 @@ func fillInput(in []float32, n *network, i int) {
 func init() {
 	device.Register(device.Kind{
 		Name: protocol.RunnerCPU, Builtin: true, Summary: "the built-in reference engine (pure Go ResNet-50, ResNet-18, MLP)",
-		Check: (*Runner)(nil).Check,
+		Check: checkKind,
 		New: func(device.Settings, zerolog.Logger) (device.Runner, error) {
 			return New(Config{})
 		},
