@@ -459,3 +459,44 @@ func TestProbeCgroupRefuses(t *testing.T) {
 		t.Fatalf("probe left %v", entries)
 	}
 }
+
+// Reachable judges what the job user could read from the mode bits along
+// the path.
+func TestReachable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs a root worker (the job user is nobody)")
+	}
+	dir := t.TempDir() // 0700 root: nothing below is reachable
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil { // the test's own temp root
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	public, private := filepath.Join(open, "public"), filepath.Join(open, "private")
+	if err := os.WriteFile(public, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(private, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want bool
+		mode os.FileMode // of dir
+	}{
+		{public, false, 0o700}, {public, true, 0o711}, {private, false, 0o711}, {filepath.Join(open, "missing"), false, 0o711},
+	} {
+		if err := os.Chmod(dir, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Reachable("", tc.path)
+		if err != nil || got != tc.want {
+			t.Errorf("Reachable(%s) under a %v dir = %v, %v; want %v", tc.path, tc.mode, got, err, tc.want)
+		}
+	}
+	if got, _ := Reachable(UserNone, public); got {
+		t.Error("Reachable with user none: the worker's own user is not judged")
+	}
+}

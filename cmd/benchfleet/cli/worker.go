@@ -129,9 +129,17 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if len(slots) == 0 {
 		return usageErr("no slots: give --slots (e.g. cpu=1) or a --config with slots or discovery")
 	}
-	for name, iso := range isolations(slots) {
+	isos := isolations(slots)
+	for name, iso := range isos {
 		a.log.Info().Str("runner", name).Str("isolation", iso).Msg("harness jobs run in a box")
 		fmt.Fprintf(a.stderr, "%s jobs run %s\n", name, iso)
+	}
+	if len(isos) > 0 {
+		var user string
+		if wf != nil {
+			user = wf.Isolation.User
+		}
+		a.warnReachable(user, f.config, f.spool)
 	}
 	bucket, err := a.openStore(ctx)
 	if err != nil {
@@ -237,4 +245,29 @@ func isolations(slots []worker.Slot) map[string]string {
 		}
 	}
 	return out
+}
+
+// warnReachable warns, loudly, of every file with the worker's secrets or
+// state that the job user could read: the config, the NATS credentials,
+// the AWS shared files, the spool and a file store. A harness job is a
+// pull request's code.
+func (a *app) warnReachable(user string, paths ...string) {
+	for _, k := range []string{"NATS_CREDS", "NATS_NKEY", "NATS_PASSWORD_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"} {
+		paths = append(paths, os.Getenv(k))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		paths = append(paths, filepath.Join(home, ".aws", "credentials"), filepath.Join(home, ".aws", "config"))
+	}
+	if dir, ok := strings.CutPrefix(a.storeURL, "file://"); ok {
+		paths = append(paths, dir)
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if ok, err := box.Reachable(user, p); err == nil && ok {
+			a.log.Warn().Str("path", p).Msg("readable by the harness's job user: a pull request's code could read it (chmod o-r, or a directory it cannot enter)")
+			fmt.Fprintf(a.stderr, "WARNING: %s is readable by the harness's job user\n", p)
+		}
+	}
 }
