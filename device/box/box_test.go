@@ -466,7 +466,7 @@ func TestReachable(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs a root worker (the job user is nobody)")
 	}
-	dir := t.TempDir() // 0700 root: nothing below is reachable
+	dir := t.TempDir()                                         // 0700 root: nothing below is reachable
 	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil { // the test's own temp root
 		t.Fatal(err)
 	}
