@@ -17,6 +17,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/sim"
+	"github.com/benchfleet/benchfleet/internal/benchbox"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
@@ -28,8 +29,9 @@ import (
 func (a *app) benchDispatchCmd() *cobra.Command {
 	var jobs, slots, probes, rounds int
 	var jobDuration time.Duration
+	var boxed bool
 	cmd := &cobra.Command{
-		Use:   "dispatch [--jobs N] [--slots S] [--job-duration D] [--rounds R] [--probes P]",
+		Use:   "dispatch [--jobs N] [--slots S] [--job-duration D] [--rounds R] [--probes P] [--box]",
 		Short: "Measure benchfleet's per-job overhead against raw JetStream, in one run",
 		Long: `Runs N zero-length sim jobs through the whole fleet (submit, claim with strict
 priority, events, write-once result in a file store, double ack) and the same
@@ -55,7 +57,17 @@ every result) is printed beside it. In the same run, the same jobs run on
 the sim runner alone (one goroutine per slot, back to back, no NATS, no
 store), which shows how much of the gap is the host's (late timers on a
 loaded machine) and not benchfleet's; the last line is the median
-utilization of the rounds.`,
+utilization of the rounds.
+
+With --box it measures the box harness jobs run in (device/box: the job
+user, nobody under root, and a cgroup per job) instead: N jobs (default
+200) on S forge harness slots (default 2), whose harness is a minimal
+python3 script with a timed loop of D (default 50ms), run plain (isolation
+user none, cgroup off) and then boxed (the default user, cgroup auto),
+back to back each round. It prints each side's wall time and jobs/s, the
+ratio boxed/plain of the wall times, and their median over the rounds.
+Both sides make a room per job, so the ratio is the cost of the user
+switch and the cgroup; not root, no user switch is possible.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if jobs < 1 || jobs > 1_000_000 {
@@ -73,6 +85,25 @@ utilization of the rounds.`,
 			if rounds < 1 || rounds > 100 {
 				return usageErr("--rounds %d: want 1..100", rounds)
 			}
+			if boxed {
+				if cmd.Flags().Changed("probes") {
+					return usageErr("--probes: does not apply to --box")
+				}
+				cfg := benchbox.Config{Rounds: rounds}
+				if cmd.Flags().Changed("jobs") {
+					cfg.Jobs = jobs
+				}
+				if cmd.Flags().Changed("slots") {
+					cfg.Slots = slots
+				}
+				if cmd.Flags().Changed("job-duration") {
+					if jobDuration == 0 {
+						return usageErr("--job-duration 0: --box needs jobs of at least 1ms")
+					}
+					cfg.JobDuration = jobDuration
+				}
+				return a.benchBox(cmd.Context(), cfg)
+			}
 			return a.benchDispatch(cmd.Context(), jobs, slots, jobDuration, probes, rounds)
 		},
 	}
@@ -81,6 +112,7 @@ utilization of the rounds.`,
 	cmd.Flags().DurationVar(&jobDuration, "job-duration", 0, "length of each sim job; > 0 measures the slots' utilization instead of the raw comparison")
 	cmd.Flags().IntVar(&rounds, "rounds", 3, "rounds of the measurement (raw and fleet back to back); the median is reported")
 	cmd.Flags().IntVar(&probes, "probes", 50, "jobs published one at a time to idle slots for the claim latency (0: none)")
+	cmd.Flags().BoolVar(&boxed, "box", false, "measure the box's cost per harness job (boxed/plain) instead; defaults --jobs 200, --slots 2, --job-duration 50ms")
 	return cmd
 }
 
