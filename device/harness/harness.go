@@ -3,7 +3,7 @@
 // subprocesses, invoked the way each harness's own CI invokes them:
 //
 //	<python> -m pytest -svv <selection> <checkout>/<test> <profile options> \
-//	    --output-file <job dir>/report.json --rootdir <checkout> \
+//	    --output-file <job dir>/out/report.json --rootdir <checkout> \
 //	    -o cache_dir=<job dir>/work/.pytest_cache
 //
 // where <selection> is the profile's (tt-forge-onnx: -m perf; tt-xla:

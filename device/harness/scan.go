@@ -322,25 +322,22 @@ func (s *Scan) WarmupIterations() int {
 }
 
 // TimedWindow is what the worker's own clock saw of the timed loop, from
-// the arrival of the harness's lines: at least the span from its first to
-// its last "Iteration" line (most is the span from the warmup's "Total
-// time" line, or the process start when there was no warmup, to the timed
-// loop's "Total time" line). ok is false without a timed loop.
+// the arrival of the harness's lines: about least, the span from the
+// arrival of its first to its last "Iteration" line, and at most most, the
+// span from the process's start to the arrival of the timed loop's "Total
+// time" line (a line cannot arrive before it was printed). ok is false
+// without a timed loop.
 func (s *Scan) TimedWindow() (least, most time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	warmup, timed := s.loopsLocked()
+	_, timed := s.loopsLocked()
 	if timed == nil {
 		return 0, 0, false
-	}
-	from := s.start
-	if warmup != nil {
-		from = warmup.end
 	}
 	if !timed.last.IsZero() {
 		least = timed.last.Sub(timed.start)
 	}
-	return least, timed.end.Sub(from), true
+	return least, timed.end.Sub(s.start), true
 }
 
 // PCC returns the passed accuracy check's PCC and the PCC the harness

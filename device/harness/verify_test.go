@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func clockScan(lines []string, steps []time.Duration) *Scan {
 	return sc
 }
 
-// A harness that printed a warmup of 2 and a timed loop of 4 iterations
+// A harness that printed a warmup of 2 and a timed loop of 10 iterations
 // of 100 ms each, as the worker's clock saw them.
 func honestLoop() *Scan {
 	var lines []string
@@ -30,20 +31,20 @@ func honestLoop() *Scan {
 	add := func(l string, d time.Duration) { lines, steps = append(lines, l), append(steps, d) }
 	add("Compiling ONNX model with Forge (m)...", time.Second)
 	for i := range 2 {
-		add("Iteration "+string(rune('0'+i))+" took 100.0000 ms", 100*time.Millisecond)
+		add("Iteration "+strconv.Itoa(i)+" took 100.0000 ms", 100*time.Millisecond)
 	}
 	add("Total time: 0.2000s for 2 iterations", time.Millisecond)
 	add("Starting benchmark...", time.Millisecond)
-	for i := range 4 {
-		add("Iteration "+string(rune('0'+i))+" took 100.0000 ms", 100*time.Millisecond)
+	for i := range 10 {
+		add("Iteration "+strconv.Itoa(i)+" took 100.0000 ms", 100*time.Millisecond)
 	}
-	add("Total time: 0.4000s for 4 iterations", time.Millisecond)
+	add("Total time: 1.0000s for 10 iterations", time.Millisecond)
 	return clockScan(lines, steps)
 }
 
 func TestVerifyChecksTheReportAgainstWhatTheWorkerSaw(t *testing.T) {
 	t.Parallel()
-	b := protocol.Benchmark{BatchSize: 8, LoopCount: 4}
+	b := protocol.Benchmark{BatchSize: 8, LoopCount: 10}
 	forge := Command{LoopFromJob: true}
 	outcome := func(batch int, samples int64, secs float64) *device.Outcome {
 		return &device.Outcome{Measurements: protocol.Measurements{BatchSize: batch, TotalSamples: samples, TotalTimeS: secs}}
@@ -55,13 +56,13 @@ func TestVerifyChecksTheReportAgainstWhatTheWorkerSaw(t *testing.T) {
 		c    Command
 		want string // "" = passes
 	}{
-		{"honest", outcome(8, 32, 0.4), b, forge, ""},
-		{"the batch the harness chose", outcome(2, 8, 0.4), b, Command{}, ""},
-		{"forged samples", outcome(8, 1, 0.4), b, forge, "total_samples 1 is not batch_size 8 × the 4 timed iterations"},
-		{"tiny time", outcome(8, 32, 1e-9), b, forge, "total_time"},
-		{"huge time", outcome(8, 32, 40), b, forge, "total_time"},
-		{"another loop than the job's", outcome(8, 32, 0.4), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, forge, "not the job's loop_count 128"},
-		{"own loop", outcome(8, 32, 0.4), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, Command{}, ""},
+		{"honest", outcome(8, 80, 1.0), b, forge, ""},
+		{"the batch the harness chose", outcome(2, 20, 1.0), b, Command{}, ""},
+		{"forged samples", outcome(8, 1, 1.0), b, forge, "total_samples 1 is not batch_size 8 × the 10 timed iterations"},
+		{"tiny time", outcome(8, 80, 1e-9), b, forge, "total_time"},
+		{"huge time", outcome(8, 80, 40), b, forge, "total_time"},
+		{"another loop than the job's", outcome(8, 80, 1.0), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, forge, "not the job's loop_count 128"},
+		{"own loop", outcome(8, 80, 1.0), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, Command{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := verify(tc.out, tc.b, tc.c, honestLoop())
@@ -73,7 +74,7 @@ func TestVerifyChecksTheReportAgainstWhatTheWorkerSaw(t *testing.T) {
 			}
 		})
 	}
-	if err := verify(outcome(8, 32, 0.4), b, forge, scanLines("no loop here")); err == nil || !strings.Contains(err.Error(), "no timed loop") {
+	if err := verify(outcome(8, 80, 1.0), b, forge, scanLines("no loop here")); err == nil || !strings.Contains(err.Error(), "no timed loop") {
 		t.Fatalf("no loop printed: %v", err)
 	}
 	if err := agreePCC(0.998765, 0.9987654); err != nil {

@@ -3,6 +3,7 @@ package harnesstest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,15 +57,37 @@ func NewHostile(t testing.TB, body string) *Checkout {
 	return c
 }
 
-// Traversable makes dir and its parents up to the filesystem root
-// searchable (o+x) by every user, so a harness run as another user (the
-// job user, e.g. nobody) reaches a checkout under a test's 0700 temporary
-// directory. It changes nothing it can't (a parent it doesn't own).
+// Traversable makes dir and its parents below the temporary directory
+// (os.TempDir(): the test's own directories, which the testing package
+// makes 0700) searchable (o+x) by every user, so a harness run as another
+// user (the job user, e.g. nobody) reaches a checkout there. It never
+// changes os.TempDir() or anything above it: when those are not
+// searchable by everyone (a per-user TMPDIR made 0700), the test fails
+// saying so, as the worker would refuse such a work directory.
 func Traversable(t testing.TB, dir string) {
 	t.Helper()
-	for d := dir; ; d = filepath.Dir(d) {
+	tmp := filepath.Clean(os.TempDir())
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := abs; d != tmp; d = filepath.Dir(d) {
+		if d == filepath.Dir(d) || !strings.HasPrefix(d, tmp+string(filepath.Separator)) {
+			return // not under the temporary directory: the caller's to arrange
+		}
 		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
-			_ = os.Chmod(d, st.Mode().Perm()|0o011)
+			if err := os.Chmod(d, st.Mode().Perm()|0o011); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for d := tmp; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			t.Fatalf("harnesstest: %s (mode %v) is not searchable by other users, so a harness run as the job user cannot reach the test's files under TMPDIR=%s: run the tests with a TMPDIR everyone can search (e.g. TMPDIR=/tmp)", d, st.Mode().Perm(), tmp)
 		}
 		if d == filepath.Dir(d) {
 			return
