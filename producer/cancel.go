@@ -30,8 +30,13 @@ type CancelOutcome struct {
 	Finished bool
 	// Removed counts the queued jobs deleted from BENCH_JOBS.
 	Removed int
-	// Running counts the jobs running now, which their workers stop.
+	// Running counts the jobs running now on live workers, which stop
+	// them.
 	Running int
+	// Orphaned counts the jobs last seen running on workers that are gone
+	// (no fresh heartbeat: killed, or cut off): nobody stops them now;
+	// they are redelivered after the ack wait and dropped then, cancelled.
+	Orphaned int
 }
 
 // CancelRun cancels a run that has not finished: it sets the cancel flag
@@ -118,8 +123,21 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, topo *topology.Handl
 		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,
 			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
 	}
+	// Only a live worker stops a job; a job of a worker that is gone
+	// waits for its redelivery. Without the fleet, every job counts.
+	fleet, ferr := ReadFleet(ctx, topo.Workers)
+	live := map[string]bool{}
+	for _, w := range fleet {
+		if w.Live(now) {
+			live[w.ID] = true
+		}
+	}
 	for _, st := range states {
-		if st.OnBoard() {
+		switch {
+		case !st.OnBoard():
+		case ferr == nil && !live[st.Worker]:
+			out.Orphaned++
+		default:
 			out.Running++
 		}
 	}
@@ -130,4 +148,23 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, topo *topology.Handl
 		return out, fmt.Errorf("cancel %s: %w", req.Run, ctx.Err())
 	}
 	return out, nil
+}
+
+// CancelSummary says what a cancel did, e.g. "2 jobs removed from the
+// queue, 1 being stopped, 3 of workers that are gone (cancelled when
+// redelivered)".
+func CancelSummary(out *CancelOutcome) string {
+	s := fmt.Sprintf("%s removed from the queue, %s being stopped", nJobs(out.Removed), nJobs(out.Running))
+	if out.Orphaned > 0 {
+		s += fmt.Sprintf(", %s of workers that are gone (cancelled when redelivered)", nJobs(out.Orphaned))
+	}
+	return s
+}
+
+// nJobs is "1 job" or "n jobs".
+func nJobs(n int) string {
+	if n == 1 {
+		return "1 job"
+	}
+	return fmt.Sprintf("%d jobs", n)
 }

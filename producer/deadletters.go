@@ -16,13 +16,19 @@ import (
 )
 
 // DeadEntry is one dead letter as `dlq list` shows it (DESIGN §7's JSON
-// shape: id, pool, reason, attempts, time, payload).
+// shape: id, pool, reason, attempts, time, payload; and run, priority and
+// worker, "" when the dead letter does not know them: a payload that did
+// not parse has no run or priority, a job dead-lettered before any worker
+// ran it no worker).
 type DeadEntry struct {
-	ID       string    `json:"id"`
-	Pool     string    `json:"pool"`
-	Reason   string    `json:"reason"`
-	Attempts int       `json:"attempts"`
-	Time     time.Time `json:"time"`
+	ID       string            `json:"id"`
+	Run      string            `json:"run"`
+	Pool     string            `json:"pool"`
+	Priority protocol.Priority `json:"priority"`
+	Worker   string            `json:"worker"`
+	Reason   string            `json:"reason"`
+	Attempts int               `json:"attempts"`
+	Time     time.Time         `json:"time"`
 	// Payload is the original message: a JSON value when it parsed as
 	// JSON, else a string.
 	Payload json.RawMessage `json:"payload"`
@@ -51,7 +57,8 @@ func ReadDead(ctx context.Context, js jetstream.JetStream) ([]DeadEntry, error) 
 		if err := json.Unmarshal(m.Data(), &dl); err != nil {
 			return
 		}
-		e := DeadEntry{ID: dl.ID, Pool: dl.Pool, Reason: dl.Reason, Attempts: dl.Attempts, Time: dl.Time, Letter: dl, Payload: rawPayload(dl.Payload)}
+		e := DeadEntry{ID: dl.ID, Run: dl.Run, Pool: dl.Pool, Priority: dl.Priority, Worker: dl.Worker, Reason: dl.Reason,
+			Attempts: dl.Attempts, Time: dl.Time, Letter: dl, Payload: rawPayload(dl.Payload)}
 		if meta, err := m.Metadata(); err == nil {
 			e.Seq = meta.Sequence.Stream
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -63,4 +64,62 @@ func UnservedPools(fleet []protocol.WorkerStatus, jobs []protocol.ManifestJob) [
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ErrWorkerIDLive is matched (errors.Is) by the error of CheckWorkerID
+// when another live worker has the id.
+var ErrWorkerIDLive = errors.New("worker id in use")
+
+// WorkerIDLiveError names the live worker that holds an id.
+type WorkerIDLiveError struct {
+	// Status is the live worker's heartbeat; Age its age when checked.
+	Status protocol.WorkerStatus
+	Age    time.Duration
+}
+
+func (e *WorkerIDLiveError) Error() string {
+	where := "on host " + e.Status.Host
+	if e.Status.PID != 0 {
+		where += fmt.Sprintf(" (pid %d)", e.Status.PID)
+	}
+	if e.Status.Spool != nil {
+		where += ", spool " + e.Status.Spool.Path
+	}
+	return fmt.Sprintf("worker id %s is in use: a live worker %s heartbeated %s ago; give this worker another --id, or stop that one first "+
+		"(a worker that is gone stops counting %s after its last heartbeat)",
+		e.Status.ID, where, e.Age.Round(time.Second), protocol.WorkerStaleAfter)
+}
+
+// Is makes the error match ErrWorkerIDLive.
+func (e *WorkerIDLiveError) Is(target error) bool { return target == ErrWorkerIDLive }
+
+// CheckWorkerID reads worker id's record in bench-workers before a worker
+// with that id starts on host as process pid. It returns a
+// *WorkerIDLiveError when the record is another live worker's: fresh
+// (protocol.WorkerStatus.Live) and not the record of a dead predecessor on
+// this host (same host, a pid that alive says is gone). Two live workers
+// with one id overwrite each other's heartbeat, so the fleet shows one of
+// them with the wrong boards. It also returns the record (nil when there is
+// none), so the caller can look at the spool it names. alive nil: every pid
+// counts as alive.
+func CheckWorkerID(ctx context.Context, workers jetstream.KeyValue, id, host string, pid int, alive func(pid int) bool) (*protocol.WorkerStatus, error) {
+	e, err := workers.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker id %s: %w", id, err)
+	}
+	var st protocol.WorkerStatus
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		return nil, nil // not a heartbeat of ours: nothing to go by
+	}
+	now := time.Now()
+	if !st.Live(now) {
+		return &st, nil
+	}
+	if st.Host == host && st.PID != 0 && st.PID != pid && alive != nil && !alive(st.PID) {
+		return &st, nil // this host's earlier worker, killed before it could remove its record
+	}
+	return &st, &WorkerIDLiveError{Status: st, Age: max(0, now.Sub(st.Time))}
 }

@@ -19,7 +19,7 @@ func RunState(p Progress, cancelled bool) string {
 		return RunPassed
 	case c.Total > 0 && c.Done() == c.Total:
 		return RunFailed
-	case c.Running > 0 || c.Recording > 0 || c.Done() > 0:
+	case c.Running > 0 || c.Recording > 0 || c.Spooled > 0 || c.Done() > 0:
 		return RunRunning
 	default:
 		return RunQueued

@@ -51,6 +51,8 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 			}
 		case st.Terminal():
 			r.Reason = st.Message
+		case st.Reported() && st.Spooled:
+			r.Reason = fmt.Sprintf("reported %s; result spooled on worker %s, not in the store yet", st.Kind, st.Worker)
 		case st.Reported():
 			r.Reason = fmt.Sprintf("reported %s; no stored result read (yet)", st.Kind)
 		default:

@@ -26,6 +26,10 @@ type JobState struct {
 	Device  string
 	Message string
 	Updated time.Time
+	// Spooled is true when the job's terminal event said its worker
+	// spooled the result locally (protocol.Event.Spooled): the job is over
+	// and acked, its result reaches the store when that spool uploads it.
+	Spooled bool
 	// Result is the job's stored result, read from the store at the key the
 	// manifest gives (never at a key an event names); nil until found.
 	Result *protocol.Result
@@ -67,6 +71,9 @@ type Counts struct {
 	// their run ended and their result is being stored (a slot claims its
 	// next job before it records the last one).
 	Recording int
+	// Spooled counts jobs whose result is spooled on their worker and not
+	// in the store yet (JobState.Spooled); they are not done until it is.
+	Spooled int
 }
 
 // Done is the number of ended jobs.
@@ -77,6 +84,8 @@ type Progress struct {
 	Run    string
 	All    Counts
 	ByPool map[string]Counts
+	// SpooledOn counts the Spooled jobs by worker id.
+	SpooledOn map[string]int
 	// Last is the job whose event arrived last (nil before any).
 	Last *JobState
 }
@@ -317,10 +326,11 @@ func apply(st *JobState, e *protocol.Event) {
 	if e.Kind.Terminal() {
 		st.Message = e.Message
 	}
+	st.Spooled = e.Spooled()
 }
 
 func progress(run string, states map[string]*JobState, last *JobState) Progress {
-	p := Progress{Run: run, ByPool: map[string]Counts{}, Last: last}
+	p := Progress{Run: run, ByPool: map[string]Counts{}, SpooledOn: map[string]int{}, Last: last}
 	// A board runs one job at a time: of the jobs shown running on one
 	// board, only the one it heard from last is.
 	type board struct{ worker, device string }
@@ -347,6 +357,10 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 		case st.Terminal():
 			c.Failed++
 			p.All.Failed++
+		case st.Reported() && st.Spooled:
+			c.Spooled++
+			p.All.Spooled++
+			p.SpooledOn[st.Worker]++
 		case st.OnBoard() && st.Device != "" && newest[board{st.Worker, st.Device}] != st:
 			c.Recording++
 			p.All.Recording++

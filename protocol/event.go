@@ -61,14 +61,27 @@ func DecodeEvent(data []byte) (*Event, error) {
 // WorkerStatus is a worker's heartbeat, kept in the bench-workers bucket
 // under the worker id with a TTL.
 type WorkerStatus struct {
-	Schema    string         `json:"schema"`
-	ID        string         `json:"id"`
-	Host      string         `json:"host"`
-	Version   string         `json:"version"`
-	StartedAt time.Time      `json:"started_at"`
-	Time      time.Time      `json:"time"`
-	Draining  bool           `json:"draining,omitempty"`
-	Devices   []DeviceStatus `json:"devices"`
+	Schema    string    `json:"schema"`
+	ID        string    `json:"id"`
+	Host      string    `json:"host"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
+	Time      time.Time `json:"time"`
+	Draining  bool      `json:"draining,omitempty"`
+	// Store says what is wrong with the worker's result store, e.g.
+	// "store not answering since 2025-06-01T12:00:03Z (...); results are
+	// spooled locally (3 pending)", or that it cannot record results at all
+	// and claims nothing until it can. Absent: the store answered its last
+	// call.
+	Store string `json:"store,omitempty"`
+	// Spool is the worker's local spool of results waiting for the store;
+	// absent when the worker runs without one.
+	Spool *SpoolStatus `json:"spool,omitempty"`
+	// PID is the worker's process id on Host; absent (0) from workers
+	// that do not report it. A worker starting on the same host tells its
+	// dead predecessor's record (that process is gone) from a live twin.
+	PID     int            `json:"pid,omitempty"`
+	Devices []DeviceStatus `json:"devices"`
 }
 
 // Device states in a WorkerStatus.

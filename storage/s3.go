@@ -35,6 +35,10 @@ const (
 	// MinS3PartSize is S3's smallest allowed part (all parts but the last).
 	MinS3PartSize = 5 << 20
 	maxS3Parts    = 10000
+	// S3OpenTimeout bounds the bucket check of NewS3Bucket (at most
+	// CallTimeout): a store that does not answer within it is taken as
+	// unreachable, and the bucket is returned anyway.
+	S3OpenTimeout = 10 * time.Second
 )
 
 // S3Config configures an S3Bucket. The zero value of every optional field
@@ -177,7 +181,8 @@ func (b *S3Bucket) Requests() S3RequestCounts { return b.counts.snapshot() }
 // (creating it when cfg.Create is set) and returns an error naming the
 // bucket if it does not. If the server cannot be reached, it logs a warning
 // and returns the bucket anyway, so a worker can start during an outage and
-// spool its results. Missing credentials are an error matching
+// spool its results; so can a server that does not answer within
+// S3OpenTimeout. Missing credentials are an error matching
 // ErrNoCredentials.
 func NewS3Bucket(ctx context.Context, cfg S3Config) (*S3Bucket, error) {
 	if err := cfg.fill(); err != nil {
@@ -230,7 +235,7 @@ func NewS3Bucket(ctx context.Context, cfg S3Config) (*S3Bucket, error) {
 }
 
 func (b *S3Bucket) ensureBucket(ctx context.Context) error {
-	cctx, cancel := b.callCtx(ctx)
+	cctx, cancel := context.WithTimeout(ctx, min(b.cfg.CallTimeout, S3OpenTimeout))
 	_, err := b.client.HeadBucket(cctx, &s3.HeadBucketInput{Bucket: aws.String(b.bucket)})
 	cancel()
 	if err == nil {

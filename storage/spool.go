@@ -26,7 +26,19 @@ import (
 const (
 	DefaultSpoolRetryMin = time.Second
 	DefaultSpoolRetryMax = time.Minute
+	// DefaultSpoolCallTimeout bounds each store call of Spool.Deliver
+	// (see SpoolConfig.CallTimeout).
+	DefaultSpoolCallTimeout = 5 * time.Second
 )
+
+// SpoolMinFree is the room Spool.Check wants on the spool's file system
+// (1 MiB): less, and the spool reports that it cannot take a result.
+const SpoolMinFree = 1 << 20
+
+// ErrSpoolRefused: the store did not take a result and the spool could not
+// write it either (its disk is full, read-only or failing). The result is
+// neither in the store nor on local disk; the job is not the cause.
+var ErrSpoolRefused = errors.New("storage: the spool cannot take the result")
 
 // Spool directory layout:
 //
@@ -68,6 +80,12 @@ type SpoolConfig struct {
 	// DefaultSpoolRetryMax (1m).
 	RetryMin time.Duration
 	RetryMax time.Duration
+	// CallTimeout bounds each store call Deliver makes (WithCallTimeout: a
+	// Put of n bytes also gets n at CallTimeoutMinRate): a store that does
+	// not answer within it is treated as down and the result is spooled.
+	// Run's uploads are not bounded by it. Default DefaultSpoolCallTimeout
+	// (5s).
+	CallTimeout time.Duration
 }
 
 // Spool keeps results durable on local disk while the store is down and
@@ -124,6 +142,9 @@ func NewSpoolWithConfig(cfg SpoolConfig) (*Spool, error) {
 	if cfg.RetryMax <= 0 {
 		cfg.RetryMax = DefaultSpoolRetryMax
 	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultSpoolCallTimeout
+	}
 	if cfg.RetryMax < cfg.RetryMin {
 		return nil, fmt.Errorf("storage: spool: RetryMax (%s) is below RetryMin (%s)", cfg.RetryMax, cfg.RetryMin)
 	}
@@ -170,36 +191,44 @@ func NewSpoolWithConfig(cfg SpoolConfig) (*Spool, error) {
 // Pending is the number of spooled results not yet in the store.
 func (s *Spool) Pending() int { return int(s.pending.Load()) }
 
-// Check reports whether the spool can take a result now: a file can be
-// created, written and removed in its directory. (Whether the store is up
-// does not matter: that is what the spool is for.)
+// Check reports whether the spool can take a result now: its file system
+// has SpoolMinFree left and a file can be created, written and removed in
+// its directory. (Whether the store is up does not matter: that is what the
+// spool is for.) An error matches ErrSpoolRefused.
 func (s *Spool) Check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if free, ok := freeBytes(s.dir); ok && free < SpoolMinFree {
+		return fmt.Errorf("storage: spool %q: %w: no space left on device (%d KiB free, %d KiB wanted)",
+			s.dir, ErrSpoolRefused, free>>10, SpoolMinFree>>10)
+	}
 	f, err := os.CreateTemp(filepath.Join(s.dir, spoolTmp), "check-*")
 	if err != nil {
-		return fmt.Errorf("storage: spool %q: %w", s.dir, err)
+		return fmt.Errorf("storage: spool %q: %w: %w", s.dir, ErrSpoolRefused, err)
 	}
 	_, werr := f.Write([]byte("ok"))
 	cerr := f.Close()
 	rerr := os.Remove(f.Name())
 	if err := errors.Join(werr, cerr, rerr); err != nil {
-		return fmt.Errorf("storage: spool %q: %w", s.dir, err)
+		return fmt.Errorf("storage: spool %q: %w: %w", s.dir, ErrSpoolRefused, err)
 	}
 	return nil
 }
 
 // Deliver delivers r and its artifact files to the store (see the package
-// function Deliver). If that fails for any reason other than ErrExists or
-// an undeliverable result (ErrInvalidKey), it copies the result and the
-// files into a spool entry, fsynced and committed atomically, and returns
-// spooled=true with a nil error: the result is durable and the caller may
-// ack the job; Run uploads it later. key is the result's key in the store.
+// function Deliver), each store call bounded by CallTimeout. If that fails
+// for any reason other than ErrExists or an undeliverable result
+// (ErrInvalidKey), a store that does not answer in time included, it
+// copies the result and the files into a spool entry, fsynced and
+// committed atomically, and returns spooled=true with a nil error: the
+// result is durable and the caller may ack the job; Run uploads it later.
+// key is the result's key in the store.
 //
 // ErrExists is returned as is (the result was already there; record
 // nothing new). An error with spooled=false means the result is neither in
-// the store nor in the spool: the caller must not ack.
+// the store nor in the spool: the caller must not ack. When the spool could
+// not write the entry it matches ErrSpoolRefused and the store's error.
 func (s *Spool) Deliver(ctx context.Context, r *protocol.Result, files []ArtifactFile) (key string, spooled bool, err error) {
 	if err := CheckDeliverable(r, files); err != nil {
 		return "", false, err
@@ -207,13 +236,13 @@ func (s *Spool) Deliver(ctx context.Context, r *protocol.Result, files []Artifac
 	// Deliver leaves r unchanged when it fails; spool what the caller gave.
 	orig := *r
 	orig.Artifacts = slices.Clone(r.Artifacts)
-	key, err = Deliver(ctx, s.bucket, r, files)
+	key, err = Deliver(ctx, WithCallTimeout(s.bucket, s.cfg.CallTimeout), r, files)
 	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrInvalidKey) {
 		return key, false, err
 	}
 	name, serr := s.write(&orig, key, files, err)
 	if serr != nil {
-		return key, false, fmt.Errorf("storage: spool %s: delivery failed (%v) and spooling failed: %w", r.Job, err, serr)
+		return key, false, fmt.Errorf("storage: spool %s: delivery failed (%w); %w: %w", r.Job, err, ErrSpoolRefused, serr)
 	}
 	s.log.Warn().Err(err).Str("run", r.Run).Str("job", r.Job).Int("attempt", r.Attempt).Str("entry", name).
 		Int("pending", s.Pending()).Msg("store unavailable; result spooled")

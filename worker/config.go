@@ -37,9 +37,11 @@ type Sink interface {
 // DirectSink delivers straight to a bucket with no spool.
 type DirectSink struct{ Bucket storage.Bucket }
 
-// Deliver implements Sink.
+// Deliver implements Sink. Each store call has StoreCallTimeout (a Put
+// also time for its bytes): a store that does not answer fails the
+// delivery as unavailable.
 func (d DirectSink) Deliver(ctx context.Context, r *protocol.Result, files []storage.ArtifactFile) (string, bool, error) {
-	key, err := storage.Deliver(ctx, d.Bucket, r, files)
+	key, err := storage.Deliver(ctx, storage.WithCallTimeout(d.Bucket, StoreCallTimeout), r, files)
 	return key, false, err
 }
 
@@ -63,7 +65,9 @@ type Config struct {
 	Version string
 	// Conn is the NATS connection (required).
 	Conn *nats.Conn
-	// Store is where results are checked for existence (required).
+	// Store is where results are checked for existence (required). Each
+	// check has StoreCallTimeout; while the store does not answer, the
+	// worker asks it again every few seconds and says so in its status.
 	Store storage.Bucket
 	// Sink delivers results (default DirectSink{Store}).
 	Sink Sink

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -126,6 +127,7 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 	f := newFaultFleetAckWait(t, ackWait)
 	cmd := exec.Command(bin, "worker", "--nats", f.url, "--store", "file://"+t.TempDir(), "--slots", "sim=2",
 		"--id", "bin-w", "--ack-wait", ackWait.String(), "--log-format", "json", "--work-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "BENCHFLEET_STATE_DIR="+t.TempDir()) // nothing of the test outside its own folders
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	// Wait returns at most this long after the process exits, even if

@@ -129,7 +129,7 @@ type dlqEntry struct {
 }
 
 // dlqList runs `benchfleet dlq list --format json` and checks its shape:
-// exactly the documented keys.
+// exactly the documented keys (docs/OPERATIONS.md).
 func (f *faultFleet) dlqList(t *testing.T) []dlqEntry {
 	t.Helper()
 	code, out, errOut := f.cliRun(t, "dlq", "list", "--format", "json")
@@ -145,12 +145,12 @@ func (f *faultFleet) dlqList(t *testing.T) []dlqEntry {
 		for k := range m {
 			keys = append(keys, k)
 		}
-		for _, k := range []string{"id", "pool", "reason", "attempts", "time", "payload"} {
+		for _, k := range []string{"id", "run", "pool", "priority", "worker", "reason", "attempts", "time", "payload"} {
 			if _, ok := m[k]; !ok {
 				t.Fatalf("dlq entry lacks %q: has %v", k, keys)
 			}
 		}
-		if len(m) != 6 {
+		if len(m) != 9 {
 			t.Fatalf("dlq entry has extra keys: %v", keys)
 		}
 	}

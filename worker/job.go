@@ -34,8 +34,62 @@ type attemptState struct {
 	// It equals attempt unless the job was re-queued by `dlq retry`, whose
 	// message carries the attempts made before (protocol.HeaderPriorAttempts).
 	deliveries int
-	log        zerolog.Logger
-	started    time.Time
+	// excused is how many of those deliveries this worker handed back
+	// because it could not record their result (the host's fault): they
+	// do not count against MaxDeliver (see counted).
+	excused int
+	log     zerolog.Logger
+	started time.Time
+	// hb keeps the claim alive (InProgress) from the delivery's first
+	// moment until it is settled; hbLater: the background settle stops it.
+	hb      *claimKeeper
+	hbLater bool
+}
+
+// counted is the deliveries MaxDeliver bounds: those the job may be blamed
+// for.
+func (a *attemptState) counted() int { return a.deliveries - a.excused }
+
+// claimKeeper sends InProgress every Heartbeat until stopped.
+type claimKeeper struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// keepClaim starts the claim's heartbeat. It runs from the delivery's first
+// moment, before any store call, dead letter or run: a slow store must not
+// let the claim lapse while this slot holds the job (the job would be
+// delivered to another slot and run twice).
+func (a *attemptState) keepClaim(ctx context.Context) *claimKeeper {
+	hctx, cancel := context.WithCancel(ctx)
+	k := &claimKeeper{cancel: cancel, done: make(chan struct{})}
+	s, msg := a.s, a.msg
+	go func() {
+		defer close(k.done)
+		t := time.NewTicker(s.w.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				if err := msg.InProgress(); err != nil {
+					s.w.metrics.heartbeatFailed(HeartbeatInProgress)
+					s.log.Debug().Err(err).Msg("in-progress not sent")
+				}
+			}
+		}
+	}()
+	return k
+}
+
+// release stops the heartbeat without waiting for it.
+func (k *claimKeeper) release() { k.cancel() }
+
+// stop stops the heartbeat and waits until it sends no more.
+func (k *claimKeeper) stop() {
+	k.cancel()
+	<-k.done
 }
 
 // handle processes one delivery. It always settles the message (ack, nak,
@@ -47,13 +101,19 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	s.lastJob = ""
 	s.mu.Unlock()
 	a := &attemptState{s: s, msg: msg, raw: msg.Data(), deliveries: 1, log: s.log, started: time.Now().UTC()}
+	ctx := s.w.runCtx
+	a.hb = a.keepClaim(ctx)
+	defer func() {
+		if !a.hbLater {
+			a.hb.stop()
+		}
+	}()
 	var stored time.Time
 	if meta, err := msg.Metadata(); err == nil {
 		a.deliveries = int(meta.NumDelivered)
 		stored = meta.Timestamp
 	}
 	a.attempt = priorAttempts(msg) + a.deliveries
-	ctx := s.w.runCtx
 	pool, _, _ := protocol.ParseJobSubject(msg.Subject())
 
 	// Defaults the publisher left out are applied as submit applies them.
@@ -73,9 +133,10 @@ func (s *slot) handle(msg jetstream.Msg) error {
 		return nil
 	}
 	a.job = job
+	a.excused = s.w.excused.count(job.ID)
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
 
-	if a.deliveries > s.w.cfg.MaxDeliver {
+	if a.counted() > s.w.cfg.MaxDeliver {
 		// Every failure a worker sees on the last delivery dead-letters
 		// the job itself, with its reason; so a delivery past the limit
 		// means the last attempt ended without the worker settling it.
@@ -87,13 +148,25 @@ func (s *slot) handle(msg jetstream.Msg) error {
 		return nil
 	}
 	// A result already there means an earlier attempt finished and only its
-	// ack was lost: record nothing new.
-	if ok, err := s.w.cfg.Store.Exists(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); err == nil && ok {
+	// ack was lost: record nothing new. A store that does not answer within
+	// StoreCallTimeout does not hold the job up: it runs (a second result
+	// would be refused by the write-once store). But if its result could not
+	// be recorded at all (no spool, or a spool that refuses writes), the job
+	// is handed back before it runs.
+	switch found, err := s.w.rec.exists(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); {
+	case err == nil && found:
 		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
 		a.ack(ctx)
 		return nil
-	} else if err != nil {
-		s.w.metrics.storageError(StorageOpExists)
+	case err != nil:
+		if !errors.Is(err, errStoreNotAsked) {
+			s.w.metrics.storageError(StorageOpExists)
+		}
+		a.log.Debug().Err(err).Msg("no check for an earlier result; the job runs")
+		if rerr := s.w.rec.canRecord(ctx); rerr != nil {
+			a.handBackUnrecorded(ctx, rerr)
+			return nil
+		}
 	}
 	if job.Runner != s.runner.Name() {
 		a.invalid(ctx, pool, fmt.Sprintf("runner: pool %s is served by the %s runner, not %q", pool, s.runner.Name(), job.Runner))
@@ -161,38 +234,18 @@ func (a *attemptState) run(ctx context.Context) error {
 	tctx, tcancel := context.WithTimeoutCause(jctx, timeout, fmt.Errorf("job timed out after %s", timeout))
 	defer tcancel()
 
-	// Keep the claim alive while the job runs and until it is settled; a
-	// job that timed out or whose run was cancelled stops at once (as
-	// before the settle moved to the background: a runner slow to die must
-	// not hold its claim past the ack wait).
-	hbCtx, hbCancel := context.WithCancel(ctx)
+	// The claim's heartbeat (started at claim) runs until the job is
+	// settled; a job that timed out or whose run was cancelled stops it at
+	// once: a runner slow to die must not hold its claim past the ack wait.
 	defer context.AfterFunc(tctx, func() {
 		if !errors.Is(context.Cause(tctx), context.Canceled) {
-			hbCancel()
+			a.hb.release()
 		}
 	})()
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(s.w.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-t.C:
-				if err := a.msg.InProgress(); err != nil {
-					s.w.metrics.heartbeatFailed(HeartbeatInProgress)
-					a.log.Debug().Err(err).Msg("in-progress not sent")
-				}
-			}
-		}
-	}()
 	// endAttempt ends the attempt: the claim's heartbeat stops and the job's
 	// directory goes.
 	endAttempt := func() {
-		hbCancel()
-		<-hbDone
+		a.hb.stop()
 		if dir != "" {
 			os.RemoveAll(dir)
 		}
@@ -205,6 +258,7 @@ func (a *attemptState) run(ctx context.Context) error {
 	}()
 	settle := func(r *protocol.Result, files []storage.ArtifactFile) {
 		later = true
+		a.hbLater = true
 		s.settleLater(func() {
 			defer endAttempt()
 			a.finish(ctx, r, files)
@@ -443,19 +497,38 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	if r.Upstream != "" {
 		r.Upstream = storage.ArtifactKey(r.Run, r.Job, r.Attempt, r.Upstream)
 	}
+	// Each store call of the delivery has its own short deadline (the
+	// spool's CallTimeout, or StoreCallTimeout without one): a store that
+	// does not answer is a store that is down.
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	key, spooled, err := a.s.w.cfg.Sink.Deliver(dctx, r, files)
 	cancel()
 	switch {
+	case err == nil && spooled:
+		a.s.w.rec.observe(errResultSpooled)
+	case err == nil || errors.Is(err, storage.ErrExists):
+		a.s.w.rec.observe(nil)
+	case ctx.Err() == nil:
+		a.s.w.rec.observe(err)
+	}
+	switch {
 	case errors.Is(err, storage.ErrExists):
 		a.log.Info().Msg("result already recorded by an earlier attempt; nothing new recorded")
 		a.ack(ctx)
+		a.s.w.excused.forget(r.Job)
 		return
 	case err != nil && ctx.Err() != nil:
 		// The worker is stopping hard: hand the job back, as a running
 		// job is (a redelivery that finds the result after all only acks).
 		a.log.Warn().Err(err).Msg("worker stopping: result not stored; job handed back for redelivery")
 		_ = a.msg.Nak()
+		return
+	case err != nil && unrecordable(err):
+		// Neither the store nor the spool takes results: the host's fault,
+		// not the job's. No dead letter; the slots claim nothing until a
+		// result can be recorded again.
+		a.s.w.metrics.storageError(StorageOpDeliver)
+		a.handBackUnrecorded(ctx, fmt.Errorf("result not stored: %w", err))
 		return
 	case err != nil:
 		// An infrastructure failure like any other (storage down before
@@ -478,13 +551,14 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 		msg = r.Error.Message
 	}
 	if spooled {
-		msg = strings.TrimSpace(msg + " (result spooled locally; upload pending)")
+		msg = strings.TrimSpace(msg + " " + protocol.SpooledNote)
 	}
 	a.s.w.metrics.recorded(r, spooled)
 	// Ack before the terminal event: a waiter that acts on the event (and,
 	// say, stops the worker) finds the job already settled.
 	a.ack(ctx)
 	a.s.w.failed.forget(r.Job)
+	a.s.w.excused.forget(r.Job)
 	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, Message: msg,
 		SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
 	a.log.Info().Str("status", string(r.Status)).Float64("samples_per_sec", r.Measurements.SamplesPerSec).
@@ -510,7 +584,7 @@ func (a *attemptState) retry(ctx context.Context, cause error) {
 
 // retryAfter redelivers after delay, or dead-letters after MaxDeliver.
 func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.Duration) {
-	if a.deliveries >= a.s.w.cfg.MaxDeliver {
+	if a.counted() >= a.s.w.cfg.MaxDeliver {
 		what := fmt.Sprintf("the last of %d attempts", a.s.w.cfg.MaxDeliver)
 		if a.attempt != a.deliveries { // re-queued by dlq retry: attempts count on
 			what = fmt.Sprintf("attempt %d, the last of %d since it was re-queued", a.attempt, a.s.w.cfg.MaxDeliver)
@@ -519,8 +593,29 @@ func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.D
 		return
 	}
 	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
+	a.nakAfter(ctx, fmt.Sprintf("%v (retry in %s)", cause, delay), delay)
+}
+
+// handBackUnrecorded hands back a job whose result this host cannot record
+// now (the store does not answer and there is no spool, or the spool
+// refuses writes): a full disk is the host's fault, not the job's, so no
+// dead letter is written and this delivery does not count against
+// MaxDeliver here (excusedDeliveries). Recording is marked blocked, so the
+// worker's slots claim nothing until a result can be recorded again.
+func (a *attemptState) handBackUnrecorded(ctx context.Context, cause error) {
+	s := a.s
+	s.w.rec.block(cause)
+	s.w.excused.add(a.job.ID)
+	delay := s.w.cfg.Backoff
+	a.log.Error().Err(cause).Dur("delay", delay).Msg("this worker cannot record results now: job handed back, no dead letter")
+	a.nakAfter(ctx, fmt.Sprintf("%v: this worker cannot record results now and claims nothing until it can; the job is handed back (retry in %s)", cause, delay), delay)
+}
+
+// nakAfter hands the job back for redelivery after delay, with a retrying
+// event saying why.
+func (a *attemptState) nakAfter(ctx context.Context, why string, delay time.Duration) {
 	a.s.w.metrics.retried(a.job.Pool)
-	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: fmt.Sprintf("%v (retry in %s)", cause, delay)})
+	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: why})
 	if err := a.msg.NakWithDelay(delay); err != nil {
 		a.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
 	}
@@ -562,6 +657,7 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 func (a *attemptState) dead(ctx context.Context, reason string) {
 	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
 	a.s.w.failed.forget(a.job.ID)
+	a.s.w.excused.forget(a.job.ID)
 	if err := a.deadLetter(ctx, reason); err != nil {
 		a.handBack(ctx, reason, err)
 		return
@@ -578,7 +674,7 @@ func (a *attemptState) dead(ctx context.Context, reason string) {
 // on forever: then MaxDeliver holds, and after its last delivery the job is
 // terminated with the reason (logged and as a dead event).
 func (a *attemptState) handBack(ctx context.Context, reason string, err error) {
-	if tooBig(err) && a.deliveries >= a.s.w.cfg.MaxDeliver {
+	if tooBig(err) && a.counted() >= a.s.w.cfg.MaxDeliver {
 		why := fmt.Sprintf("%s; its dead letter is too big to store (%v), so after %d deliveries it is dropped", reason, err, a.deliveries)
 		a.log.Error().Str("reason", why).Msg("job terminated without a dead letter")
 		a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: why})

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,11 +13,13 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// With the store down and the spool unable to take the result (both
-// broken on disk), a job that runs out of deliveries is dead-lettered with
-// the reason that is true — its result could not be stored — not as a
-// crashed worker.
-func TestDeadLetterReasonStoreDownSpoolFull(t *testing.T) {
+// With the store and the spool both unable to take a result (each broken
+// on disk: its directory became a plain file), the job is the host's
+// victim, not its cause: it is handed back without a dead letter however
+// often it could have been delivered, the worker claims nothing more and
+// says why (status, /healthz 503), and once the store works again the job
+// passes with one result.
+func TestStoreAndSpoolBrokenJobWaits(t *testing.T) {
 	t.Parallel()
 	f := newFaultFleet(t)
 	dir := t.TempDir()
@@ -40,20 +43,49 @@ func TestDeadLetterReasonStoreDownSpoolFull(t *testing.T) {
 	}
 	cfg := f.workerConfig(t, "full-w", 1)
 	cfg.Store, cfg.Sink, cfg.MaxDeliver = store, spool, 2
-	testfleet.StartWorker(t, cfg)
+	w := testfleet.StartWorker(t, cfg)
 	const run = "store-down"
 	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
 	testfleet.Submit(t, f.js, f.topo, nil, run, protocol.PriorityNormal, jobs)
 
-	testfleet.Eventually(t, 30*time.Second, "the dead letter", func() bool {
-		info, err := f.topo.Dead.Info(t.Context())
-		return err == nil && info.State.Msgs >= 1
+	testfleet.Eventually(t, 30*time.Second, "the worker to say it cannot record results", func() bool {
+		st := w.Status()
+		return strings.Contains(st.Store, "cannot record results") && strings.Contains(st.Store, "spool") &&
+			strings.Contains(st.Devices[0].Reason, "not claiming")
 	})
-	e := f.dlqList(t)[0]
-	if strings.Contains(e.Reason, "crash") || !strings.Contains(e.Reason, "result") || !strings.Contains(e.Reason, "spool") {
-		t.Errorf("dead letter reason %q, want the truth: the result could not be stored (store down, spool failed)", e.Reason)
+	if code, body := healthz(t, w); code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot record results") {
+		t.Errorf("/healthz: %d %q, want 503 saying it cannot record results", code, body)
 	}
-	if e.ID != jobs[0].ID || e.Attempts != 2 {
-		t.Errorf("dead letter %s after %d attempts, want %s after 2", e.ID, e.Attempts, jobs[0].ID)
+	// Longer than MaxDeliver deliveries take at this backoff: the job
+	// waits, it is not dead-lettered.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if info, err := f.topo.Dead.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+			t.Fatalf("dead letters while the host cannot record: %+v, %v; want none", info, err)
+		}
 	}
+	if n := len(eventsOf(f.events(t, run), jobs[0].ID, protocol.EventClaimed)); n > 1 {
+		t.Errorf("the job ran %d times while nothing could be recorded, want at most once", n)
+	}
+
+	// The store's disk is back.
+	if err := os.Remove(storeDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(storeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool {
+		rs, _, err := storage.QueryJSON(t.Context(), store, storage.Filter{Run: run})
+		return err == nil && len(rs) == 1
+	})
+	if r := testfleet.Results(t, store, run)[jobs[0].ID]; r == nil || r.Status != protocol.StatusPassed {
+		t.Errorf("result %+v, want passed", r)
+	}
+	if info, err := f.topo.Dead.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+		t.Errorf("dead letters: %+v, %v; want none", info, err)
+	}
+	testfleet.Eventually(t, 10*time.Second, "the slot to claim again", func() bool {
+		st := w.Status()
+		return st.Store == "" && st.Devices[0].Reason == ""
+	})
 }

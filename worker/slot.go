@@ -183,6 +183,20 @@ func (s *slot) loop() {
 				continue
 			}
 		}
+		// While results cannot be recorded (the store does not answer and
+		// the spool, if any, refuses writes) the slot claims nothing: a job
+		// claimed now could only be handed back.
+		if why, resumed := s.w.rec.blockedBy(); why != nil {
+			s.startSettles() // no claim to wait for
+			s.setState(protocol.DeviceIdle, "", "", "not claiming: cannot record results: "+why.Error())
+			select {
+			case <-claim.Done():
+				return
+			case <-resumed:
+			}
+			s.setState(protocol.DeviceIdle, "", "", "")
+			continue
+		}
 		var msg jetstream.Msg
 		var err error
 		select {

@@ -31,6 +31,8 @@ type Worker struct {
 	slots   []*slot
 	events  *eventPublisher
 	failed  *failedBoards
+	excused *excusedDeliveries
+	rec     *recordGate
 	metrics *Metrics
 
 	// claimCtx ends when the worker stops claiming (drain); runCtx ends when
@@ -74,7 +76,9 @@ func New(cfg Config) (*Worker, error) {
 		done:       make(chan struct{}),
 		statusKick: make(chan struct{}, 1),
 		failed:     newFailedBoards(),
+		excused:    newExcusedDeliveries(),
 	}
+	w.rec = newRecordGate(cfg.Store, cfg.Sink, w.log, w.kickStatus)
 	w.events = newEventPublisher(js, w.log)
 	for i := range cfg.Slots {
 		w.slots = append(w.slots, newSlot(w, cfg.Slots[i]))
@@ -157,6 +161,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		subs = append(subs, sub)
 	}
+	probeCtx, stopProbe := context.WithCancel(w.runCtx)
+	go w.rec.run(probeCtx)
 	for _, s := range w.slots {
 		w.wg.Add(1)
 		go func() {
@@ -181,6 +187,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	go func() {
 		w.wg.Wait()
+		stopProbe()
 		w.events.close(5 * time.Second)
 		stop()
 		for _, sub := range subs {
@@ -260,6 +267,16 @@ func (w *Worker) Status() protocol.WorkerStatus {
 		StartedAt: w.startAt,
 		Time:      time.Now().UTC(),
 		Draining:  w.draining.Load(),
+		Store:     w.rec.describe(),
+		PID:       os.Getpid(),
+	}
+	// A spool (storage.Spool) says where it is and what it holds, so a
+	// result spooled here is never out of sight.
+	if sp, ok := w.cfg.Sink.(interface {
+		Dir() string
+		Pending() int
+	}); ok {
+		st.Spool = &protocol.SpoolStatus{Path: sp.Dir(), Entries: sp.Pending()}
 	}
 	for _, s := range w.slots {
 		st.Devices = append(st.Devices, s.status())

@@ -81,6 +81,8 @@ func Start(t testing.TB, bin string, args ...string) *Process {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
+	// A worker's spool ledger goes to the test's own folder, not ~/.local/state.
+	cmd.Env = append(os.Environ(), "BENCHFLEET_STATE_DIR="+t.TempDir())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {

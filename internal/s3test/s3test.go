@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,6 +210,27 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	s.cmd, s.done = nil, nil
+}
+
+// Freeze stops the server's process with SIGSTOP: it keeps its port, the
+// kernel still accepts connections for it, and nothing is answered until
+// Thaw (a hung store, not a dead one). Freezing a stopped server does
+// nothing. Stop kills a frozen server as it kills a running one.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server with SIGCONT.
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("versitygw: %s: %v", sig, err)
+	}
 }
 
 // Client returns an SDK client for the server, for tests that look behind

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -33,6 +35,18 @@ type Config struct {
 	// WorkerTTL is how long a worker heartbeat stays without renewal
 	// (default 30s).
 	WorkerTTL time.Duration
+	// Timeout bounds Ensure, Apply and Open when their ctx has no deadline
+	// (default 30s): while JetStream does not answer (a leader election,
+	// a lost quorum) they retry with backoff until then, and then return
+	// an error that Is ErrUnavailable.
+	Timeout time.Duration
+	// CallTimeout bounds each JetStream API call of a retry (default 3s):
+	// a request sent while a stream has no leader is never answered, so a
+	// retry after a new leader is elected must not wait behind it.
+	CallTimeout time.Duration
+	// Log receives a warning when JetStream does not answer and the call
+	// is retried (the cluster electing a leader). Default: no logs.
+	Log zerolog.Logger
 }
 
 // Defaults for Config.
@@ -42,6 +56,8 @@ const (
 	DefaultDeadMaxAge      = 90 * 24 * time.Hour
 	DefaultDuplicateWindow = 2 * time.Hour
 	DefaultWorkerTTL       = 30 * time.Second
+	DefaultTimeout         = 30 * time.Second
+	DefaultCallTimeout     = 3 * time.Second
 	// MaxJobMsgBytes is the job stream's message size limit, a little over
 	// protocol.MaxJobBytes so that oversize jobs reach the worker and are
 	// dead-lettered with a reason instead of vanishing at publish.
@@ -67,6 +83,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WorkerTTL <= 0 {
 		c.WorkerTTL = DefaultWorkerTTL
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = DefaultCallTimeout
 	}
 	return c
 }
@@ -99,16 +121,12 @@ func Apply(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, err
 
 func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (*Handles, error) {
 	c = c.WithDefaults()
-	if ctx.Err() == nil {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-		}
-	}
+	ctx, cancel := withDefaultTimeout(ctx, c.Timeout)
+	defer cancel()
+	r := &retrier{c: c}
 	var h Handles
 	var err error
-	h.Jobs, err = ensureStream(ctx, js, update, jetstream.StreamConfig{
+	h.Jobs, err = r.ensureStream(ctx, js, update, jetstream.StreamConfig{
 		Name:        protocol.StreamJobs,
 		Description: "benchfleet: queued benchmark jobs",
 		Subjects:    jobSubjects(),
@@ -121,7 +139,7 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 	if err != nil {
 		return nil, err
 	}
-	h.Events, err = ensureStream(ctx, js, update, jetstream.StreamConfig{
+	h.Events, err = r.ensureStream(ctx, js, update, jetstream.StreamConfig{
 		Name:        protocol.StreamEvents,
 		Description: "benchfleet: job status and progress events",
 		Subjects:    []string{protocol.SubjectEventsPrefix + ".>"},
@@ -134,7 +152,7 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 	if err != nil {
 		return nil, err
 	}
-	h.Dead, err = ensureStream(ctx, js, update, jetstream.StreamConfig{
+	h.Dead, err = r.ensureStream(ctx, js, update, jetstream.StreamConfig{
 		Name:        protocol.StreamDead,
 		Description: "benchfleet: dead-lettered jobs with their reason",
 		Subjects:    []string{protocol.SubjectDeadPrefix + ".>"},
@@ -150,12 +168,12 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 	}
 	for _, pool := range protocol.Pools {
 		for _, prio := range protocol.Priorities {
-			if _, err := ensureConsumer(ctx, js, pool, prio, c.AckWait, update); err != nil {
+			if _, err := r.ensureConsumer(ctx, js, pool, prio, c.AckWait, update); err != nil {
 				return nil, err
 			}
 		}
 	}
-	h.Workers, err = ensureKV(ctx, js, update, jetstream.KeyValueConfig{
+	h.Workers, err = r.ensureKV(ctx, js, update, jetstream.KeyValueConfig{
 		Bucket:      protocol.BucketWorkers,
 		Description: "benchfleet: worker heartbeats",
 		TTL:         c.WorkerTTL,
@@ -165,7 +183,7 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 	if err != nil {
 		return nil, err
 	}
-	h.Runs, err = ensureKV(ctx, js, update, jetstream.KeyValueConfig{
+	h.Runs, err = r.ensureKV(ctx, js, update, jetstream.KeyValueConfig{
 		Bucket:       protocol.BucketRuns,
 		Description:  "benchfleet: run manifests and cancel flags",
 		Storage:      jetstream.FileStorage,
@@ -175,7 +193,7 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 	if err != nil {
 		return nil, err
 	}
-	h.Health, err = ensureKV(ctx, js, update, jetstream.KeyValueConfig{
+	h.Health, err = r.ensureKV(ctx, js, update, jetstream.KeyValueConfig{
 		Bucket:       protocol.BucketHealth,
 		Description:  "benchfleet: Tenstorrent boards' quarantine and failure history",
 		Storage:      jetstream.FileStorage,
@@ -205,12 +223,17 @@ func jobSubjects() []string {
 // creating it (with ackWait) only when it is missing. MaxDeliver is
 // unlimited on the server: the worker enforces its own limit so that a job
 // whose last delivery died with its worker is still seen and dead-lettered,
-// never silently parked.
+// never silently parked. Like Ensure it retries while JetStream does not
+// answer, for DefaultTimeout when ctx has no deadline (then the error Is
+// ErrUnavailable).
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool string, prio protocol.Priority, ackWait time.Duration) (jetstream.Consumer, error) {
-	return ensureConsumer(ctx, js, pool, prio, ackWait, false)
+	c := Config{}.WithDefaults()
+	ctx, cancel := withDefaultTimeout(ctx, c.Timeout)
+	defer cancel()
+	return (&retrier{c: c}).ensureConsumer(ctx, js, pool, prio, ackWait, false)
 }
 
-func ensureConsumer(ctx context.Context, js jetstream.JetStream, pool string, prio protocol.Priority, ackWait time.Duration, update bool) (jetstream.Consumer, error) {
+func (r *retrier) ensureConsumer(ctx context.Context, js jetstream.JetStream, pool string, prio protocol.Priority, ackWait time.Duration, update bool) (jetstream.Consumer, error) {
 	if ackWait <= 0 {
 		ackWait = DefaultAckWait
 	}
@@ -226,7 +249,7 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, pool string, pr
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 	var cons jetstream.Consumer
-	err := retryConflict(ctx, func() error {
+	err := r.do(ctx, "consumer "+name, func(ctx context.Context) error {
 		var err error
 		if update {
 			cons, err = js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, cfg)
@@ -247,9 +270,9 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, pool string, pr
 	return cons, nil
 }
 
-func ensureStream(ctx context.Context, js jetstream.JetStream, update bool, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+func (r *retrier) ensureStream(ctx context.Context, js jetstream.JetStream, update bool, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	var s jetstream.Stream
-	err := retryConflict(ctx, func() error {
+	err := r.do(ctx, "stream "+cfg.Name, func(ctx context.Context) error {
 		var err error
 		if update {
 			s, err = js.CreateOrUpdateStream(ctx, cfg)
@@ -270,9 +293,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, update bool, cfg 
 	return s, nil
 }
 
-func ensureKV(ctx context.Context, js jetstream.JetStream, update bool, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+func (r *retrier) ensureKV(ctx context.Context, js jetstream.JetStream, update bool, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
-	err := retryConflict(ctx, func() error {
+	err := r.do(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) error {
 		var err error
 		if update {
 			kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
@@ -293,60 +316,219 @@ func ensureKV(ctx context.Context, js jetstream.JetStream, update bool, cfg jets
 	return kv, nil
 }
 
-// errCodeNoPeers is JetStream's error code for "no suitable peers for
-// placement".
-const errCodeNoPeers jetstream.ErrorCode = 10005
+// ErrUnavailable is what the topology calls return (wrapped in an
+// *UnavailableError) when JetStream did not answer within their deadline:
+// the cluster is electing a leader or has lost its quorum, or JetStream is
+// not (yet) enabled on the server. Callers branch on it with errors.Is (the
+// command line exits 69, "could not reach").
+var ErrUnavailable = errors.New("JetStream unavailable")
 
-// retryConflict retries fn while the server is electing leaders or another
-// process is creating the same object at the same moment.
-func retryConflict(ctx context.Context, fn func() error) error {
-	var err error
-	for i := 0; i < 40; i++ {
-		err = fn()
+// UnavailableError says which object JetStream did not answer for, how
+// long it was tried, and why it is taken for unavailable.
+type UnavailableError struct {
+	// Object is what was asked for, e.g. "stream BENCH_JOBS" (the error
+	// text leaves it to the wrapping message, which names it).
+	Object string
+	// Waited is the time from the first attempt to the last answer (or
+	// the deadline); Attempts counts the calls.
+	Waited   time.Duration
+	Attempts int
+	// NoLeader is true when the answers (or their absence: timeouts) say
+	// the object or the cluster has no leader; false when JetStream itself
+	// is not enabled or not started on the server.
+	NoLeader bool
+	// Err is the last call's error.
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.NoLeader {
+		return fmt.Sprintf("no JetStream leader answered in %s (%d attempts): the NATS cluster is electing a leader, or has lost its quorum (a majority of its nodes down): %v",
+			e.Waited.Round(100*time.Millisecond), e.Attempts, e.Err)
+	}
+	return fmt.Sprintf("JetStream did not answer in %s (%d attempts): it is not enabled, or not started yet, on the NATS server: %v",
+		e.Waited.Round(100*time.Millisecond), e.Attempts, e.Err)
+}
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unwrap returns the last call's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// JetStream error codes that mean "no leader to answer, try again".
+const (
+	errCodeClusterIncomplete jetstream.ErrorCode = 10004 // incomplete results
+	errCodeNoPeers           jetstream.ErrorCode = 10005 // no suitable peers for placement (nodes not all joined yet)
+	errCodeClusterNotAvail   jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
+	errCodeClusterNotLeader  jetstream.ErrorCode = 10009 // JetStream cluster can not handle request
+	errCodeStreamOffline     jetstream.ErrorCode = 10118 // stream is offline
+	errCodeConsumerOffline   jetstream.ErrorCode = 10119 // consumer is offline
+)
+
+// unavailability is why a call's error is worth another attempt.
+type unavailability int
+
+const (
+	available  unavailability = iota // a real answer: do not retry
+	noLeader                         // no answer in time, or "no leader" answers
+	notEnabled                       // no JetStream responder at all
+)
+
+// classify tells a call's error that another attempt may cure from one it
+// will not. ctx is the whole operation's: a deadline of the call's own
+// (ctx still alive) means nobody answered.
+func classify(ctx context.Context, err error) unavailability {
+	if ctx.Err() != nil {
+		return available
+	}
+	if errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return available // configuration, not a passing state
+	}
+	if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, nats.ErrNoResponders) {
+		return notEnabled
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return noLeader
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case errCodeClusterIncomplete, errCodeNoPeers, errCodeClusterNotAvail, errCodeClusterNotLeader,
+			errCodeStreamOffline, errCodeConsumerOffline:
+			return noLeader
+		}
+		if apiErr.Code == 503 || apiErr.Code == 500 {
+			return noLeader
+		}
+	}
+	return available
+}
+
+// retrier runs JetStream API calls, each with its own short deadline,
+// again with backoff while JetStream does not answer, until the ctx's
+// deadline.
+type retrier struct {
+	c      Config
+	warned bool
+}
+
+// withDefaultTimeout gives ctx a deadline d from now unless it has one.
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || ctx.Err() != nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// do calls fn (with a deadline of CallTimeout) until it succeeds, fails
+// for good, or ctx ends. Calls that got no answer are retried at once,
+// quick refusals ("temporarily unavailable") with backoff from 250ms to 2s.
+// When ctx's deadline passes while JetStream is not answering, the error is
+// an *UnavailableError.
+func (r *retrier) do(ctx context.Context, object string, fn func(context.Context) error) error {
+	start := time.Now()
+	backoff := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, r.c.CallTimeout)
+		t0 := time.Now()
+		err := fn(cctx)
+		cancel()
 		if err == nil {
 			return nil
 		}
-		var apiErr *jetstream.APIError
-		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-			errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-			(errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.Code == 500 ||
-				// "no suitable peers for placement": a cluster whose nodes
-				// have not all joined JetStream yet (starting, restarting).
-				apiErr.ErrorCode == errCodeNoPeers))
-		if !transient || ctx.Err() != nil {
+		why := classify(ctx, err)
+		if why == available {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded) {
+				// The whole deadline passed with no answer.
+				return &UnavailableError{Object: object, Waited: time.Since(start), Attempts: attempt, NoLeader: true, Err: err}
+			}
 			return err
+		}
+		if !r.warned {
+			r.warned = true
+			msg := "JetStream is not answering (the NATS cluster is electing a leader?); retrying"
+			if why == notEnabled {
+				msg = "JetStream is not answering (not enabled, or not started yet?); retrying"
+			}
+			r.c.Log.Warn().Str("component", "topology").Str("object", object).Err(err).Msg(msg)
+		}
+		wait := backoff
+		if time.Since(t0) >= r.c.CallTimeout/2 {
+			wait = 100 * time.Millisecond // it waited already
+		} else {
+			backoff = min(2*backoff, 2*time.Second)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return &UnavailableError{Object: object, Waited: time.Since(start), Attempts: attempt, NoLeader: why == noLeader, Err: err}
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return &UnavailableError{Object: object, Waited: time.Since(start), Attempts: attempt, NoLeader: why == noLeader, Err: err}
+			}
 			return err
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
-	return err
 }
 
 // Open returns the handles of an existing topology without changing it,
 // for read-only commands (a reader credential may not create streams).
+// Like Ensure it retries while JetStream does not answer, for
+// DefaultTimeout when ctx has no deadline (then the error Is
+// ErrUnavailable); a missing object is an error at once.
 func Open(ctx context.Context, js jetstream.JetStream) (*Handles, error) {
+	c := Config{}.WithDefaults()
+	ctx, cancel := withDefaultTimeout(ctx, c.Timeout)
+	defer cancel()
+	r := &retrier{c: c}
 	var h Handles
+	stream := func(name, hint string) (jetstream.Stream, error) {
+		var s jetstream.Stream
+		err := r.do(ctx, "stream "+name, func(ctx context.Context) error {
+			var err error
+			s, err = js.Stream(ctx, name)
+			return err
+		})
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("topology: stream %s: %w%s", name, err, hint)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("topology: stream %s: %w", name, err)
+		}
+		return s, nil
+	}
+	bucket := func(name string) (jetstream.KeyValue, error) {
+		var kv jetstream.KeyValue
+		err := r.do(ctx, "bucket "+name, func(ctx context.Context) error {
+			var err error
+			kv, err = js.KeyValue(ctx, name)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("topology: bucket %s: %w", name, err)
+		}
+		return kv, nil
+	}
 	var err error
-	if h.Jobs, err = js.Stream(ctx, protocol.StreamJobs); err != nil {
-		return nil, fmt.Errorf("topology: stream %s: %w (has a worker or producer created it?)", protocol.StreamJobs, err)
+	if h.Jobs, err = stream(protocol.StreamJobs, " (has a worker or producer created it?)"); err != nil {
+		return nil, err
 	}
-	if h.Events, err = js.Stream(ctx, protocol.StreamEvents); err != nil {
-		return nil, fmt.Errorf("topology: stream %s: %w", protocol.StreamEvents, err)
+	if h.Events, err = stream(protocol.StreamEvents, ""); err != nil {
+		return nil, err
 	}
-	if h.Dead, err = js.Stream(ctx, protocol.StreamDead); err != nil {
-		return nil, fmt.Errorf("topology: stream %s: %w", protocol.StreamDead, err)
+	if h.Dead, err = stream(protocol.StreamDead, ""); err != nil {
+		return nil, err
 	}
-	if h.Workers, err = js.KeyValue(ctx, protocol.BucketWorkers); err != nil {
-		return nil, fmt.Errorf("topology: bucket %s: %w", protocol.BucketWorkers, err)
+	if h.Workers, err = bucket(protocol.BucketWorkers); err != nil {
+		return nil, err
 	}
-	if h.Runs, err = js.KeyValue(ctx, protocol.BucketRuns); err != nil {
-		return nil, fmt.Errorf("topology: bucket %s: %w", protocol.BucketRuns, err)
+	if h.Runs, err = bucket(protocol.BucketRuns); err != nil {
+		return nil, err
 	}
-	if h.Health, err = js.KeyValue(ctx, protocol.BucketHealth); err != nil {
-		return nil, fmt.Errorf("topology: bucket %s: %w", protocol.BucketHealth, err)
+	if h.Health, err = bucket(protocol.BucketHealth); err != nil {
+		return nil, err
 	}
 	return &h, nil
 }

@@ -197,6 +197,8 @@ type runData struct {
 	Regressed  []jobRow
 	GateConfig string
 	Unserved   []string
+	// Spooled says where results of the run wait in workers' spools.
+	Spooled []string
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
@@ -227,6 +229,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		}
 	} else if fleet, err := producer.ReadFleet(ctx, s.cfg.Topology.Workers); err == nil {
 		d.Unserved = producer.UnservedPools(fleet, m.Jobs)
+		d.Spooled = producer.SpooledNotes(d.Progress, fleet)
+	} else {
+		d.Spooled = producer.SpooledNotes(d.Progress, nil)
 	}
 	for i, row := range rep.Rows {
 		js := st[row.Job]
@@ -281,6 +286,8 @@ func statusOf(js *producer.JobState) (string, string) {
 		return string(s), string(s)
 	}
 	switch {
+	case js.Reported() && js.Spooled:
+		return "spooled on worker " + js.Worker + " (result not in the store yet)", "running"
 	case js.Reported():
 		return "ending (result awaited)", "running"
 	case js.Kind == protocol.EventRetrying:
@@ -439,7 +446,7 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 	if out.Finished {
 		return fmt.Sprintf("run %s had already finished: nothing to cancel", run), nil
 	}
-	return fmt.Sprintf("run %s cancelled: %d jobs removed from the queue, %d being stopped", run, out.Removed, out.Running), nil
+	return fmt.Sprintf("run %s cancelled: %s", run, producer.CancelSummary(out)), nil
 }
 
 func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {

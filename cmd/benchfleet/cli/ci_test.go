@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,23 +46,7 @@ func ciRun(t *testing.T, args ...string) (int, string, string) {
 	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&errb)
-	code := ExitOK
-	if err := root.ExecuteContext(t.Context()); err != nil {
-		var ee *exitError
-		switch {
-		case errors.As(err, &ee):
-			code = ee.code
-			if ee.err != nil {
-				fmt.Fprintf(&errb, "benchfleet: %v\n", ee.err)
-			}
-		case isUsage(err):
-			code = ExitUsage
-			fmt.Fprintf(&errb, "benchfleet: %v\n", err)
-		default:
-			code = ExitFailed
-			fmt.Fprintf(&errb, "benchfleet: %v\n", err)
-		}
-	}
+	code := exitStatus(root.ExecuteContext(t.Context()), &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -14,10 +14,12 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// `dlq list --format json` prints exactly [{id, pool, reason, attempts,
-// time, payload}] with payload the original message (a JSON value, or a
-// string when it was not JSON); `dlq retry` of an unknown id or of a job
-// that is itself invalid is a usage error.
+// `dlq list --format json` prints exactly [{id, run, pool, priority,
+// worker, reason, attempts, time, payload}] with payload the original
+// message (a JSON value, or a string when it was not JSON) and run,
+// priority and worker "" when unknown (issue 27, item 5: they were
+// dropped); `dlq retry` of an unknown id or of a job that is itself
+// invalid is a usage error.
 func TestDLQListShapeAndRetryErrors(t *testing.T) {
 	t.Parallel()
 	srv := testfleet.Server(t)
@@ -26,7 +28,8 @@ func TestDLQListShapeAndRetryErrors(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	for _, dl := range []protocol.DeadLetter{
 		{Schema: protocol.SchemaDead, ID: "seq-7", Pool: "sim", Reason: "invalid job: decode job: unexpected EOF", Attempts: 1, Time: now, Payload: []byte(`{"schema":`)},
-		{Schema: protocol.SchemaDead, ID: "jbad", Run: "r1", Pool: "sim", Reason: "invalid job: benchmark.batch_size: must be a positive integer (got 0)", Attempts: 1, Time: now,
+		{Schema: protocol.SchemaDead, ID: "jbad", Run: "r1", Pool: "sim", Priority: protocol.PriorityHigh, Worker: "w7",
+			Reason: "invalid job: benchmark.batch_size: must be a positive integer (got 0)", Attempts: 1, Time: now,
 			Payload: []byte(`{"schema":"benchfleet.job/v1","id":"jbad","run":"r1"}`)},
 	} {
 		data, _ := json.Marshal(dl)
@@ -50,14 +53,22 @@ func TestDLQListShapeAndRetryErrors(t *testing.T) {
 		t.Fatalf("dlq list json: %v\n%s", err, out)
 	}
 	for _, e := range raw {
-		if len(e) != 6 {
+		if len(e) != 9 {
 			t.Errorf("entry keys: %v", e)
 		}
-		for _, k := range []string{"id", "pool", "reason", "attempts", "time", "payload"} {
+		for _, k := range []string{"id", "run", "pool", "priority", "worker", "reason", "attempts", "time", "payload"} {
 			if _, ok := e[k]; !ok {
 				t.Errorf("entry lacks %q", k)
 			}
 		}
+	}
+	for k, want := range map[string]string{"run": `"r1"`, "priority": `"high"`, "worker": `"w7"`} {
+		if got := string(raw[1][k]); got != want {
+			t.Errorf("dead letter jbad: %s is %s, want %s", k, got, want)
+		}
+	}
+	if got := string(raw[0]["run"]); got != `""` {
+		t.Errorf("a dead letter without a run shows run %s, want \"\"", got)
 	}
 	if string(raw[0]["payload"]) != `"{\"schema\":"` {
 		t.Errorf("unparseable payload shown as %s, want the original as a string", raw[0]["payload"])

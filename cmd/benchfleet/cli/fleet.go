@@ -112,4 +112,9 @@ func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.Worker
 		devices = "1 device"
 	}
 	fmt.Fprintf(w, "%s, %s: %d busy, %d idle, %d quarantined\n", workers, devices, busy, idle, quarantined)
+	for _, st := range sts {
+		if sp := st.Spool; sp != nil && sp.Entries > 0 {
+			fmt.Fprintf(w, "worker %s: %s spooled in %s on %s, not in the store yet\n", st.ID, count(sp.Entries, "result"), sp.Path, st.Host)
+		}
+	}
 }

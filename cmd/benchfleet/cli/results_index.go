@@ -29,7 +29,9 @@ deletes the part it replaces. Running it again without new results does
 nothing. Queries read the index for compacted dates and the JSON results
 for everything the index does not cover yet, so compaction never hides a
 result. The parts are Hive-partitioned: DuckDB, Spark, Trino or Athena can
-read index/v1/ in place (columns: docs/schema-parquet.md).`,
+read index/v1/ in place (columns: docs/schema-parquet.md). On a file store it
+also removes temporary files (.tmp-*) older than an hour, left by writes of
+processes killed midway.`,
 		Example: `  benchfleet results compact
   benchfleet results compact --since 7d
   benchfleet results compact --force     # rewrite every part (repairs a damaged one)`,
@@ -50,6 +52,14 @@ read index/v1/ in place (columns: docs/schema-parquet.md).`,
 			}
 			defer b.Close()
 			start := time.Now()
+			// A file store also sheds the temporary files of writes killed
+			// midway (never keys; nothing else removes them).
+			temps := 0
+			if fb, ok := storage.AsFile(b); ok {
+				if temps, err = fb.RemoveStaleTemps(ctx, storage.StaleTempAge); err != nil {
+					a.log.Warn().Err(err).Msg("could not remove stale temporary files")
+				}
+			}
 			st, err := storage.Compact(ctx, b, opts)
 			for _, k := range st.Unreadable {
 				a.log.Warn().Str("key", k).Msg("result could not be decoded; left out of the index")
@@ -63,6 +73,9 @@ read index/v1/ in place (columns: docs/schema-parquet.md).`,
 			}
 			if st.LateCleared > 0 {
 				extra += fmt.Sprintf(", %d late results folded in", st.LateCleared)
+			}
+			if temps > 0 {
+				extra += ", " + count(temps, "stale temporary file") + " removed"
 			}
 			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current%s, %d stale parts removed) in %s\n",
 				st.Written, st.Partitions, st.Rows, st.Current, extra, st.Removed, time.Since(start).Round(time.Millisecond))

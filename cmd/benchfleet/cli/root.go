@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -31,12 +32,17 @@ var Version = "dev"
 
 // Exit codes (DESIGN §7).
 const (
-	ExitOK       = 0
-	ExitFailed   = 1
-	ExitGate     = 2
-	ExitTimeout  = 3
-	ExitUsage    = 64
-	ExitInternal = 70
+	ExitOK      = 0
+	ExitFailed  = 1
+	ExitGate    = 2
+	ExitTimeout = 3
+	ExitUsage   = 64
+	// ExitUnavailable: NATS or JetStream could not be reached (no server
+	// answered, or the cluster had no leader until the deadline: an
+	// election that did not end, a lost quorum), as sysexits'
+	// EX_UNAVAILABLE. Nothing was submitted or run; try again.
+	ExitUnavailable = 69
+	ExitInternal    = 70
 	// ExitInterrupted: Ctrl-C (SIGINT) or SIGTERM while waiting.
 	ExitInterrupted = 130
 )
@@ -97,7 +103,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	return exitStatus(root.ExecuteContext(ctx), stderr)
+}
+
+// exitStatus prints a command's error (if any) to stderr and returns its
+// exit code: the code an exitError carries, 64 for cobra's usage errors,
+// 69 when NATS or JetStream could not be reached, else 1.
+func exitStatus(err error, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
@@ -109,8 +121,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "benchfleet: %v\n", err)
-	if isUsage(err) {
+	switch {
+	case isUsage(err):
 		return ExitUsage
+	case errors.Is(err, topology.ErrUnavailable):
+		return ExitUnavailable
 	}
 	return ExitFailed
 }
@@ -173,7 +188,7 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.logFormat, "log-format", envOr("BENCHFLEET_LOG_FORMAT", "auto"), "log format: auto (console on a TTY, else JSON), console, json")
 	root.AddCommand(
 		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
-		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(), a.serveCmd(),
+		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(), a.serveCmd(), a.spoolCmd(),
 	)
 	return root
 }
@@ -201,7 +216,7 @@ func (a *app) topologyConfig() (topology.Config, error) {
 	if a.replicas < 1 || a.replicas > 5 {
 		return topology.Config{}, usageErr("--replicas %d: must be between 1 and 5", a.replicas)
 	}
-	return topology.Config{AckWait: a.ackWait, Replicas: a.replicas}, nil
+	return topology.Config{AckWait: a.ackWait, Replicas: a.replicas, Log: a.log}, nil
 }
 
 func (a *app) setup() error {
@@ -238,6 +253,12 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 		Token: cmpOr(a.token, os.Getenv("NATS_TOKEN")), TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
 	}, a.log)
 	if err != nil {
+		// An authorization failure reached the server, and a URL that does
+		// not parse is the caller's; anything else (refused, timed out, no
+		// server) did not reach NATS.
+		if ctx.Err() == nil && !errors.As(err, new(*url.Error)) && !strings.Contains(strings.ToLower(err.Error()), "authoriz") {
+			return nil, nil, &exitError{code: ExitUnavailable, err: fmt.Errorf("could not reach NATS: %w", err)}
+		}
 		return nil, nil, err
 	}
 	js, err := jetstream.New(nc)

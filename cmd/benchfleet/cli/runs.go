@@ -139,7 +139,9 @@ func (a *app) runsCmd() *cobra.Command {
 			if err := producer.WriteTable(a.stdout, rows); err != nil {
 				return err
 			}
-			fmt.Fprintln(a.stdout, progressText(producer.ProgressOf(m, states)))
+			p := producer.ProgressOf(m, states)
+			fmt.Fprintln(a.stdout, progressText(p))
+			a.printSpooled(ctx, js, p)
 			return nil
 		},
 	}
@@ -186,8 +188,7 @@ have all ended is left as it is.`,
 				fmt.Fprintf(a.stdout, "run %s already finished (%s): nothing to cancel\n", args[0], jobCount(len(out.Manifest.Jobs)))
 				return nil
 			}
-			fmt.Fprintf(a.stdout, "run %s cancelled: %s removed from the queue, %s being stopped\n", args[0],
-				jobCount(out.Removed), jobCount(out.Running))
+			fmt.Fprintf(a.stdout, "run %s cancelled: %s\n", args[0], producer.CancelSummary(out))
 			return nil
 		},
 	}

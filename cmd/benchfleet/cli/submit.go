@@ -74,7 +74,8 @@ With --gate: ` + notifyHelp + `
 
 Exit codes: 0 every job passed (and, with --gate, no regression); 1 a job
 failed — also when another job regressed; 2 the regression gate tripped; 3
-timed out waiting; 64 bad flag or input.`,
+timed out waiting; 64 bad flag or input; 69 NATS or JetStream could not be
+reached (a cluster electing a leader is retried for 30 s first).`,
 		Example: `  benchfleet submit --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait
   benchfleet submit --matrix nightly.yaml --priority low
   benchfleet submit --matrix ci.yaml --commit $GITHUB_SHA --wait --gate --junit report.xml --summary-md $GITHUB_STEP_SUMMARY`,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -98,6 +99,7 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 		}
 	}
 	if timedOut {
+		a.printSpooled(ctx, js, producer.ProgressOf(m, states))
 		fmt.Fprintf(a.stdout, "\ntimed out after %s waiting for run %s\n", o.timeout, m.Run)
 		return exitCode(ExitTimeout)
 	}
@@ -154,6 +156,9 @@ func progressText(pr producer.Progress) string {
 	if c.Recording > 0 {
 		fmt.Fprintf(&b, ", %d recording", c.Recording)
 	}
+	for _, note := range producer.SpooledNotes(pr, nil) {
+		b.WriteString("; " + note)
+	}
 	if len(pr.ByPool) > 1 {
 		pools := make([]string, 0, len(pr.ByPool))
 		for k := range pr.ByPool {
@@ -178,4 +183,20 @@ func bar(done, total, width int) string {
 	}
 	n := done * width / total
 	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}
+
+// printSpooled says, per worker, which of the run's results wait in a
+// worker's spool and what becomes of them (from the fleet's heartbeats).
+func (a *app) printSpooled(ctx context.Context, js jetstream.JetStream, p producer.Progress) {
+	if p.All.Spooled == 0 {
+		return
+	}
+	var fleet []protocol.WorkerStatus
+	if topo, err := topology.Open(ctx, js); err == nil {
+		fleet, _ = producer.ReadFleet(ctx, topo.Workers)
+	}
+	fmt.Fprintln(a.stdout)
+	for _, note := range producer.SpooledNotes(p, fleet) {
+		fmt.Fprintln(a.stdout, note)
+	}
 }

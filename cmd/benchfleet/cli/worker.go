@@ -11,12 +11,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/internal/notify"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -31,6 +34,7 @@ type workerFlags struct {
 	drain    time.Duration
 	metrics  string
 	notify   string
+	stateDir string
 }
 
 func (a *app) workerCmd() *cobra.Command {
@@ -44,6 +48,15 @@ a time when its device is free, highest priority first.
 
 SIGTERM drains: running jobs finish (bounded by timeouts.drain), nothing new
 is claimed. A second SIGTERM stops at once and hands running jobs back.
+
+A worker id is one process at a time: a worker whose id another live worker
+holds (a fresh heartbeat in bench-workers) refuses to start; one whose
+earlier process on this host was killed starts at once. A worker remembers
+its spool (--state-dir): started with another --spool, or none, while the
+earlier spool still holds results not in the store, it refuses to start and
+names that folder (start with it again, or empty it with
+"benchfleet spool drain DIR"). A file store's temporary files left by a
+process killed mid-write (.tmp-*, older than an hour) are removed at start.
 
 --metrics-listen ADDR serves Prometheus /metrics and /healthz (200 while
 NATS is connected and the spool, or without one the store, can take a
@@ -69,6 +82,7 @@ see docs/OPERATIONS.md):
 	fl.DurationVar(&f.drain, "drain-timeout", 0, "how long SIGTERM lets running jobs finish (default 10m)")
 	fl.StringVar(&f.metrics, "metrics-listen", os.Getenv("BENCHFLEET_METRICS_LISTEN"), "serve Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464 (config metrics_listen)")
 	fl.StringVar(&f.notify, "notify", "", "POST quarantines and dead letters as JSON (Slack/Mattermost text) to this URL (config notify.url)")
+	fl.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "where the worker remembers its spool per --id (env BENCHFLEET_STATE_DIR; default $STATE_DIRECTORY under systemd, else $XDG_STATE_HOME/benchfleet or ~/.local/state/benchfleet)")
 	a.topologyFlags(cmd)
 	return cmd
 }
@@ -146,11 +160,22 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		return err
 	}
 	defer bucket.Close()
-	nc, _, err := a.connect(ctx, "benchfleet-worker")
+	if fb, ok := storage.AsFile(bucket); ok {
+		go a.removeStaleTemps(ctx, fb)
+	}
+	nc, js, err := a.connect(ctx, "benchfleet-worker")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	// worker.Config's default id, resolved here to check it first.
+	if f.id == "" {
+		f.id, _ = os.Hostname()
+	}
+	ledger := storage.SpoolLedger{Dir: f.stateDir}
+	if err := a.checkWorkerStart(ctx, js, ledger, f.id, f.spool); err != nil {
+		return err
+	}
 
 	// The worker outlives the first signal: it drains on SIGTERM, and stops
 	// hard on the second.
@@ -188,6 +213,9 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		cfg.Sink = spool
 		go spool.Run(runCtx)
 	}
+	if err := ledger.Record(f.id, f.spool); err != nil {
+		a.log.Warn().Err(err).Str("state_dir", f.stateDir).Msg("could not remember this worker's spool; a restart with another spool is not checked")
+	}
 	w, err := worker.New(cfg)
 	if err != nil {
 		return usageErr("%v", err)
@@ -220,8 +248,8 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	}()
 	<-w.Done()
 	if spool != nil && spool.Pending() > 0 {
-		fmt.Fprintf(a.stderr, "%d result(s) still spooled in %s; they are uploaded when a worker starts with this spool again\n",
-			spool.Pending(), filepath.Clean(f.spool))
+		fmt.Fprintf(a.stderr, "%d result(s) still spooled in %s; they are uploaded when this worker starts with this spool again, or by: benchfleet spool drain %s\n",
+			spool.Pending(), filepath.Clean(f.spool), filepath.Clean(f.spool))
 	}
 	return nil
 }
@@ -270,4 +298,78 @@ func (a *app) warnReachable(user string, paths ...string) {
 			fmt.Fprintf(a.stderr, "WARNING: %s is readable by the harness's job user\n", p)
 		}
 	}
+}
+
+// checkWorkerStart refuses to start worker id when another live worker
+// holds the id, or when a spool it used before still holds results and it
+// starts with another one (spool; "" = none). The id's last heartbeat in
+// bench-workers, if still there, also names its spool on this host.
+func (a *app) checkWorkerStart(ctx context.Context, js jetstream.JetStream, ledger storage.SpoolLedger, id, spool string) error {
+	host, _ := os.Hostname()
+	var also []string
+	kctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(kctx, protocol.BucketWorkers)
+	if err == nil {
+		prev, err := producer.CheckWorkerID(kctx, kv, id, host, os.Getpid(), processAlive)
+		if errors.Is(err, producer.ErrWorkerIDLive) {
+			return usageErr("--id: %v", err)
+		}
+		if err != nil {
+			a.log.Warn().Err(err).Str("worker", id).Msg("could not read this id's last heartbeat; not checked for a live twin")
+		}
+		if prev != nil && prev.Host == host && prev.Spool != nil {
+			also = append(also, prev.Spool.Path)
+		}
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		a.log.Warn().Err(err).Str("worker", id).Msg("could not read bench-workers; this id is not checked for a live twin")
+	}
+	if err := ledger.Check(id, spool, also...); err != nil {
+		if errors.Is(err, storage.ErrSpoolMoved) {
+			return usageErr("--spool: %v", err)
+		}
+		a.log.Warn().Err(err).Msg("could not check this worker's earlier spool")
+	}
+	return nil
+}
+
+// removeStaleTemps removes what Puts killed mid-write left in a file store.
+func (a *app) removeStaleTemps(ctx context.Context, fb *storage.FileBucket) {
+	n, err := fb.RemoveStaleTemps(ctx, storage.StaleTempAge)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("could not remove stale temporary files from the file store")
+		return
+	}
+	if n > 0 {
+		a.log.Info().Int("removed", n).Str("store", fb.Root()).Msg("removed temporary files of writes killed midway")
+	}
+}
+
+// defaultStateDir is where a worker remembers its spool: BENCHFLEET_STATE_DIR,
+// else systemd's StateDirectory= ($STATE_DIRECTORY), else the XDG state
+// directory; "" when none is known.
+func defaultStateDir() string {
+	if d := os.Getenv("BENCHFLEET_STATE_DIR"); d != "" {
+		return d
+	}
+	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "benchfleet")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "benchfleet")
+	}
+	return ""
+}
+
+// processAlive reports whether a process with pid runs on this host.
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/dirlock"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+func (a *app) spoolCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "spool", Short: "Look after a worker's local spool of results"}
+	var timeout time.Duration
+	drain := &cobra.Command{
+		Use:   "drain DIR",
+		Short: "Upload the results waiting in a spool folder to the store, then exit",
+		Long: `Drain uploads every result waiting in the spool folder DIR (a worker's
+--spool) to the store (--store), in the order they were spooled, and exits.
+A result already in the store is dropped from the spool (results are
+write-once); an entry that can never be delivered is moved to DIR/failed.
+
+Use it for the folder a worker no longer runs on: a worker restarted with
+another --spool refuses to start while its earlier spool holds results, and
+names the folder. A spool a running worker holds is refused: that worker
+uploads it itself.
+
+Exit codes: 0 the spool is empty; 1 results are left (the store failed;
+run it again); 64 bad input, or the spool is in use.`,
+		Example: `  benchfleet spool drain /var/lib/benchfleet/spool-old --store s3://bench-results/farm?region=us-east-1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if st, err := os.Stat(filepath.Join(dir, "ready")); err != nil || !st.IsDir() {
+				return usageErr("%s is not a spool folder (no ready/ in it)", dir)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			bucket, err := a.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer bucket.Close()
+			lock, err := dirlock.Acquire(dir, "benchfleet spool drain")
+			if err != nil {
+				if errors.Is(err, dirlock.ErrHeld) {
+					return usageErr("spool %v", err)
+				}
+				return err
+			}
+			defer lock.Unlock()
+			spool, err := storage.NewSpool(dir, bucket, a.log)
+			if err != nil {
+				return err
+			}
+			rep, err := spool.Drain(ctx)
+			fmt.Fprintf(a.stdout, "spool %s: %s delivered to the store", spool.Dir(), count(rep.Delivered, "result"))
+			if rep.Failed > 0 {
+				fmt.Fprintf(a.stdout, ", %d undeliverable (moved to %s)", rep.Failed, filepath.Join(spool.Dir(), "failed"))
+			}
+			if rep.Left > 0 || err != nil {
+				fmt.Fprintf(a.stdout, ", %d left\n", rep.Left)
+				return &exitError{code: ExitFailed, err: fmt.Errorf("spool %s: %d result(s) not delivered: %w; run it again when the store answers", spool.Dir(), rep.Left, err)}
+			}
+			fmt.Fprintln(a.stdout, "; the spool is empty")
+			return nil
+		},
+	}
+	drain.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long")
+	cmd.AddCommand(drain)
+	return cmd
+}
