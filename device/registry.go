@@ -53,6 +53,8 @@ type Settings struct {
 	// the job user ("" = nobody under a root worker, "none" = the worker's
 	// own) and how their processes are killed ("" = auto).
 	User, Cgroup string
+	// Groups are the job user's supplementary groups (default none).
+	Groups []string
 }
 
 var (

@@ -61,6 +61,10 @@ type IsolationSpec struct {
 	// the worker as subreaper), "on" (a cgroup or the worker does not
 	// start) or "off".
 	Cgroup string `yaml:"cgroup"`
+	// Groups are supplementary groups of the job user, by name or gid
+	// (e.g. [tenstorrent] where udev gives the device nodes to that group
+	// with mode 0660); default none.
+	Groups []string `yaml:"groups"`
 }
 
 // JobUser describes the user harness jobs run as under this config.
@@ -300,7 +304,7 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, log ze
 					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
 				}
 				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe,
-					User: wf.Isolation.User, Cgroup: wf.Isolation.Cgroup}
+					User: wf.Isolation.User, Cgroup: wf.Isolation.Cgroup, Groups: wf.Isolation.Groups}
 				if h.HealthProbe == "" {
 					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed on, and the host stays in service while its boards pass their check")
 				}

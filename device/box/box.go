@@ -145,6 +145,10 @@ type Config struct {
 	// KillTimeout bounds how long Close waits for the job's processes to
 	// die after SIGKILL. Default 10s.
 	KillTimeout time.Duration
+	// Groups are supplementary groups the job user's processes get, by
+	// name or gid (e.g. "tenstorrent", where udev gives the device nodes
+	// to a group with mode 0660). Default none. Only with a user switch.
+	Groups []string
 	// Log receives the box's warnings (jobs run as the worker's own user,
 	// a cgroup fallback); "none" chosen is logged at info. Default: no
 	// logging.
@@ -178,6 +182,20 @@ func New(cfg Config) (*Box, error) {
 	u, err := resolveUser(cfg.User, b.worker.uid, b.worker.gid)
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.Groups) > 0 && !u.switched {
+		return nil, fmt.Errorf("box: groups %q: jobs run as the worker's own user (%s), whose groups they keep", cfg.Groups, u.desc)
+	}
+	for _, g := range cfg.Groups {
+		gid, err := lookupGroup(g)
+		if err != nil {
+			return nil, err
+		}
+		if gid == 0 {
+			return nil, fmt.Errorf("box: group %q is root's group (gid 0): jobs would read what root's group may", g)
+		}
+		u.groups = append(u.groups, uint32(gid))
+		u.desc += fmt.Sprintf(", group %s (%d)", g, gid)
 	}
 	b.user = u
 	if !u.switched {

@@ -500,3 +500,36 @@ func TestReachable(t *testing.T) {
 		t.Error("Reachable with user none: the worker's own user is not judged")
 	}
 }
+
+// Config.Groups gives the job user supplementary groups (a device group
+// with mode 0660, say), and only those.
+func TestGroups(t *testing.T) {
+	needRoot(t)
+	b, err := New(Config{User: "nobody", Groups: []string{"100"}, Cgroup: CgroupOff, Root: filepath.Join(place(t), "root")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.User(), "group 100 (100)") {
+		t.Errorf("User() = %q, want the group named", b.User())
+	}
+	r := open(t, b, "groups")
+	cmd := r.Cmd([]string{"id", "-G"}, nil)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.WaitDelay = &out, time.Second
+	if err := r.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(cmd); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if got := strings.Fields(out.String()); len(got) != 2 || got[1] != "100" {
+		t.Fatalf("id -G = %q, want the primary group and 100", out.String())
+	}
+	if _, err := New(Config{User: "none", Groups: []string{"100"}, Root: filepath.Join(place(t), "root")}); err == nil {
+		t.Error("groups accepted without a user switch")
+	}
+	if _, err := New(Config{User: "nobody", Groups: []string{"0"}, Root: filepath.Join(place(t), "root")}); err == nil {
+		t.Error("root's group accepted")
+	}
+}

@@ -29,9 +29,9 @@ func ProtectSelf() error {
 func (r *Room) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if u := r.box.user; u.switched {
-		// Groups empty and NoSetGroups false: setgroups(0), no
-		// supplementary groups.
-		a.Credential = &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{}}
+		// NoSetGroups false: setgroups() with exactly Config.Groups (none
+		// by default).
+		a.Credential = &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: append([]uint32{}, u.groups...)}
 	}
 	if r.cgroupFD >= 0 {
 		a.UseCgroupFD = true

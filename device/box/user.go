@@ -15,6 +15,8 @@ type ident struct {
 	// own user.
 	switched bool
 	uid, gid int
+	// groups are its supplementary groups (Config.Groups).
+	groups []uint32
 	// desc is what Box.User returns.
 	desc string
 }
@@ -109,4 +111,20 @@ func parseID(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a uid or gid", s)
 	}
 	return int(n), nil
+}
+
+// lookupGroup resolves a group name or gid.
+func lookupGroup(spec string) (int, error) {
+	if gid, err := parseID(spec); err == nil {
+		return gid, nil
+	}
+	g, err := user.LookupGroup(spec)
+	if err != nil {
+		return 0, fmt.Errorf("box: group %q: %w", spec, err)
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("box: group %q has gid %q", spec, g.Gid)
+	}
+	return gid, nil
 }

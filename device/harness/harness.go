@@ -130,6 +130,8 @@ type Config struct {
 	// Cgroup is how every process of a job is found and killed when it
 	// ends (box.Config.Cgroup): "" or "auto", "on", "off".
 	Cgroup string
+	// Groups are the job user's supplementary groups (box.Config.Groups).
+	Groups []string
 	// HealthProbe is a known-good test id of this harness (e.g. the
 	// checkout's resnet50 benchmark). When a job's run says the host is
 	// broken (a *device.HostError), the worker runs it (Probe) at batch 1,
@@ -203,7 +205,7 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 		cfg.TempDir = filepath.Join(os.TempDir(), "benchfleet-harness")
 	}
 	log = log.With().Str("component", "harness").Str("harness", name).Logger()
-	b, err := box.New(box.Config{User: cfg.User, Root: cfg.TempDir, Cgroup: cfg.Cgroup, Log: log})
+	b, err := box.New(box.Config{User: cfg.User, Root: cfg.TempDir, Cgroup: cfg.Cgroup, Groups: cfg.Groups, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("%s: isolation: %w", name, err)
 	}
