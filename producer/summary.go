@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/benchfleet/benchfleet/protocol"
@@ -46,8 +47,14 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 			r.SamplesPerSec = res.Measurements.SamplesPerSec
 			r.PCC = res.PCC.Value
 			r.Attempt = res.Attempt
-			if res.Error != nil {
+			if b := res.Measurements.BatchSize; b > 0 {
+				r.BatchSize = b // what ran: a harness may fix its own batch
+			}
+			switch {
+			case res.Error != nil:
 				r.Reason = res.Error.Message
+			case len(res.Notes) > 0:
+				r.Reason = strings.Join(res.Notes, "; ")
 			}
 		case st.Terminal():
 			r.Reason = st.Message
