@@ -237,6 +237,15 @@ func New(cfg Config) (*Box, error) {
 // jobs run as the worker's user.
 func (b *Box) User() string { return b.user.desc }
 
+// UserName is the job user's name when jobs run as another user that has
+// one ("" otherwise: the worker's own user, or a bare UID:GID).
+func (b *Box) UserName() string {
+	if !b.user.switched {
+		return ""
+	}
+	return b.user.name
+}
+
 // Cgroups reports whether each room has a cgroup of its own (true) or the
 // subreaper fallback finds the job's processes (false).
 func (b *Box) Cgroups() bool { return b.cgroup != "" }

@@ -15,6 +15,8 @@ type ident struct {
 	// own user.
 	switched bool
 	uid, gid int
+	// name is the user's name when it has a passwd entry ("" otherwise).
+	name string
 	// groups are its supplementary groups (Config.Groups).
 	groups []uint32
 	// desc is what Box.User returns.
@@ -53,7 +55,7 @@ func resolveUser(spec string, euid, egid int) (ident, error) {
 		}
 		return ident{}, fmt.Errorf("box: user %q (%d:%d): the worker runs as %d:%d, not root, so it cannot run jobs as another user (leave user empty or %q to run them as the worker's own)", spec, uid, gid, euid, egid, UserNone)
 	}
-	return ident{switched: true, uid: uid, gid: gid, desc: desc}, nil
+	return ident{switched: true, uid: uid, gid: gid, desc: desc, name: name}, nil
 }
 
 // JobUser describes the user a Box with Config.User spec would run jobs

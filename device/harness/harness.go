@@ -312,6 +312,9 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if _, set := r.cfg.Env["HOME"]; !set {
 		env = append(env, "HOME="+room.Tmp) // the worker's is not the job's
 	}
+	if name := r.box.UserName(); name != "" {
+		env = append(env, "USER="+name, "LOGNAME="+name)
+	}
 	cmd := room.Cmd(argv, env)
 	pr, pw, err := os.Pipe()
 	if err != nil {

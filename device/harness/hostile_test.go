@@ -89,6 +89,13 @@ with open(` + strconv.Quote(dump) + `, "w") as f:
 	if found["uid"] == float64(0) {
 		t.Errorf("the harness ran as root")
 	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(toString(found["env"])), &env); err != nil {
+		t.Fatal(err)
+	}
+	if env["USER"] != "nobody" || env["LOGNAME"] != "nobody" {
+		t.Errorf("the harness's USER %q LOGNAME %q, want its own user's name", env["USER"], env["LOGNAME"])
+	}
 	if s := toString(found["spool"]); !strings.HasPrefix(s, "denied") {
 		t.Errorf("the harness wrote into the spool: %s", s)
 	}
