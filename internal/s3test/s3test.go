@@ -216,7 +216,51 @@ func (s *Server) Stop() {
 // kernel still accepts connections for it, and nothing is answered until
 // Thaw (a hung store, not a dead one). Freezing a stopped server does
 // nothing. Stop kills a frozen server as it kills a running one.
-func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+func (s *Server) Freeze() {
+	s.t.Helper()
+	s.signal(syscall.SIGSTOP)
+	s.waitStopped()
+}
+
+// waitStopped returns once every thread of the server is stopped: kill
+// returns when SIGSTOP is queued, and a thread already running on another
+// CPU could still answer a request that arrives before the group stop
+// completes.
+func (s *Server) waitStopped() {
+	s.t.Helper()
+	s.mu.Lock()
+	pid := 0
+	if s.cmd != nil {
+		pid = s.cmd.Process.Pid
+	}
+	s.mu.Unlock()
+	if pid == 0 {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		stopped := len(tasks) > 0
+		for _, task := range tasks {
+			b, err := os.ReadFile(task)
+			if err != nil {
+				continue // the thread is gone
+			}
+			st := string(b)
+			if i := strings.LastIndexByte(st, ')'); i < 0 || i+2 >= len(st) || (st[i+2] != 'T' && st[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("versitygw %d: not stopped 10 s after SIGSTOP", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 // Thaw resumes a frozen server with SIGCONT.
 func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
