@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/benchfleet/benchfleet/internal/faulttest"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
@@ -119,10 +119,7 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "benchfleet")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/benchfleet/benchfleet/cmd/benchfleet").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := faulttest.Binary(t)
 	const ackWait = 30 * time.Second
 	f := newFaultFleetAckWait(t, ackWait)
 	cmd := exec.Command(bin, "worker", "--nats", f.url, "--store", "file://"+t.TempDir(), "--slots", "sim=2",

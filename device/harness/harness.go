@@ -444,24 +444,15 @@ const maxCwdFileBytes = 16 << 20
 // missing src is not an error: the harness then does without it, as it
 // would in a checkout without the file.
 func copyCwdFile(src, dst string) error {
-	st, err := os.Lstat(src)
+	data, err := box.ReadFile(src, maxCwdFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", src)
-	}
-	if st.Size() > maxCwdFileBytes {
-		return fmt.Errorf("%s is %d bytes, over the %d byte limit", src, st.Size(), maxCwdFileBytes)
-	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	// Readable by the job user (the directory is its), writable by none.
+	// Readable by the job user (the directory is its, and still empty:
+	// the job has not started), writable by none.
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}

@@ -25,42 +25,74 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
-)
+// built holds the programs Build made, by package path.
+var built struct {
+	mu   sync.Mutex
+	dir  string
+	bins map[string]*builtBin
+}
+
+type builtBin struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 // Binary builds the real benchfleet binary once per test process and
 // returns its path. Call RemoveBinary from TestMain after m.Run.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "benchfleet-faulttest-")
-		if buildErr != nil {
+	return Build(t, "github.com/benchfleet/benchfleet/cmd/benchfleet")
+}
+
+// Build builds the Go program pkg (a package path the module resolves,
+// e.g. github.com/nats-io/nats-server/v2 at the version go.mod pins) once
+// per test process and returns its path. Call RemoveBinary from TestMain
+// after m.Run.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	built.mu.Lock()
+	if built.bins == nil {
+		built.bins = map[string]*builtBin{}
+	}
+	b := built.bins[pkg]
+	if b == nil {
+		b = &builtBin{}
+		built.bins[pkg] = b
+	}
+	built.mu.Unlock()
+	b.once.Do(func() {
+		built.mu.Lock()
+		if built.dir == "" {
+			built.dir, b.err = os.MkdirTemp("", "benchfleet-faulttest-")
+		}
+		dir := built.dir
+		built.mu.Unlock()
+		if b.err != nil {
 			return
 		}
-		buildBin = filepath.Join(buildDir, "benchfleet")
+		b.path = filepath.Join(dir, strings.ReplaceAll(pkg, "/", "_"))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", buildBin, "github.com/benchfleet/benchfleet/cmd/benchfleet")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.path, pkg)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			buildErr = errors.New("go build benchfleet: " + err.Error() + "\n" + out.String())
+			b.err = errors.New("go build " + pkg + ": " + err.Error() + "\n" + out.String())
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return buildBin
+	return b.path
 }
 
-// RemoveBinary deletes the binary built by Binary, if any.
+// RemoveBinary deletes the programs built by Binary and Build, if any.
 func RemoveBinary() {
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
 }
 

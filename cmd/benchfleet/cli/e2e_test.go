@@ -10,41 +10,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
+	"github.com/benchfleet/benchfleet/internal/faulttest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
-)
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
 )
 
 // benchfleetBinary builds the real binary once per test process.
 func benchfleetBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "benchfleet-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "benchfleet")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/benchfleet/benchfleet/cmd/benchfleet").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return faulttest.Binary(t)
 }
 
 func freePort(t *testing.T) int {

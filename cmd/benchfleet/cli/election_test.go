@@ -19,35 +19,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/benchfleet/benchfleet/internal/faulttest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-)
-
-var (
-	natsServerOnce sync.Once
-	natsServerBin  string
-	natsServerErr  error
 )
 
 // natsServerBinary builds the real nats-server (the version go.mod pins)
 // once per test process.
 func natsServerBinary(t *testing.T) string {
 	t.Helper()
-	natsServerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "benchfleet-nats-server-")
-		if err != nil {
-			natsServerErr = err
-			return
-		}
-		natsServerBin = filepath.Join(dir, "nats-server")
-		out, err := exec.Command("go", "build", "-o", natsServerBin, "github.com/nats-io/nats-server/v2").CombinedOutput()
-		if err != nil {
-			natsServerErr = fmt.Errorf("go build nats-server: %v\n%s", err, out)
-		}
-	})
-	if natsServerErr != nil {
-		t.Fatal(natsServerErr)
-	}
-	return natsServerBin
+	return faulttest.Build(t, "github.com/nats-io/nats-server/v2")
 }
 
 // natsNode is one nats-server process of a test cluster.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/benchfleet/benchfleet/internal/faulttest"
 )
 
 // TestMain keeps what workers remember between starts (--state-dir, by
@@ -18,5 +20,6 @@ func TestMain(m *testing.M) {
 	os.Setenv("BENCHFLEET_STATE_DIR", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	faulttest.RemoveBinary() // the binaries the tests built
 	os.Exit(code)
 }
