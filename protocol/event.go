@@ -44,6 +44,10 @@ type Event struct {
 	Status Status `json:"status,omitempty"`
 	// Result is the storage key of the result, on terminal events.
 	Result string `json:"result,omitempty"`
+	// ResultSpooled is set on a terminal event whose result the worker
+	// spooled locally (the store did not take it): the job is over and
+	// acked, and its result reaches the store when the spool uploads it.
+	ResultSpooled bool `json:"spooled,omitempty"`
 	// SamplesPerSec and PCC summarize a result on terminal events.
 	SamplesPerSec float64 `json:"samples_per_sec,omitempty"`
 	PCC           float64 `json:"pcc,omitempty"`

@@ -20,9 +20,10 @@ type SpoolStatus struct {
 const SpooledNote = "(result spooled locally; upload pending)"
 
 // Spooled reports whether e is a terminal event whose result was spooled
-// on its worker (its message ends with SpooledNote).
+// on its worker: ResultSpooled, or, from a worker older than that field,
+// a message ending with SpooledNote.
 func (e *Event) Spooled() bool {
-	return e.Kind.Terminal() && strings.HasSuffix(e.Message, SpooledNote)
+	return e.Kind.Terminal() && (e.ResultSpooled || strings.HasSuffix(e.Message, SpooledNote))
 }
 
 // WorkerStaleAfter is how old a worker's heartbeat may be while the worker

@@ -14,6 +14,8 @@ func TestEventSpooledAndWorkerLive(t *testing.T) {
 		{Event{Kind: EventPassed, Message: SpooledNote}, true},
 		{Event{Kind: EventFailed, Message: "pcc 0.5 below 0.99 " + SpooledNote}, true},
 		{Event{Kind: EventPassed}, false},
+		{Event{Kind: EventPassed, ResultSpooled: true}, true},
+		{Event{Kind: EventPhase, ResultSpooled: true}, false},
 		{Event{Kind: EventPhase, Message: SpooledNote}, false}, // not an end
 	} {
 		if got := c.e.Spooled(); got != c.want {

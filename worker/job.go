@@ -350,8 +350,8 @@ func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) er
 	s := a.s
 	confirmed, why := s.confirmHostFault(ctx)
 	s.w.failedOnHost(a.job.ID, s.runner)
-	if a.deliveries >= maxHostFaults {
-		a.dead(ctx, fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.deliveries, host.Reason, why))
+	if a.counted() >= maxHostFaults {
+		a.dead(ctx, fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.counted(), host.Reason, why))
 	} else {
 		a.retryAfter(ctx, fmt.Errorf("%w (%s)", host, why), 0)
 	}
@@ -559,7 +559,7 @@ func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []s
 	a.ack(ctx)
 	a.s.w.failed.forget(r.Job)
 	a.s.w.excused.forget(r.Job)
-	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, Message: msg,
+	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, ResultSpooled: spooled, Message: msg,
 		SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
 	a.log.Info().Str("status", string(r.Status)).Float64("samples_per_sec", r.Measurements.SamplesPerSec).
 		Float64("pcc", r.PCC.Value).Bool("spooled", spooled).Msg("job finished")

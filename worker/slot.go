@@ -378,7 +378,7 @@ func (s *slot) confirmHostFault(ctx context.Context) (confirmed bool, why string
 			return false, "the health probe passes on this host"
 		}
 	}
-	if err := s.health.Check(ctx, s.dev); err != nil {
+	if err := s.checkHealth(ctx); err != nil {
 		return true, "confirmed: the board check fails: " + err.Error()
 	}
 	return false, "no health probe configured and the board check passes"

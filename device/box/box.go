@@ -303,17 +303,8 @@ func searchable(dir string, job ident) error {
 		if err != nil {
 			return err
 		}
-		uid, gid := owner(st)
-		var bit os.FileMode
-		switch {
-		case uid == job.uid:
-			bit = 0o100
-		case gid == job.gid:
-			bit = 0o010
-		default:
-			bit = 0o001
-		}
-		if st.Mode().Perm()&bit == 0 {
+		if !allows(st, job, 1) {
+			uid, gid := owner(st)
 			return fmt.Errorf("%s (mode %v, owner %d:%d) is not searchable by the job user %s: the job could not reach its room", p, st.Mode().Perm(), uid, gid, job.desc)
 		}
 		if p == filepath.Dir(p) {

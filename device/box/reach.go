@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+	"slices"
 )
 
 // Reachable reports whether the job user of Config.User spec could read
@@ -47,14 +47,15 @@ func Reachable(spec, path string) (bool, error) {
 }
 
 // allows reports whether st's mode grants u the permission bit perm (4
-// read, 1 search) as owner, group or other.
+// read, 1 search) as owner, group (its own or a supplementary one) or
+// other.
 func allows(st os.FileInfo, u ident, perm os.FileMode) bool {
 	mode := st.Mode().Perm()
-	sys, ok := st.Sys().(*syscall.Stat_t)
+	uid, gid := owner(st)
 	switch {
-	case ok && int(sys.Uid) == u.uid:
+	case uid == u.uid:
 		return mode&(perm<<6) != 0
-	case ok && int(sys.Gid) == u.gid:
+	case gid == u.gid || slices.Contains(u.groups, uint32(gid)):
 		return mode&(perm<<3) != 0
 	}
 	return mode&perm != 0

@@ -236,6 +236,15 @@ func (r *Room) close() error {
 	return errors.Join(errs...)
 }
 
+// DropOut deletes Out once the caller has read what it needs from it (a
+// job decides how much it writes there). Call it after Close.
+func (r *Room) DropOut() error {
+	if err := removeTree(r.Out); err != nil {
+		return fmt.Errorf("box: job %s: %w", r.job, err)
+	}
+	return nil
+}
+
 // Remove closes the room if it is open and deletes it, Out and the
 // caller's files in Dir included.
 func (r *Room) Remove() error {
@@ -247,11 +256,14 @@ func (r *Room) Remove() error {
 }
 
 // removeTree removes dir and what it holds, even directories the job made
-// unreadable or unwritable to their owner.
+// unreadable or unwritable to their owner (a worker that is not root runs
+// jobs as itself). A root worker needs no such help, and must not chmod
+// what a process of the job user could swap for a symlink meanwhile
+// (chmod follows it): it only retries the removal.
 func removeTree(dir string) error {
 	err := os.RemoveAll(dir)
-	if err == nil {
-		return nil
+	if err == nil || os.Geteuid() == 0 {
+		return err
 	}
 	// WalkDir visits a directory before it reads it: made 0700 first, it
 	// can be read and emptied.

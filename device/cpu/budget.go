@@ -81,6 +81,11 @@ func checkBudget(b protocol.Benchmark, threads int, lim budget) error {
 	if err != nil {
 		return device.Invalid("cpu: %v", err)
 	}
+	return overBudget(b, fp, threads, lim)
+}
+
+// overBudget is checkBudget's verdict on fp, b's estimate.
+func overBudget(b protocol.Benchmark, fp footprint, threads int, lim budget) error {
 	need := fp.total()
 	if need <= lim.bytes {
 		return nil

@@ -38,11 +38,6 @@ func compile(n *network, bf16 bool) *plan {
 	return p
 }
 
-// fold returns the weights and bias of c with its batch norm folded in:
-// with s = gamma/sqrt(var+eps), w' = s·w and b' = s·(bias-mean) + beta.
-// The arithmetic is float64, rounded once to float32.
-func fold(c *conv) (w, b []float32) { return foldInto(c, make([]float32, len(c.w))) }
-
 // foldBufLen is the length of the largest weight tensor of n.
 func foldBufLen(n *network) int {
 	var most int

@@ -88,9 +88,6 @@ func (d denseB) fill(np int, dst []float32) {
 	}
 }
 
-// gemmPool is the scratch memory of gemm calls, reused across calls.
-var gemmPool = sync.Pool{New: func() any { return new(gemmScratch) }}
-
 // gemmScratch is the scratch memory of GEMM calls: the packed B of a call
 // and one accumulator tile per worker. It grows to the largest call made
 // with it and is reused; one scratch serves one call at a time.
@@ -115,16 +112,6 @@ func packedBLen(k, n int) int { return (n + nr - 1) / nr * k * nr }
 
 // defaultThreads is the number of goroutines a GEMM uses by default.
 func defaultThreads() int { return max(1, runtime.GOMAXPROCS(0)) }
-
-// gemm computes C = epilogue(A·B) for the packed M×K matrix a and the K×N
-// matrix b; C is row-major M×N with leading dimension ldc. It uses up to
-// GOMAXPROCS goroutines and scratch from a shared pool, and returns when C
-// is complete.
-func gemm(a *packedA, b bSource, c []float32, ldc int, ep epilogue) {
-	s := gemmPool.Get().(*gemmScratch)
-	defer gemmPool.Put(s)
-	gemmN(defaultThreads(), s, a, b, c, ldc, ep)
-}
 
 // gemmN is gemm with up to nw goroutines and the scratch s, grown if the
 // call needs more.

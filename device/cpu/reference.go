@@ -138,16 +138,6 @@ func refForward(ctx context.Context, n *network, in []float32, bufs *refBuffers,
 	return x.data, nil
 }
 
-// refConv is a direct convolution: for every output channel, the sum over
-// input channels and kernel taps of weight × shifted input plane, in
-// float64; then bias, batch norm, the residual and ReLU, in float64.
-func refConv(c *conv, x refTensor, residual []float32, threads int) refTensor {
-	oh, ow := c.outSize(x.h), c.outSize(x.w)
-	y := refTensor{c: c.cout, h: oh, w: ow, data: make([]float32, c.cout*oh*ow)}
-	refConvInto(c, x, residual, y, threads, &refBuffers{})
-	return y
-}
-
 // refConvInto is refConv writing into y, with bufs' accumulators.
 func refConvInto(c *conv, x refTensor, residual []float32, y refTensor, threads int, bufs *refBuffers) {
 	oh, ow := y.h, y.w

@@ -126,22 +126,28 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if b.DataFormat == "" {
 		b.DataFormat = protocol.FormatBfloat16
 	}
-	if err := r.Check(b); err != nil {
+	// Check's checks, with the estimate made once for the budget and the log.
+	if err := checkShape(b); err != nil {
 		return nil, err
 	}
 	threads := r.threads()
+	fp, err := estimateBenchmark(b, threads)
+	if err != nil {
+		return nil, device.Invalid("cpu: %v", err)
+	}
+	lim := hostBudget(hostMemory())
+	if err := overBudget(b, fp, threads, lim); err != nil {
+		return nil, err
+	}
 	bf16 := b.DataFormat == protocol.FormatBfloat16
 
 	rec.Phase(device.PhaseCompile)
 	start := time.Now()
-	if fp, err := estimateBenchmark(b, threads); err == nil {
-		lim := hostBudget(hostMemory())
-		rec.Log(fmt.Sprintf("cpu: estimated memory %s (limit %s: %s)", formatBytes(fp.total()), formatBytes(lim.bytes), lim.reason))
-		if fp.total() >= collectFirstBytes {
-			// The garbage of the slot's previous run may not be collected
-			// yet; this run's estimate does not count it.
-			runtime.GC()
-		}
+	rec.Log(fmt.Sprintf("cpu: estimated memory %s (limit %s: %s)", formatBytes(fp.total()), formatBytes(lim.bytes), lim.reason))
+	if fp.total() >= collectFirstBytes {
+		// The garbage of the slot's previous run may not be collected
+		// yet; this run's estimate does not count it.
+		runtime.GC()
 	}
 	net, err := buildNetwork(b.Model, b.InputSize)
 	if err != nil {

@@ -111,8 +111,9 @@ type Config struct {
 	// HF_HOME. It must not set TT_VISIBLE_DEVICES, which the runner sets
 	// from the device.
 	Env map[string]string
-	// KillGrace is how long a cancelled harness gets between SIGTERM and
-	// SIGKILL to its process group. Default 10s.
+	// KillGrace is how long a cancelled harness gets between SIGTERM to
+	// its process group and the kill of every process of its job. Default
+	// 10s.
 	KillGrace time.Duration
 	// TempDir holds one room per job (device/box: log.txt and
 	// report.json, the worker's; work/, tmp/ and out/, the job user's);
@@ -360,8 +361,8 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		select {
 		case <-exited:
 		case <-t.C:
-			log.Warn().Msg("harness still running after the grace period: SIGKILL to its process group")
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			log.Warn().Msg("harness still running after the grace period: killing every process of its job")
+			_ = room.Close() // the cgroup, or every orphan: not only its group
 		}
 	}()
 	waitErr := room.Wait(cmd)
@@ -396,6 +397,9 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	// to be a report fails the job unread. What is kept and uploaded is
 	// the worker's own copy of the bytes checked here.
 	data, readErr := box.ReadFile(outputPath, MaxReportBytes)
+	if err := room.DropOut(); err != nil { // whatever else the job left there
+		log.Warn().Err(err).Msg("removing the job's output directory")
+	}
 	if readErr == nil {
 		if err := os.WriteFile(reportPath, data, 0o600); err != nil {
 			return nil, device.Infra("%s: keep the report: %v", r.Name(), err)
@@ -413,11 +417,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if out.Arch == "" {
 		out.Arch = dev.Arch
 	}
-	ran := out.Measurements.BatchSize
-	if ran == 0 {
-		ran = job.Benchmark.BatchSize
-	}
-	if ran != job.Benchmark.BatchSize {
+	if ran := ranBatch(out, job.Benchmark); ran != job.Benchmark.BatchSize {
 		out.Notes = append(out.Notes, fmt.Sprintf("the harness ran batch size %d, not the job's %d (its report's batch_size; the test fixes its own)", ran, job.Benchmark.BatchSize))
 		log.Warn().Int("ran", ran).Int("asked", job.Benchmark.BatchSize).Msg("the harness ran another batch size than the job asked for")
 	}

@@ -142,8 +142,10 @@ func TestForgeParametrizedIDWarmupAndTimedLoopApart(t *testing.T) {
 	if !strings.HasPrefix(work, tmp) {
 		t.Fatalf("job working directory %s outside the runner's %s", work, tmp)
 	}
-	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the job's working directory outlived it: %v", err)
+	for _, d := range []string{work, filepath.Join(filepath.Dir(work), "out")} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the job's %s outlived it: %v", filepath.Base(d), err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(c.Workdir, ".pytest_current_test_executing")); err == nil {
 		t.Fatal("marker written into the shared checkout")

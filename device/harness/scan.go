@@ -195,7 +195,7 @@ func (s *Scan) line(line string) {
 		if verr == nil && rerr == nil && (s.pcc == nil || v < *s.pcc) {
 			s.pcc, s.required = &v, &req
 		}
-	case s.failedPCC == nil && pccFailRE.MatchString(line):
+	case s.failedPCC == nil && strings.Contains(line, "comparison failed") && pccFailRE.MatchString(line):
 		m := pccFailRE.FindStringSubmatch(line)
 		v, verr := strconv.ParseFloat(m[1], 64)
 		req, rerr := strconv.ParseFloat(m[2], 64)

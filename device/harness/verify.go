@@ -28,6 +28,15 @@ const (
 	PCCTolerance = 1e-6
 )
 
+// ranBatch is the batch a run's timed loop ran: its report's, or the
+// job's when the report has none.
+func ranBatch(out *device.Outcome, b protocol.Benchmark) int {
+	if out.Measurements.BatchSize > 0 {
+		return out.Measurements.BatchSize
+	}
+	return b.BatchSize
+}
+
 // verify checks a passed run's outcome against what the harness printed
 // and the worker's clock saw: total_samples must be the batch that ran
 // times the timed loop's iterations (the job's loop_count when the
@@ -42,10 +51,7 @@ func verify(out *device.Outcome, b protocol.Benchmark, c Command, sc *Scan) erro
 	if c.LoopFromJob && n != b.LoopCount {
 		return device.Failed("the harness's timed loop ran %d iterations, not the job's loop_count %d", n, b.LoopCount)
 	}
-	batch := out.Measurements.BatchSize
-	if batch == 0 {
-		batch = b.BatchSize
-	}
+	batch := ranBatch(out, b)
 	if want := int64(batch) * int64(n); out.Measurements.TotalSamples != want {
 		return device.Failed("the report's total_samples %d is not batch_size %d × the %d timed iterations printed (%d)",
 			out.Measurements.TotalSamples, batch, n, want)
