@@ -371,14 +371,16 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	<-watched
 	// Whatever the harness left behind (a hung child holding the device or
 	// the pipe, a daemon that left its group and session) goes with it;
-	// then out/ is the worker's and the report can no longer change.
+	// then out/ is the worker's (a process of the job user outside the
+	// room, see device/box, could still hold a file of it open).
 	if err := room.Close(); err != nil {
 		log.Warn().Err(err).Msg("the job's processes or room were not all cleaned up")
 	}
 	select {
 	case <-scanned:
 	case <-time.After(5 * time.Second):
-		// Only a process outside the room can hold the pipe now.
+		// Only a process outside the room (another of the job user's) can
+		// hold the pipe now.
 		log.Warn().Msg("harness output still open 5s after exit; closing it")
 	}
 	pr.Close()
