@@ -376,7 +376,7 @@ func TestHostileReportsFailTheirJob(t *testing.T) {
 		{"forged samples", `loops(2, 8, 5)
 print("PCC verification passed with PCC=0.990000")
 report(total_samples=1, total_time=1e-9)`, "total_samples 1 is not batch_size 8 × the 8 timed iterations"},
-		{"forged time", `loops(2, 8, 100)
+		{"forged time", `loops(2, 8, 300)
 print("PCC verification passed with PCC=0.990000")
 report(total_time=1e-9)`, "total_time"},
 		{"forged pcc", `loops(2, 8, 5)

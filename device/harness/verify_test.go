@@ -24,7 +24,7 @@ func clockScan(lines []string, steps []time.Duration) *Scan {
 }
 
 // A harness that printed a warmup of 2 and a timed loop of 10 iterations
-// of 100 ms each, as the worker's clock saw them.
+// of 300 ms each, as the worker's clock saw them.
 func honestLoop() *Scan {
 	var lines []string
 	var steps []time.Duration
@@ -36,9 +36,9 @@ func honestLoop() *Scan {
 	add("Total time: 0.2000s for 2 iterations", time.Millisecond)
 	add("Starting benchmark...", time.Millisecond)
 	for i := range 10 {
-		add("Iteration "+strconv.Itoa(i)+" took 100.0000 ms", 100*time.Millisecond)
+		add("Iteration "+strconv.Itoa(i)+" took 300.0000 ms", 300*time.Millisecond)
 	}
-	add("Total time: 1.0000s for 10 iterations", time.Millisecond)
+	add("Total time: 3.0000s for 10 iterations", time.Millisecond)
 	return clockScan(lines, steps)
 }
 
@@ -56,13 +56,13 @@ func TestVerifyChecksTheReportAgainstWhatTheWorkerSaw(t *testing.T) {
 		c    Command
 		want string // "" = passes
 	}{
-		{"honest", outcome(8, 80, 1.0), b, forge, ""},
-		{"the batch the harness chose", outcome(2, 20, 1.0), b, Command{}, ""},
-		{"forged samples", outcome(8, 1, 1.0), b, forge, "total_samples 1 is not batch_size 8 × the 10 timed iterations"},
+		{"honest", outcome(8, 80, 3.0), b, forge, ""},
+		{"the batch the harness chose", outcome(2, 20, 3.0), b, Command{}, ""},
+		{"forged samples", outcome(8, 1, 3.0), b, forge, "total_samples 1 is not batch_size 8 × the 10 timed iterations"},
 		{"tiny time", outcome(8, 80, 1e-9), b, forge, "total_time"},
 		{"huge time", outcome(8, 80, 40), b, forge, "total_time"},
-		{"another loop than the job's", outcome(8, 80, 1.0), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, forge, "not the job's loop_count 128"},
-		{"own loop", outcome(8, 80, 1.0), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, Command{}, ""},
+		{"another loop than the job's", outcome(8, 80, 3.0), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, forge, "not the job's loop_count 128"},
+		{"own loop", outcome(8, 80, 3.0), protocol.Benchmark{BatchSize: 8, LoopCount: 128}, Command{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := verify(tc.out, tc.b, tc.c, honestLoop())
@@ -74,7 +74,7 @@ func TestVerifyChecksTheReportAgainstWhatTheWorkerSaw(t *testing.T) {
 			}
 		})
 	}
-	if err := verify(outcome(8, 80, 1.0), b, forge, scanLines("no loop here")); err == nil || !strings.Contains(err.Error(), "no timed loop") {
+	if err := verify(outcome(8, 80, 3.0), b, forge, scanLines("no loop here")); err == nil || !strings.Contains(err.Error(), "no timed loop") {
 		t.Fatalf("no loop printed: %v", err)
 	}
 	if err := agreePCC(0.998765, 0.9987654); err != nil {
