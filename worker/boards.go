@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -64,20 +66,39 @@ func (f *failedBoards) forget(job string) {
 	}
 }
 
+// passOnWait bounds how long passOn waits for an idle slot between two
+// fetches (a few FetchNoWait round trips) to reach its wait and take the job.
+const passOnWait = 2 * time.Second
+
 // passOn gives msg (job) to another slot of from's pool that is idle,
 // waiting for work and has not failed the job; it reports whether one took
-// it. The message keeps its delivery count: passing on costs no attempt.
-func (w *Worker) passOn(from *slot, msg jetstream.Msg, job string) bool {
-	for _, s := range w.slots {
-		if s == from || s.dev.Pool != from.dev.Pool || s.runner.Name() != from.runner.Name() || w.failed.has(job, s.dev.ID) {
-			continue
+// it. An idle slot caught between fetches is waited for (up to
+// passOnWait): were the job run again here instead, the suspect board
+// would get it while a fresh one was free. The message keeps its delivery
+// count: passing on costs no attempt.
+func (w *Worker) passOn(ctx context.Context, from *slot, msg jetstream.Msg, job string) bool {
+	deadline := time.Now().Add(passOnWait)
+	for {
+		anyIdle := false
+		for _, s := range w.slots {
+			if s == from || s.dev.Pool != from.dev.Pool || s.runner.Name() != from.runner.Name() || w.failed.has(job, s.dev.ID) {
+				continue
+			}
+			took, idle := s.offer(msg)
+			if took {
+				from.log.Debug().Str("to", s.dev.ID).Msg("job passed on")
+				return true
+			}
+			anyIdle = anyIdle || idle
 		}
-		if s.offer(msg) {
-			from.log.Debug().Str("to", s.dev.ID).Msg("job passed on")
-			return true
+		if !anyIdle || time.Now().After(deadline) {
+			return false
+		}
+		sleepCtx(ctx, 5*time.Millisecond)
+		if ctx.Err() != nil {
+			return false
 		}
 	}
-	return false
 }
 
 // failedOnHost records that job failed on every slot of runner r here, so

@@ -179,7 +179,7 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	// A board that failed this job before passes it to an idle board of
 	// the pool that has not, when there is one (DESIGN §3: a hang leaves
 	// the board suspect; the job deserves a fresh board).
-	if s.w.failed.has(job.ID, s.dev.ID) && s.w.passOn(s, msg, job.ID) {
+	if s.w.failed.has(job.ID, s.dev.ID) && s.w.passOn(ctx, s, msg, job.ID) {
 		a.log.Info().Msg("this board failed the job before: passed it to another board of the pool")
 		return nil
 	}

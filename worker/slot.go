@@ -294,19 +294,24 @@ func (s *slot) setWaiting(v bool) {
 }
 
 // offer gives msg to s if s is idle and waiting for work (not fetching);
-// it reports whether s took it.
-func (s *slot) offer(msg jetstream.Msg) bool {
+// it reports whether s took it, and whether s is idle at all (no job, in
+// service): an idle slot that did not take it is between fetches and will
+// wait again within moments.
+func (s *slot) offer(msg jetstream.Msg) (took, idle bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.waiting || s.state != protocol.DeviceIdle {
-		return false
+	if s.state != protocol.DeviceIdle || s.reason != "" {
+		return false, false
+	}
+	if !s.waiting {
+		return false, true
 	}
 	select {
 	case s.handoff <- msg:
 		s.waiting = false
-		return true
+		return true, true
 	default:
-		return false
+		return false, true
 	}
 }
 
