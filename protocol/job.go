@@ -132,7 +132,14 @@ type Source struct {
 	Repo    string `json:"repo,omitempty"`
 	Commit  string `json:"commit,omitempty"`
 	Branch  string `json:"branch,omitempty"`
-	Build   Build  `json:"build,omitzero"`
+	// Build is the one-wheel form of Wheels, kept for jobs written
+	// before wheels: Normalize moves it into Wheels.
+	Build Build `json:"build,omitzero"`
+	// Wheels are the build under test: the worker installs them into an
+	// environment of their own (python -m venv --system-site-packages)
+	// and runs the test tree of Repo at Commit with it. Without wheels the
+	// job runs the host's installed build, and Commit is only a label.
+	Wheels []Wheel `json:"wheels,omitempty"`
 	// CIRunID is the CI run that submitted the job (GitHub Actions'
 	// GITHUB_RUN_ID); absent (0) outside CI.
 	CIRunID int64 `json:"ci_run_id,omitempty"`
@@ -141,7 +148,7 @@ type Source struct {
 	CIRunURL string `json:"ci_run_url,omitempty"`
 }
 
-// Build points at a prebuilt artifact of the source.
+// Build points at one prebuilt wheel of the source (see Source.Wheels).
 type Build struct {
 	URL    string `json:"url,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
@@ -219,6 +226,10 @@ func (j *Job) Normalize() {
 	}
 	if j.Benchmark.WarmupCount == 0 && j.Benchmark.LoopCount > 0 {
 		j.Benchmark.WarmupCount = min(32, j.Benchmark.LoopCount)
+	}
+	if b := j.Source.Build; b != (Build{}) && len(j.Source.Wheels) == 0 {
+		j.Source.Wheels = []Wheel{{URL: b.URL, SHA256: b.SHA256}}
+		j.Source.Build = Build{}
 	}
 }
 
@@ -316,6 +327,31 @@ func (s *Source) validate() error {
 			return fieldErr(f.name, "must be UTF-8 without control characters")
 		}
 	}
+	if len(s.Wheels) == 0 {
+		return nil
+	}
+	if s.Build != (Build{}) {
+		return fieldErr("source.build", "must be absent when source.wheels is set (it is the one-wheel form of wheels)")
+	}
+	if len(s.Wheels) > MaxWheels {
+		return fieldErr("source.wheels", "must have at most %d wheels (got %d)", MaxWheels, len(s.Wheels))
+	}
+	seen := map[string]bool{}
+	for i, w := range s.Wheels {
+		if err := w.validate(fmt.Sprintf("source.wheels[%d]", i)); err != nil {
+			return err
+		}
+		if seen[w.Name()] {
+			return fieldErr(fmt.Sprintf("source.wheels[%d].url", i), "names wheel %s twice", w.Name())
+		}
+		seen[w.Name()] = true
+	}
+	if s.Repo == "" {
+		return fieldErr("source.repo", "is required with source.wheels (the test tree to run the build with)")
+	}
+	if !ValidCommit(s.Commit) {
+		return fieldErr("source.commit", "must be a full commit id (40 or 64 lowercase hex digits) with source.wheels (got %q)", truncate(s.Commit, 70))
+	}
 	return nil
 }
 
@@ -394,6 +430,12 @@ func (j *Job) appendCell(b []byte) []byte {
 			b = append(b, ',')
 		}
 		b = strconv.AppendQuote(b, v)
+	}
+	for _, w := range j.Source.Wheels {
+		b = append(b, " wheel="...)
+		b = strconv.AppendQuote(b, w.URL)
+		b = append(b, ':')
+		b = append(b, w.SHA256...)
 	}
 	switch len(j.Labels) {
 	case 0:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -219,7 +220,7 @@ func TestJobRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Cell() != j.Cell() || got.Limits != j.Limits || got.Source != j.Source || !got.CreatedAt.Equal(j.CreatedAt) {
+	if got.Cell() != j.Cell() || got.Limits != j.Limits || !reflect.DeepEqual(got.Source, j.Source) || !got.CreatedAt.Equal(j.CreatedAt) {
 		t.Fatalf("round trip changed the job:\n%+v\n%+v", got, j)
 	}
 	// Seconds are accepted for a timeout, too.

@@ -45,6 +45,9 @@ type Result struct {
 	Device       DeviceRef    `json:"device"`
 	Benchmark    Benchmark    `json:"benchmark"`
 	Source       Source       `json:"source,omitzero"`
+	// Build says what was measured: the job's provisioned build (its
+	// wheels, its commit's test tree) or the host's installed one.
+	Build        *BuildInfo   `json:"build,omitempty"`
 	Phases       Phases       `json:"phases"`
 	Measurements Measurements `json:"measurements"`
 	PCC          PCC          `json:"pcc"`
@@ -154,6 +157,9 @@ type DeviceRef struct {
 
 // Phases are the durations of each phase in seconds.
 type Phases struct {
+	// SetupS is provisioning the job's build (tree and environment);
+	// absent for a job that runs the host's build.
+	SetupS   float64 `json:"setup_s,omitempty"`
 	CompileS float64 `json:"compile_s"`
 	WarmupS  float64 `json:"warmup_s"`
 	TimingS  float64 `json:"timing_s"`
