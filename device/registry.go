@@ -55,6 +55,9 @@ type Settings struct {
 	User, Cgroup string
 	// Groups are the job user's supplementary groups (default none).
 	Groups []string
+	// Builds provisions the build a job names (its wheels and its
+	// commit's test tree); nil = jobs that name wheels are invalid here.
+	Builds Provisioner
 }
 
 var (
