@@ -51,3 +51,9 @@ type BuildLease struct {
 	// Release gives the lease back; it may be called more than once.
 	Release func()
 }
+
+// BuildRecorder is a Recorder that keeps which build a job ran
+// (protocol.Result.Build). A runner that knows tells it once per run.
+type BuildRecorder interface {
+	Build(protocol.BuildInfo)
+}

@@ -155,7 +155,13 @@ func IsHang(err error) bool {
 // wheel or driver library). It is not the job's fault and not the board's:
 // the worker takes every slot of that runner out of service with Reason and
 // hands the job back for another host.
-type HostError struct{ Reason string }
+type HostError struct {
+	Reason string
+	// Found is set when the worker's own code found the fault (its build
+	// cache's disk is full, its mirror broken), not the job under test:
+	// no probe is needed to believe it.
+	Found bool
+}
 
 func (e *HostError) Error() string { return "host cannot run the harness: " + e.Reason }
 

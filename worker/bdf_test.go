@@ -32,7 +32,7 @@ func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
 		Forge: &worker.HarnessSpec{Workdir: c.Workdir, Python: c.Python, Env: map[string]string{
 			"FAKE_ENV_DUMP": dump, "FAKE_HANG_DEVICES": bdf2, "FAKE_WATCHDOG_SCALE": "0.001"}},
 	}
-	slots, err := worker.BuildSlots(t.Context(), wf, "", t.TempDir(), zerolog.Nop())
+	slots, err := worker.BuildSlots(t.Context(), wf, "", t.TempDir(), nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

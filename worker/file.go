@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,6 +47,68 @@ type File struct {
 	Notify NotifySpec `yaml:"notify"`
 	// Isolation is the box harness jobs run in (device/box).
 	Isolation IsolationSpec `yaml:"isolation"`
+	// Builds is where the builds jobs name (source.wheels) are made and
+	// cached (device/build).
+	Builds BuildsSpec `yaml:"builds"`
+}
+
+// BuildsSpec is the worker config's builds: section: the host's cache of
+// the builds harness jobs name (their commit's test tree and an
+// environment with their wheels).
+type BuildsSpec struct {
+	// CacheDir holds the cache; default <work dir>/builds.
+	CacheDir string `yaml:"cache_dir"`
+	// MaxBytes bounds it (e.g. 50GiB; least recently used builds go
+	// first, a build in use never); default unbounded.
+	MaxBytes string `yaml:"max_bytes"`
+	// Repos maps a job's source.repo (e.g. tenstorrent/tt-forge-onnx) to
+	// a git URL or a local mirror its test trees are fetched from; a job
+	// of another repo is invalid here.
+	Repos map[string]string `yaml:"repos"`
+}
+
+// Limits returns the cache directory (under workDir by default) and its
+// byte bound (0 = none).
+func (b BuildsSpec) Limits(workDir string) (dir string, maxBytes int64, err error) {
+	dir = b.CacheDir
+	if dir == "" {
+		dir = filepath.Join(workDir, "builds")
+	}
+	if b.MaxBytes != "" {
+		if maxBytes, err = ParseBytes(b.MaxBytes); err != nil || maxBytes <= 0 {
+			return "", 0, configErr("config builds.max_bytes %q: want a size like 50GiB or 500MB", b.MaxBytes)
+		}
+	}
+	for repo, src := range b.Repos {
+		if repo == "" || src == "" {
+			return "", 0, configErr("config builds.repos: %q: %q: want source.repo: <git URL or mirror path>", repo, src)
+		}
+	}
+	return dir, maxBytes, nil
+}
+
+// ParseBytes reads a size: a number of bytes, or with a unit B, KB, MB,
+// GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	num, unit := s[:i], strings.TrimSpace(s[i:])
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit", s)
+	}
+	mult := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("size %q: unknown unit %q (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, unit)
+	}
+	if v*mult > 1<<62 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return int64(v * mult), nil
 }
 
 // IsolationSpec is the worker config's isolation: section: the box every
@@ -278,7 +341,7 @@ func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logg
 // BuildSlots plans the slots and gives each its runner, one runner per kind
 // shared by its slots. A harness's per-job and per-slot directories live
 // under workDir/<runner>.
-func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, log zerolog.Logger) ([]Slot, error) {
+func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, builds device.Provisioner, log zerolog.Logger) ([]Slot, error) {
 	planned, err := PlanSlots(ctx, wf, slotsFlag, log)
 	if err != nil {
 		return nil, err
@@ -304,7 +367,7 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, log ze
 					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
 				}
 				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe,
-					User: wf.Isolation.User, Cgroup: wf.Isolation.Cgroup, Groups: wf.Isolation.Groups}
+					User: wf.Isolation.User, Cgroup: wf.Isolation.Cgroup, Groups: wf.Isolation.Groups, Builds: builds}
 				if h.HealthProbe == "" {
 					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed on, and the host stays in service while its boards pass their check")
 				}

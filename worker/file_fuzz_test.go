@@ -44,6 +44,6 @@ func FuzzWorkerConfig(f *testing.F) {
 				return
 			}
 		}
-		_, _ = worker.BuildSlots(context.Background(), wf, "", t.TempDir(), zerolog.Nop())
+		_, _ = worker.BuildSlots(context.Background(), wf, "", t.TempDir(), nil, zerolog.Nop())
 	})
 }

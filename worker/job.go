@@ -257,6 +257,9 @@ func (a *attemptState) run(ctx context.Context) error {
 		}
 	}()
 	settle := func(r *protocol.Result, files []storage.ArtifactFile) {
+		if r.Build == nil {
+			r.Build = rec.builtWith(job)
+		}
 		later = true
 		a.hbLater = true
 		s.settleLater(func() {
@@ -348,7 +351,10 @@ const maxHostFaults = 2
 // when confirmed, else nil (the board stays in service).
 func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) error {
 	s := a.s
-	confirmed, why := s.confirmHostFault(ctx)
+	confirmed, why := true, "found by the worker"
+	if !host.Found {
+		confirmed, why = s.confirmHostFault(ctx)
+	}
 	s.w.failedOnHost(a.job.ID, s.runner)
 	if a.counted() >= maxHostFaults {
 		a.dead(ctx, fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.counted(), host.Reason, why))
@@ -447,9 +453,12 @@ func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases prot
 		return
 	}
 	if out.Phases != nil {
-		up := r.Phases.UploadS
+		up, setup := r.Phases.UploadS, r.Phases.SetupS
 		r.Phases = *out.Phases
 		r.Phases.UploadS = up
+		if r.Phases.SetupS == 0 {
+			r.Phases.SetupS = setup
+		}
 	}
 	r.Measurements = out.Measurements
 	r.PCC.Value = out.PCCValue

@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*Metrics, error) {
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_dead_letters_total",
 			Help: "Jobs this worker dead-lettered (invalid, or out of deliveries), by pool."}, []string{"pool"}),
 		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "benchfleet_job_phase_seconds",
-			Help: "Duration of each phase of a recorded job (compile, warmup, timing, pcc, upload).", Buckets: phaseBuckets},
+			Help: "Duration of each phase of a recorded job (setup, compile, warmup, timing, pcc, upload).", Buckets: phaseBuckets},
 			[]string{"phase"}),
 		claim: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "benchfleet_claim_latency_seconds",
 			Help:    "From a job's publication to the stream to its first attempt starting on a slot.",
@@ -135,7 +135,7 @@ func (m *Metrics) recorded(r *protocol.Result, spooled bool) {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"compile", r.Phases.CompileS}, {"warmup", r.Phases.WarmupS}, {"timing", r.Phases.TimingS}, {"pcc", r.Phases.PCCS}, {"upload", r.Phases.UploadS}} {
+	}{{"setup", r.Phases.SetupS}, {"compile", r.Phases.CompileS}, {"warmup", r.Phases.WarmupS}, {"timing", r.Phases.TimingS}, {"pcc", r.Phases.PCCS}, {"upload", r.Phases.UploadS}} {
 		if p.v > 0 {
 			m.phases.WithLabelValues(p.name).Observe(p.v)
 		}

@@ -34,6 +34,7 @@ type recorder struct {
 	lines     int
 	files     []storage.ArtifactFile
 	onPhase   func(name string)
+	build     *protocol.BuildInfo // what the runner said it ran (device.BuildRecorder)
 }
 
 // maxLogLines bounds worker.log; a runner that floods is cut short.
@@ -74,6 +75,30 @@ func (r *recorder) out(n int) io.Writer {
 	r.logErr = fmt.Errorf("job log: %w", err)
 	r.mem.WriteString("[log truncated: " + r.logErr.Error() + "]\n")
 	return io.Discard
+}
+
+// Build implements device.BuildRecorder.
+func (r *recorder) Build(b protocol.BuildInfo) {
+	r.mu.Lock()
+	r.build = &b
+	r.mu.Unlock()
+}
+
+// builtWith is what the attempt measured (Result.Build): the build its
+// runner said it ran or, from a runner that does not say (cpu, sim), the
+// host's; nil for a job that names wheels and got no build (it failed
+// before one was made).
+func (r *recorder) builtWith(job *protocol.Job) *protocol.BuildInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.build != nil {
+		b := *r.build
+		return &b
+	}
+	if len(job.Source.Wheels) > 0 {
+		return nil
+	}
+	return &protocol.BuildInfo{Kind: protocol.BuildHost, Commit: job.Source.Commit}
 }
 
 // Phase implements device.Recorder.
@@ -154,6 +179,7 @@ func (r *recorder) finish() (protocol.Phases, []storage.ArtifactFile) {
 		r.logFile = nil
 	}
 	ph := protocol.Phases{
+		SetupS:   r.durations[device.PhaseSetup].Seconds(),
 		CompileS: r.durations[device.PhaseCompile].Seconds(),
 		WarmupS:  r.durations[device.PhaseWarmup].Seconds(),
 		TimingS:  r.durations[device.PhaseTiming].Seconds(),

@@ -133,6 +133,10 @@ type Config struct {
 	Cgroup string
 	// Groups are the job user's supplementary groups (box.Config.Groups).
 	Groups []string
+	// Builds provisions the build a job names (source.wheels: its wheels
+	// in an environment over Python, its commit's test tree as the
+	// checkout); nil = such jobs are invalid on this host.
+	Builds device.Provisioner
 	// HealthProbe is a known-good test id of this harness (e.g. the
 	// checkout's resnet50 benchmark). When a job's run says the host is
 	// broken (a *device.HostError), the worker runs it (Probe) at batch 1,
@@ -254,13 +258,18 @@ func (discard) Artifact(string, string) {}
 // its report to outputFile and keeping pytest's cache in the job's working
 // directory cwd.
 func (r *Runner) Argv(b protocol.Benchmark, outputFile, cwd string) []string {
-	c := r.p.Command(r.cfg.Workdir, b)
-	argv := []string{r.python, "-m", "pytest", "-svv"}
+	return r.argv(r.python, r.cfg.Workdir, b, outputFile, cwd)
+}
+
+// argv is Argv for the interpreter python and the checkout.
+func (r *Runner) argv(python, checkout string, b protocol.Benchmark, outputFile, cwd string) []string {
+	c := r.p.Command(checkout, b)
+	argv := []string{python, "-m", "pytest", "-svv"}
 	argv = append(argv, c.Select...)
-	argv = append(argv, filepath.Join(r.cfg.Workdir, b.Test))
+	argv = append(argv, filepath.Join(checkout, b.Test))
 	argv = append(argv, c.Options...)
 	return append(argv, "--output-file", outputFile,
-		"--rootdir", r.cfg.Workdir, "-o", "cache_dir="+filepath.Join(cwd, ".pytest_cache"))
+		"--rootdir", checkout, "-o", "cache_dir="+filepath.Join(cwd, ".pytest_cache"))
 }
 
 // Run implements device.Runner. It returns ctx's error when ctx ends first
@@ -291,13 +300,6 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		return nil, device.Infra("%s: %v", r.Name(), err)
 	}
 	defer room.Close()
-	command := r.p.Command(r.cfg.Workdir, job.Benchmark)
-	cwd := room.Work
-	for _, f := range command.CwdFiles {
-		if err := copyCwdFile(filepath.Join(r.cfg.Workdir, f), filepath.Join(cwd, f)); err != nil {
-			log.Warn().Err(err).Str("file", f).Msg("the harness reads this checkout file from its working directory; not copied")
-		}
-	}
 	logPath := filepath.Join(room.Dir, ArtifactLog)
 	reportPath := filepath.Join(room.Dir, ArtifactReport)
 	outputPath := filepath.Join(room.Out, ArtifactReport)
@@ -308,7 +310,23 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	defer logFile.Close()
 	rec.Artifact(ArtifactLog, logPath)
 
-	argv := r.Argv(job.Benchmark, outputPath, cwd)
+	// The job's own build, when it names one: its commit's tree is the
+	// checkout and its environment's interpreter runs the harness.
+	python, checkout, lease, err := r.provision(ctx, job, rec, logFile, log)
+	if err != nil {
+		return nil, err
+	}
+	if lease != nil && lease.Release != nil {
+		defer lease.Release()
+	}
+	command := r.p.Command(checkout, job.Benchmark)
+	cwd := room.Work
+	for _, f := range command.CwdFiles {
+		if err := copyCwdFile(filepath.Join(checkout, f), filepath.Join(cwd, f)); err != nil {
+			log.Warn().Err(err).Str("file", f).Msg("the harness reads this checkout file from its working directory; not copied")
+		}
+	}
+	argv := r.argv(python, checkout, job.Benchmark, outputPath, cwd)
 	env := Env(os.Environ(), r.cfg.Env, command.PythonPath, dev.Visible, dev.Arch)
 	if _, set := r.cfg.Env["HOME"]; !set {
 		env = append(env, "HOME="+room.Tmp) // the worker's is not the job's
@@ -331,7 +349,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	if err := room.Start(cmd); err != nil {
 		pr.Close()
 		pw.Close()
-		return nil, device.Infra("%s: start %s: %v", r.Name(), r.python, err)
+		return nil, device.Infra("%s: start %s: %v", r.Name(), python, err)
 	}
 	pw.Close() // the child holds its own copy
 	pgid := cmd.Process.Pid

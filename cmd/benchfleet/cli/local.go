@@ -77,7 +77,7 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 		lf.stop()
 		return nil, configUsage(err)
 	}
-	slots, err := worker.BuildSlots(ctx, nil, o.slots, o.workDir, a.log)
+	slots, err := worker.BuildSlots(ctx, nil, o.slots, o.workDir, nil, a.log)
 	if err != nil {
 		lf.stop()
 		return nil, configUsage(err)

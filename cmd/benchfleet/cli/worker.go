@@ -136,7 +136,7 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if err := box.ProtectSelf(); err != nil {
 		a.log.Warn().Err(err).Msg("could not make the worker non-dumpable: processes of its user can read its environment")
 	}
-	slots, err := worker.BuildSlots(ctx, wf, f.slots, f.workDir, a.log)
+	slots, err := worker.BuildSlots(ctx, wf, f.slots, f.workDir, nil, a.log)
 	if err != nil {
 		return configUsage(err)
 	}
