@@ -122,9 +122,22 @@ func CheckJob(j *protocol.Job) error {
 		return Invalid("runner %s serves only pool %s, not %s", k.Name, k.Name, j.Pool)
 	case k.Harness && protocol.IsBuiltinPool(j.Pool):
 		return Invalid("runner %s runs on Tenstorrent pools, not %s", k.Name, j.Pool)
+	case !k.Harness && len(j.Source.Wheels) > 0:
+		return Invalid("source.wheels: the %s runner runs its own built-in code and installs no wheels (wheels are for the harness runners: %v)", k.Name, harnessNames())
 	}
 	if k.Check != nil {
 		return k.Check(j.Benchmark)
 	}
 	return nil
+}
+
+// harnessNames lists the registered harness kinds.
+func harnessNames() []string {
+	var out []string
+	for _, k := range Kinds() {
+		if k.Harness {
+			out = append(out, k.Name)
+		}
+	}
+	return out
 }

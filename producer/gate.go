@@ -27,10 +27,14 @@ const (
 	// VerdictInsufficientHistory: fewer passed results in the series than
 	// the gate's MinHistory; reported, never a failure.
 	VerdictInsufficientHistory Verdict = "insufficient-history"
-	// VerdictFailed: the job did not pass (PCC below the minimum, harness
-	// failure, infrastructure error, timeout, or never finished). Always a
+	// VerdictFailed: the job ended without passing (PCC below the minimum,
+	// harness failure, infrastructure error, its own timeout). Always a
 	// failure (exit 1), whatever the figures.
 	VerdictFailed Verdict = "failed"
+	// VerdictUnfinished: the job has not ended (no result, no dead
+	// letter): it never started or is still running when the waiting
+	// ended. Never passed; a waiter that timed out exits 3, not 1.
+	VerdictUnfinished Verdict = "unfinished"
 )
 
 // Gate defaults.
@@ -312,6 +316,9 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []Row
 		}
 		passed := r.Status == protocol.StatusPassed
 		j := g.cfg.Judge(passed, r.SamplesPerSec, vals)
+		if r.Status == "" {
+			j.Verdict = VerdictUnfinished
+		}
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,
 			Value: r.SamplesPerSec, Verdict: j.Verdict, Series: s, History: j.N, Sigma: j.Sigma, Band: j.Band}
 		if j.HasBaseline {
@@ -398,6 +405,8 @@ func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 // GateCounts counts a run's verdicts.
 type GateCounts struct {
 	Total, OK, Regressions, Improved, InsufficientHistory, Failed int
+	// Unfinished counts jobs that had not ended (VerdictUnfinished).
+	Unfinished int
 }
 
 // CountVerdicts counts verdicts by kind.
@@ -415,6 +424,8 @@ func CountVerdicts(verdicts []GateRow) GateCounts {
 			c.InsufficientHistory++
 		case VerdictFailed:
 			c.Failed++
+		case VerdictUnfinished:
+			c.Unfinished++
 		}
 	}
 	return c
@@ -423,13 +434,16 @@ func CountVerdicts(verdicts []GateRow) GateCounts {
 // Outcome is the overall result of a run, the word reports lead with.
 type Outcome string
 
-// Outcomes, by precedence: a job that did not pass makes the run FAIL
-// (exit 1) even when another job regressed; otherwise a regression with
-// the gate on makes it REGRESSION (exit 2); otherwise PASS.
+// Outcomes, by precedence: a wait that timed out with jobs unfinished
+// is TIMED OUT (exit 3: the run goes on, so it has no verdict yet);
+// otherwise a job that did not pass makes the run FAIL (exit 1) even when
+// another job regressed; otherwise a regression with the gate on makes it
+// REGRESSION (exit 2); otherwise PASS.
 const (
 	OutcomePass       Outcome = "PASS"
 	OutcomeFail       Outcome = "FAIL"
 	OutcomeRegression Outcome = "REGRESSION"
+	OutcomeTimedOut   Outcome = "TIMED OUT"
 )
 
 // RunReport is a finished (or timed-out) run as the JUnit and Markdown
@@ -448,10 +462,21 @@ type RunReport struct {
 	// GateOn says the gate was applied: a regression fails the run.
 	// Without it, verdicts are informational.
 	GateOn bool
+	// TimedOut says the waiting for the run ended at its timeout: its
+	// unfinished jobs make it TIMED OUT rather than FAIL.
+	TimedOut bool
+	// Warnings are what the waiter noticed that explain a run that does
+	// not end (no live worker serves a pool; a job reported ended whose
+	// result is not in the store read), one sentence each; nil when none.
+	Warnings []string
 }
 
-// Outcome is PASS, FAIL or REGRESSION (see the constants for precedence).
+// Outcome is PASS, FAIL, REGRESSION or TIMED OUT (see the constants for
+// precedence).
 func (r *RunReport) Outcome() Outcome {
+	if r.TimedOut && r.Unfinished() > 0 {
+		return OutcomeTimedOut
+	}
 	regression := false
 	for _, row := range r.Rows {
 		if row.Status != protocol.StatusPassed {
@@ -467,13 +492,16 @@ func (r *RunReport) Outcome() Outcome {
 	return OutcomePass
 }
 
-// Counts counts the run's rows: passed, failed (did not pass, including
-// jobs that never finished), regressions and improvements.
+// Counts counts the run's rows: passed, failed (ended without passing;
+// unfinished jobs are not counted, see Unfinished), regressions and
+// improvements.
 func (r *RunReport) Counts() (passed, failed, regressions, improved int) {
 	for _, row := range r.Rows {
-		if row.Status == protocol.StatusPassed {
+		switch row.Status {
+		case protocol.StatusPassed:
 			passed++
-		} else {
+		case "":
+		default:
 			failed++
 		}
 		switch Verdict(row.Verdict) {
@@ -484,6 +512,17 @@ func (r *RunReport) Counts() (passed, failed, regressions, improved int) {
 		}
 	}
 	return
+}
+
+// Unfinished counts the run's rows that had not ended (no status).
+func (r *RunReport) Unfinished() int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Status == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // verdictOf returns the gate row of job, if any.

@@ -9,11 +9,13 @@ import (
 )
 
 // WriteMarkdown writes r as a GitHub step summary: a heading with the
-// outcome in one clear word (PASS, FAIL or REGRESSION), the counts, the
-// regressions and failures named with their reasons, then one table of
+// outcome in one clear word (PASS, FAIL, REGRESSION or TIMED OUT), the
+// counts, the waiter's warnings, the regressions, failures and unfinished
+// jobs named with their reasons, then one table of
 // every job with regressions first, then jobs that did not pass, then the
 // rest (each group in manifest order). Columns: model, pool, batch,
 // format, samples/sec, PCC, status, change vs baseline, verdict.
+// What the results measured follows the counts (markdownBuilds).
 func WriteMarkdown(w io.Writer, r *RunReport) error {
 	var b strings.Builder
 	m := r.Manifest
@@ -21,6 +23,10 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 	passed, failed, regressions, improved := r.Counts()
 	fmt.Fprintf(&b, "## benchfleet run `%s`: %s\n\n", m.Run, out)
 	fmt.Fprintf(&b, "**%s**: %s, %d passed, %d failed", out, fmt.Sprintf("%d %s", len(r.Rows), plural(len(r.Rows), "job", "jobs")), passed, failed)
+	unfinished := r.Unfinished()
+	if unfinished > 0 {
+		fmt.Fprintf(&b, ", %d unfinished", unfinished)
+	}
 	if r.Verdicts != nil {
 		fmt.Fprintf(&b, "; %d %s, %d improved", regressions, plural(regressions, "regression", "regressions"), improved)
 		if !r.GateOn && regressions > 0 {
@@ -44,11 +50,18 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 	if r.Verdicts != nil {
 		fmt.Fprintf(&b, "\nGate: %s.\n", mdCell(r.Gate.String()))
 	}
+	if r.TimedOut && unfinished > 0 {
+		fmt.Fprintf(&b, "\nThe waiting timed out with %d %s unfinished; the run goes on.\n", unfinished, plural(unfinished, "job", "jobs"))
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "\n> **Warning:** %s\n", mdCell(w))
+	}
 	names := caseNames(r.Rows)
 	nameOf := map[string]string{}
 	for i, row := range r.Rows {
 		nameOf[row.Job] = names[i]
 	}
+	b.WriteString(markdownBuilds(r.Rows, nameOf))
 	ordered := markdownOrder(r.Rows)
 	if regressions > 0 {
 		b.WriteString("\n### Regressions\n\n")
@@ -61,8 +74,16 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 	if failed > 0 {
 		b.WriteString("\n### Failures\n\n")
 		for _, row := range ordered {
-			if row.Status != protocol.StatusPassed {
+			if row.Status != protocol.StatusPassed && row.Status != "" {
 				fmt.Fprintf(&b, "- `%s` (%s): %s\n", mdCode(nameOf[row.Job]), statusWord(row.Status), mdCell(oneLine(reasonOf(row))))
+			}
+		}
+	}
+	if unfinished > 0 {
+		b.WriteString("\n### Unfinished\n\n")
+		for _, row := range ordered {
+			if row.Status == "" {
+				fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(nameOf[row.Job]), mdCell(oneLine(reasonOf(row))))
 			}
 		}
 	}

@@ -21,6 +21,7 @@ import (
 //
 //	run: nightly-2026-11-30          # optional; default derived
 //	source: {project: tt-forge-onnx, repo: ..., commit: ..., branch: main}
+//	# source.wheels: [{url: builds/sha256/<hex>/<name>.whl, sha256: <hex>}]
 //	defaults:                         # any job field, labels included
 //	  priority: low
 //	  benchmark: {loop_count: 32, data_format: bfloat16}
@@ -62,6 +63,16 @@ type SourceSpec struct {
 		URL    string `yaml:"url"`
 		SHA256 string `yaml:"sha256"`
 	} `yaml:"build"`
+	// Wheels are the build under test (protocol.Source.Wheels): store keys
+	// builds/sha256/<hex>/<name>.whl. Left out of the JSON when empty, so
+	// the run id of a matrix without wheels is as it was.
+	Wheels []WheelSpec `yaml:"wheels" json:",omitempty"`
+}
+
+// WheelSpec is the YAML form of protocol.Wheel.
+type WheelSpec struct {
+	URL    string `yaml:"url"`
+	SHA256 string `yaml:"sha256"`
 }
 
 // JobSpec is the YAML form of the fields a job can default.
@@ -106,7 +117,7 @@ func ParseMatrix(data []byte) (*Matrix, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("matrix: the file is empty")
 		}
-		return nil, fmt.Errorf("matrix: %w", yamlerr.Clean(err))
+		return nil, fmt.Errorf("matrix: %w", yamlerr.CleanSource(data, err))
 	}
 	var extra any
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -288,7 +299,7 @@ func (s JobSpec) Job(run string, src SourceSpec) (*protocol.Job, error) {
 			DataFormat: s.Benchmark.DataFormat, Training: s.Benchmark.Training, InputSize: s.Benchmark.InputSize,
 		},
 		Source: protocol.Source{Project: src.Project, Repo: src.Repo, Commit: src.Commit, Branch: src.Branch,
-			Build: protocol.Build{URL: src.Build.URL, SHA256: src.Build.SHA256}},
+			Build: protocol.Build{URL: src.Build.URL, SHA256: src.Build.SHA256}, Wheels: src.wheels()},
 		Limits: protocol.Limits{PCCMin: s.Limits.PCCMin},
 		Labels: s.Labels,
 	}
@@ -306,7 +317,8 @@ func (s JobSpec) Job(run string, src SourceSpec) (*protocol.Job, error) {
 	_, j.ID = j.CellID()
 	j.CreatedAt = time.Unix(0, 0).UTC() // placeholder so Validate passes; Submit sets it
 	if err := j.Validate(); err != nil {
-		return nil, fmt.Errorf("job %s (%s): %w", j.ID, j.Cell(), err)
+		// What is wrong first; the cell it is wrong in after it.
+		return nil, fmt.Errorf("%w (in job %s: %s)", err, j.ID, j.Cell())
 	}
 	j.CreatedAt = time.Time{}
 	return j, nil

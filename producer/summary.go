@@ -70,7 +70,8 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 	return rows
 }
 
-// WriteTable prints rows as an aligned table.
+// WriteTable prints rows as an aligned table, then what their results
+// measured (writeBuildLines).
 func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	withChange := false
@@ -87,7 +88,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		status := string(r.Status)
 		if status == "" {
-			status = "pending"
+			status = "unfinished"
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Job, r.Model, r.Pool, r.BatchSize, r.DataFormat,
 			FmtRate(r.SamplesPerSec), FmtPCC(r.PCC), status)
@@ -96,7 +97,10 @@ func WriteTable(w io.Writer, rows []Row) error {
 		}
 		fmt.Fprintln(tw, line+"\t"+Shorten(r.Reason, 80))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeBuildLines(w, rows)
 }
 
 // FmtRate renders samples/sec as every table prints it: "-" when not measured.

@@ -13,16 +13,20 @@ const (
 	ExitPassed     = 0
 	ExitFailed     = 1
 	ExitRegression = 2
+	ExitTimedOut   = 3
 )
 
 // ErrGateConfig matches a bad gate configuration (a usage error).
 var ErrGateConfig = errors.New("bad gate configuration")
 
-// ExitCode is the outcome's exit code: 1 when any job did not pass (a
-// failure takes precedence over a regression in the same run), else 2 on
-// a regression with the gate on, else 0.
+// ExitCode is the outcome's exit code: 3 when the waiting timed out with
+// jobs unfinished, else 1 when any job did not pass (a failure takes
+// precedence over a regression in the same run), else 2 on a regression
+// with the gate on, else 0.
 func (o Outcome) ExitCode() int {
 	switch o {
+	case OutcomeTimedOut:
+		return ExitTimedOut
 	case OutcomeFail:
 		return ExitFailed
 	case OutcomeRegression:
@@ -55,6 +59,9 @@ type JudgeRequest struct {
 	// History reads the baseline history (nil: none; every passed job is
 	// then insufficient-history).
 	History HistoryFunc
+	// TimedOut and Warnings are copied to the report (RunReport).
+	TimedOut bool
+	Warnings []string
 }
 
 // RunVerdict is a judged run: its report (rows with their change and verdict
@@ -72,7 +79,7 @@ type RunVerdict struct {
 // baseline history (setting Change and Verdict), and gives the report and
 // the exit code (RunReport.Outcome().ExitCode()).
 func Judge(ctx context.Context, req JudgeRequest) (*RunVerdict, error) {
-	rep := &RunReport{Manifest: req.Manifest, Rows: req.Rows, GateOn: req.Gate}
+	rep := &RunReport{Manifest: req.Manifest, Rows: req.Rows, GateOn: req.Gate, TimedOut: req.TimedOut, Warnings: req.Warnings}
 	v := &RunVerdict{Report: rep}
 	if req.History != nil || req.Gate {
 		g, err := NewGate(req.GateConfig, req.History)

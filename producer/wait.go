@@ -33,10 +33,22 @@ type JobState struct {
 	// Result is the job's stored result, read from the store at the key the
 	// manifest gives (never at a key an event names); nil until found.
 	Result *protocol.Result
+	// requeuedAfter is the attempt of the dead letter's result a re-queue
+	// (`dlq retry`) set aside: that result, still in the store until the
+	// new attempt's replaces it, no longer ends the job (0: none).
+	requeuedAfter int
 }
 
-// Terminal reports whether the job has ended: its result is stored, or it
-// was dead-lettered (no result; it never counts as passed).
+// accepts reports whether r, read from the store, is the job's result now:
+// not a dead letter's result that a re-queue set aside.
+func (s *JobState) accepts(r *protocol.Result) bool {
+	return r != nil && !(r.DeadLettered() && r.Attempt <= s.requeuedAfter)
+}
+
+// Terminal reports whether the job has ended: its result is stored (a
+// dead-lettered job's is its dead letter's error result), or a dead event
+// said it was dead-lettered before that result was read; it never counts
+// as passed.
 func (s *JobState) Terminal() bool { return s.Result != nil || s.Kind == protocol.EventDead }
 
 // Status is the job's verdict: the stored result's status, error for a
@@ -94,6 +106,11 @@ type Progress struct {
 // jobs that have not ended yet (Watcher.Poll).
 const DefaultResultPoll = 2 * time.Second
 
+// DefaultResultGrace is how long Wait waits for the result of a job whose
+// terminal event it has seen before it calls Watcher.OnMissing
+// (Watcher.ResultGrace).
+const DefaultResultGrace = 30 * time.Second
+
 // Watcher follows one run: its events from the start of BENCH_EVENTS, so a
 // late waiter still sees everything, and its results in the store, which
 // alone decide how each job ended.
@@ -107,6 +124,15 @@ type Watcher struct {
 	// yet, so a job ends even when its events were lost or its result was
 	// spooled and uploaded later (default DefaultResultPoll).
 	Poll time.Duration
+	// ResultGrace is how long after a job's terminal event (one that does
+	// not say the result was spooled) its result may take to appear in
+	// Store before Wait calls OnMissing (default DefaultResultGrace).
+	ResultGrace time.Duration
+	// OnMissing, if not nil, is called by Wait once per job whose terminal
+	// event it saw and whose result Store still lacks after ResultGrace:
+	// most often the worker writes to another store than this one
+	// (MissingResultNote says so). Wait goes on waiting.
+	OnMissing func(st *JobState, after time.Duration)
 }
 
 // initial is the state of every job before any event is read.
@@ -161,7 +187,7 @@ func (w *Watcher) scanResults(ctx context.Context, states map[string]*JobState, 
 		if err != nil {
 			return fmt.Errorf("results of run %s: %w", w.Manifest.Run, err)
 		}
-		if r != nil {
+		if st.accepts(r) {
 			changed(st, r)
 		}
 	}
@@ -175,6 +201,10 @@ func (w *Watcher) scanResults(ctx context.Context, states map[string]*JobState, 
 func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string]*JobState, error) {
 	states := w.initial()
 	remaining := len(states)
+	// live: the stored results and events have been read, so progress
+	// reports the run's current state (before, a finished run would first
+	// show the one result read so far).
+	live := false
 	// change applies fn to st and keeps remaining in step.
 	change := func(st *JobState, fn func()) {
 		was := st.Terminal()
@@ -185,7 +215,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 		case was && !now:
 			remaining++ // a dead job re-queued by dlq retry
 		}
-		if onUpdate != nil {
+		if onUpdate != nil && live {
 			onUpdate(progress(w.Manifest.Run, states, st))
 		}
 	}
@@ -243,11 +273,12 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 	// Jobs reported ended by the replayed events: look for their results.
 	for _, st := range states {
 		if st.Reported() {
-			if r, err := w.readResult(ctx, st.Job.ID); err == nil && r != nil {
+			if r, err := w.readResult(ctx, st.Job.ID); err == nil && st.accepts(r) {
 				setResult(st, r)
 			}
 		}
 	}
+	live = true
 	if onUpdate != nil {
 		onUpdate(progress(w.Manifest.Run, states, nil))
 	}
@@ -257,6 +288,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	missing := w.missingResults(states)
 	for remaining > 0 {
 		select {
 		case <-ctx.Done():
@@ -265,6 +297,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 			// The store is the truth; a failed listing is tried again on
 			// the next tick.
 			_ = w.scanResults(ctx, states, setResult)
+			missing.check(time.Now())
 		case e := <-events:
 			st, ok := states[e.Job]
 			if !ok {
@@ -273,10 +306,11 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 			change(st, func() { apply(st, e) })
 			if st.Reported() {
 				// The worker stores the result before its terminal event.
-				if r, err := w.readResult(ctx, st.Job.ID); err == nil && r != nil {
+				if r, err := w.readResult(ctx, st.Job.ID); err == nil && st.accepts(r) {
 					setResult(st, r)
 				}
 			}
+			missing.seen(st, time.Now())
 		}
 	}
 	return states, nil
@@ -286,7 +320,12 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 // may say it ended, but only a stored result or a dead letter ends it.
 func apply(st *JobState, e *protocol.Event) {
 	if st.Result != nil {
-		return // the result is final (write-once)
+		if !requeues(st.Result, e) {
+			return // the result is final (write-once)
+		}
+		// The dead letter's result is set aside: the job is dead, and this
+		// re-queue revives it below; the new attempt's result replaces it.
+		st.requeuedAfter, st.Kind, st.Result = st.Result.Attempt, protocol.EventDead, nil
 	}
 	// A dead job is only revived by a deliberate re-queue (a new claim or
 	// queued event); late events of an earlier attempt do not undo it.
@@ -327,6 +366,16 @@ func apply(st *JobState, e *protocol.Event) {
 		st.Message = e.Message
 	}
 	st.Spooled = e.Spooled()
+}
+
+// requeues reports whether e re-queues the job whose stored result is r:
+// r is a dead letter's result and e the queued event of `dlq retry` after
+// it, or a claim of a later attempt.
+func requeues(r *protocol.Result, e *protocol.Event) bool {
+	if !r.DeadLettered() {
+		return false
+	}
+	return (e.Kind == protocol.EventQueued && e.Time.After(r.FinishedAt)) || (e.Kind == protocol.EventClaimed && e.Attempt > r.Attempt)
 }
 
 func progress(run string, states map[string]*JobState, last *JobState) Progress {

@@ -25,6 +25,10 @@ const (
 	ClassBenchmark = "benchmark" // the benchmark failed (PCC, test failure); no retry
 	ClassInfra     = "infra"     // device, timeout, crash, storage; retried
 	ClassCancelled = "cancelled" // the run was cancelled
+	// ClassDeadLetter: the job was dead-lettered (its deliveries ran out);
+	// the result (status error) is the dead letter's, and a later attempt
+	// after a deliberate re-queue (`dlq retry`) replaces it.
+	ClassDeadLetter = "dead-letter"
 )
 
 // Result is the durable record of one job: written once to storage at

@@ -110,7 +110,8 @@ func CheckDeliverable(r *protocol.Result, files []ArtifactFile) error {
 //
 // If the result is already there (an earlier attempt won, or this one was
 // delivered before a crash), Deliver returns ErrExists: the caller records
-// nothing new. r is changed only when this call wrote the result, so a
+// nothing new. The one exception is a dead letter's result, which the
+// result of a later attempt replaces (supersede.go). r is changed only when this call wrote the result, so a
 // failed Deliver can be retried (or spooled) with the same r without
 // duplicating artifact records. Errors from an unreachable store match
 // ErrUnavailable; errors from CheckDeliverable match ErrInvalidKey.
@@ -127,10 +128,17 @@ func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []Artifact
 			return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
 		}
 		if ok {
-			if err := noteLate(ctx, b, key); err != nil {
+			// A dead letter's result yields to a later attempt (supersede.go).
+			replace, err := supersede(ctx, b, key, r)
+			if err != nil {
 				return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
 			}
-			return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
+			if !replace {
+				if err := noteLate(ctx, b, key); err != nil {
+					return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+				}
+				return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
+			}
 		}
 		start := time.Now()
 		arts, err := UploadArtifacts(ctx, b, r, files)
@@ -141,7 +149,18 @@ func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []Artifact
 		// upload_s is the artifact upload; the result write follows it.
 		res.Phases.UploadS = time.Since(start).Seconds()
 	}
-	if _, err := PutResult(ctx, b, &res); err != nil {
+	_, err := PutResult(ctx, b, &res)
+	if errors.Is(err, ErrExists) {
+		// A dead letter's result yields to a later attempt (supersede.go).
+		replace, serr := supersede(ctx, b, key, r)
+		switch {
+		case serr != nil:
+			err = serr
+		case replace:
+			_, err = PutResult(ctx, b, &res)
+		}
+	}
+	if err != nil {
 		if errors.Is(err, ErrExists) {
 			return key, fmt.Errorf("storage: result %s: %w", r.Job, ErrExists)
 		}

@@ -101,7 +101,13 @@ type indexRow struct {
 	TempCMax         *float64 `parquet:"temperature_c_max,optional"`
 	ReportModel      string   `parquet:"report_model,optional,dict"`
 	CIRunID          *int64   `parquet:"ci_run_id,optional"`
-	Doc              string   `parquet:"doc,zstd"`
+	// What the result measured (additive; null for results without a
+	// build, and setup_s for builds not provisioned).
+	BuildKind   string   `parquet:"build_kind,optional,dict"`
+	BuildCommit string   `parquet:"build_commit,optional,dict"`
+	BuildCache  string   `parquet:"build_cache,optional,dict"`
+	SetupS      *float64 `parquet:"setup_s,optional"`
+	Doc         string   `parquet:"doc,zstd"`
 }
 
 // nz is nil for 0 (not measured), else a pointer to v.
@@ -156,6 +162,10 @@ func newIndexRow(r *protocol.Result, doc []byte) (indexRow, error) {
 		id := r.Source.CIRunID
 		row.CIRunID = &id
 	}
+	if b := r.Build; b != nil {
+		row.BuildKind, row.BuildCommit, row.BuildCache = b.Kind, b.Commit, b.Cache
+	}
+	row.SetupS = nz(r.Phases.SetupS)
 	if len(r.Labels) > 0 {
 		l, err := json.Marshal(r.Labels) // map keys sorted: deterministic
 		if err != nil {

@@ -37,7 +37,8 @@ func TestIndexPartReadableByArrow(t *testing.T) {
 		"compile_s", "warmup_s", "timing_s", "pcc_s", "upload_s", "total_samples", "total_time_s", "samples_per_sec",
 		"iter_min_ms", "iter_p50_ms", "iter_p90_ms", "iter_p99_ms", "iter_max_ms", "iter_mean_ms", "iter_stddev_ms",
 		"pcc_value", "pcc_min", "pcc_passed", "upstream", "labels", "telemetry_samples", "power_w_min", "power_w_mean",
-		"power_w_max", "temperature_c_min", "temperature_c_mean", "temperature_c_max", "report_model", "ci_run_id", "doc"}
+		"power_w_max", "temperature_c_min", "temperature_c_mean", "temperature_c_max", "report_model", "ci_run_id",
+		"build_kind", "build_commit", "build_cache", "setup_s", "doc"}
 	var got []string
 	for _, f := range tbl.Schema().Fields() {
 		got = append(got, f.Name)

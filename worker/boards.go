@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // maxFailedJobs bounds failedBoards: past it the oldest entry is dropped
@@ -114,11 +115,43 @@ func (w *Worker) failedOnHost(job string, r device.Runner) {
 // hostFault takes every slot of runner r out of service: the harness's
 // environment on this host is broken, so no board here can run its jobs.
 // fleet status shows the reason.
+//
+// A fault the worker found itself (err.Found: its build cache's disk is
+// full, its mirror cannot be read) is a pause: after BuildFaultPause the
+// slots look again (their board check) and return to service, and a job
+// that meets the fault again pauses them again.
 func (w *Worker) hostFault(r device.Runner, err *device.HostError) {
 	reason := fmt.Errorf("out of service: %w", err)
 	for _, s := range w.slots {
 		if s.runner == r {
 			s.outOfServiceFor(reason)
 		}
+	}
+	if !err.Found {
+		return
+	}
+	why := reason.Error()
+	time.AfterFunc(w.cfg.BuildFaultPause, func() {
+		for _, s := range w.slots {
+			if s.runner == r {
+				s.resumeAfter(why)
+			}
+		}
+	})
+}
+
+// resumeAfter ends a pause: the slot, out of service for reason and
+// nothing else since, checks its board and returns to service.
+func (s *slot) resumeAfter(reason string) {
+	s.mu.Lock()
+	paused := s.state == protocol.DeviceQuarantined && s.reason == reason
+	s.mu.Unlock()
+	if !paused {
+		return
+	}
+	s.log.Info().Str("reason", reason).Msg("pause over: checking the board before the next job")
+	select {
+	case s.released <- struct{}{}:
+	default:
 	}
 }

@@ -93,6 +93,10 @@ type Config struct {
 	// IdlePoll is how often an idle slot looks for redelivered jobs; new
 	// jobs wake it at once (default 1s).
 	IdlePoll time.Duration
+	// BuildFaultPause is how long a host fault the worker found itself
+	// (its build cache's disk full, its mirror unreadable) keeps the
+	// runner's slots out of service before they look again (default 5m).
+	BuildFaultPause time.Duration
 	// WorkDir holds per-job temporary files (default os.TempDir()).
 	WorkDir string
 	// Log is the logger (default: disabled).
@@ -157,6 +161,9 @@ func (c *Config) fill() error {
 	}
 	if c.IdlePoll <= 0 {
 		c.IdlePoll = time.Second
+	}
+	if c.BuildFaultPause <= 0 {
+		c.BuildFaultPause = 5 * time.Minute
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()

@@ -189,7 +189,7 @@ func LoadFile(path string) (*File, error) {
 	dec.KnownFields(true)
 	var wf File
 	if err := dec.Decode(&wf); err != nil && !errors.Is(err, io.EOF) {
-		return nil, configErr("--config %s: %v", path, yamlerr.Clean(err))
+		return nil, configErr("--config %s: %v", path, yamlerr.CleanSource(data, err))
 	}
 	return &wf, nil
 }

@@ -50,8 +50,10 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 	if dead.Attempt != 3 || !strings.Contains(dead.Message, "last of 3 attempts") || !strings.Contains(dead.Message, "timed out after 300ms") {
 		t.Errorf("dead event: attempt %d message %q", dead.Attempt, dead.Message)
 	}
-	if rs := testfleet.Results(t, f.store, run); len(rs) != 0 {
-		t.Fatalf("a dead-lettered job recorded a result: %+v", rs)
+	// The dead letter leaves one error result (issue 24, item 4).
+	if rs := testfleet.Results(t, f.store, run); len(rs) != 1 || !rs[job.ID].DeadLettered() || rs[job.ID].Attempt != 3 ||
+		!strings.Contains(rs[job.ID].Error.Message, "last of 3 attempts") {
+		t.Fatalf("a dead-lettered job's results: %+v, want its dead letter's error result of attempt 3", rs)
 	}
 
 	entries := f.dlqList(t)
@@ -73,7 +75,7 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 	var r *protocol.Result
 	testfleet.Eventually(t, 20*time.Second, "the retried job's result", func() bool {
 		r = testfleet.Results(t, f.store, run)[job.ID]
-		return r != nil
+		return r != nil && !r.DeadLettered() // it replaces the dead letter's
 	})
 	if r.Status != protocol.StatusPassed || r.Attempt != 4 {
 		t.Fatalf("retried job: status %s attempt %d (%v), want passed on attempt 4", r.Status, r.Attempt, r.Error)

@@ -154,7 +154,7 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	// be recorded at all (no spool, or a spool that refuses writes), the job
 	// is handed back before it runs.
 	switch found, err := s.w.rec.exists(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); {
-	case err == nil && found:
+	case err == nil && found && !a.requeuedOverDeadLetter(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)):
 		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
 		a.ack(ctx)
 		return nil
@@ -174,6 +174,10 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	}
 	if err := s.runner.Check(job.Benchmark); err != nil {
 		a.invalid(ctx, pool, err.Error())
+		return nil
+	}
+	if k, ok := device.Lookup(s.runner.Name()); ok && !k.Harness && len(job.Source.Wheels) > 0 {
+		a.invalid(ctx, pool, fmt.Sprintf("source.wheels: the %s runner runs its own built-in code and installs no wheels", s.runner.Name()))
 		return nil
 	}
 	// A board that failed this job before passes it to an idle board of
@@ -259,6 +263,9 @@ func (a *attemptState) run(ctx context.Context) error {
 	settle := func(r *protocol.Result, files []storage.ArtifactFile) {
 		if r.Build == nil {
 			r.Build = rec.builtWith(job)
+		}
+		if r.Build != nil && r.Build.SetupS > 0 {
+			r.Phases.SetupS = r.Build.SetupS // one figure for the one setup
 		}
 		later = true
 		a.hbLater = true
@@ -365,7 +372,7 @@ func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) er
 		a.log.Warn().Str("reason", host.Reason).Str("probe", why).Msg("the job says this host cannot run the harness, but the host passes its probe: it stays in service")
 		return nil
 	}
-	return &device.HostError{Reason: host.Reason + " (" + why + ")"}
+	return &device.HostError{Reason: host.Reason + " (" + why + ")", Found: host.Found}
 }
 
 // sample reads the slot's sensors every device.SampleInterval until ctx
@@ -661,8 +668,9 @@ func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
 	_ = a.msg.TermWithReason(truncate(reason, 200))
 }
 
-// dead dead-letters a job that ran out of deliveries (no result: a
-// deliberate `dlq retry` can still produce one) and terminates the message.
+// dead dead-letters a job that ran out of deliveries, records the dead
+// letter's error result (recordDead; a deliberate `dlq retry` can still
+// produce a result that replaces it) and terminates the message.
 func (a *attemptState) dead(ctx context.Context, reason string) {
 	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
 	a.s.w.failed.forget(a.job.ID)
@@ -671,6 +679,7 @@ func (a *attemptState) dead(ctx context.Context, reason string) {
 		a.handBack(ctx, reason, err)
 		return
 	}
+	a.recordDead(ctx, reason)
 	a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: reason})
 	_ = a.msg.TermWithReason(truncate(reason, 200))
 }
@@ -686,6 +695,7 @@ func (a *attemptState) handBack(ctx context.Context, reason string, err error) {
 	if tooBig(err) && a.counted() >= a.s.w.cfg.MaxDeliver {
 		why := fmt.Sprintf("%s; its dead letter is too big to store (%v), so after %d deliveries it is dropped", reason, err, a.deliveries)
 		a.log.Error().Str("reason", why).Msg("job terminated without a dead letter")
+		a.recordDead(ctx, why)
 		a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: why})
 		_ = a.msg.TermWithReason(truncate(why, 200))
 		return

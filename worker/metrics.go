@@ -34,6 +34,8 @@ const QueueDepthInterval = 5 * time.Second
 //	benchfleet_queue_depth{pool,priority}              gauge
 //	benchfleet_queue_in_flight{pool,priority}          gauge
 //	benchfleet_nats_connected                          gauge
+//	benchfleet_build_setups_total{result}              counter (BuildMetrics)
+//	benchfleet_build_cache_bytes                       gauge   (BuildMetrics)
 type Metrics struct {
 	jobs       *prometheus.CounterVec
 	retries    *prometheus.CounterVec

@@ -29,7 +29,7 @@ func (r *Runner) provision(ctx context.Context, job *protocol.Job, rec device.Re
 		return r.python, r.cfg.Workdir, nil, nil
 	}
 	if r.cfg.Builds == nil {
-		return "", "", nil, device.Invalid("source.wheels: this host's %s runner makes no builds (its worker has no build cache)", r.Name())
+		return "", "", nil, device.Invalid("source.wheels: this host makes no builds for the %s runner (its worker config has no builds.repos)", r.Name())
 	}
 	rec.Phase(device.PhaseSetup)
 	w := &cappedWriter{w: logFile, left: maxSetupLogBytes}

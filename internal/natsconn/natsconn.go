@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,7 +19,8 @@ import (
 // Options say where and how to connect. Every field is optional but URL.
 type Options struct {
 	// URL is one or more comma-separated server URLs. User info in a URL
-	// (nats://user:pass@host) is used for user/password auth.
+	// (nats://user:pass@host) is still used for user/password auth, with a
+	// warning: the docs forbid it (User and Password instead).
 	URL string
 	// Name is the connection name shown by the server (default "benchfleet").
 	Name string
@@ -40,12 +40,17 @@ type Options struct {
 	// server can let each user subscribe to its own inboxes only (deploy/nats
 	// uses _INBOX_<user>). Empty: "_INBOX".
 	InboxPrefix string
-	// ConnectTimeout bounds the first connection (default 10s).
+	// ConnectTimeout bounds the first connection (default 10s) while
+	// servers do not answer in time; a refusal (nothing listens), refused
+	// credentials and TLS failures end it at once.
 	ConnectTimeout time.Duration
 }
 
-// Connect dials NATS. It retries the first connection until ConnectTimeout
-// or ctx ends, then reconnects forever after that.
+// Connect dials NATS, trying every URL. It retries the first connection
+// until ConnectTimeout or ctx ends while servers time out, but returns at
+// once when every server refused the connection, or with an error that
+// wraps ErrAuth or ErrTLS and says which flag or variable to fix; once
+// connected, it reconnects forever.
 func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, error) {
 	if o.URL == "" {
 		return nil, fmt.Errorf("nats: no server URL (set --nats or NATS_URL)")
@@ -55,6 +60,9 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 		name = "benchfleet"
 	}
 	log = log.With().Str("component", "nats").Logger()
+	if hasUserinfo(o.URL) {
+		log.Warn().Str("url", Redact(o.URL)).Msg(urlWarning)
+	}
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -116,9 +124,16 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 		// nats.go may echo the URL (a parse error quotes it whole), so the
 		// error is scrubbed of every credential it could hold.
 		err = redact.Error(err, append(redact.Secrets(o.URL), o.Password, o.Token)...)
-		// Auth failures will not heal by retrying, nor will a URL that
-		// does not parse.
-		if strings.Contains(strings.ToLower(err.Error()), "authorization") || errors.As(err, new(*url.Error)) || time.Now().After(deadline) {
+		// Auth and TLS failures will not heal by retrying, nor will a URL
+		// that does not parse; a refusal from every server (nats.go's "no
+		// servers") says nothing listens there now.
+		if kind, hint := classify(err, o); kind != nil {
+			return nil, fmt.Errorf("nats: connect %s: %w (%w); %s", Redact(o.URL), kind, err, hint)
+		}
+		if errors.Is(err, nats.ErrNoServers) {
+			return nil, fmt.Errorf("nats: connect %s: %w; %s", Redact(o.URL), err, refusedHint(o.URL))
+		}
+		if errors.As(err, new(*url.Error)) || time.Now().After(deadline) {
 			return nil, fmt.Errorf("nats: connect %s: %w", Redact(o.URL), err)
 		}
 		select {

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -223,6 +225,9 @@ func TestBrowserDashboard(t *testing.T) {
 	if !strings.Contains(jobs, "passed") || !strings.Contains(jobs, "regression") || !strings.Contains(jobs, "ui-host") {
 		t.Errorf("run page's jobs lack status, verdict or worker:\n%s", jobs)
 	}
+	if state := b.text("#run-state"); state != "regression" {
+		t.Errorf("run page of the regressed run: state chip %q beside the REGRESSION banner, want regression", state)
+	}
 	b.shot(dir, "run-regressed.png")
 	b.do(chromedp.Click(`#jobs tbody tr td a`, chromedp.NodeVisible), chromedp.WaitVisible("#job-status"))
 	if status := b.text("#job-status"); status != "passed" {
@@ -240,6 +245,9 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	if !strings.Contains(table, "regression") {
 		t.Errorf("series table does not mark the regression:\n%s", table)
+	}
+	if sum := b.text(".summary"); !strings.Contains(sum, "1 regression ·") {
+		t.Errorf("series summary %q, want \"1 regression ·\"", sum)
 	}
 	b.shot(dir, "series.png")
 
@@ -281,3 +289,256 @@ func TestBrowserDashboard(t *testing.T) {
 func topologyConfig() topology.Config { return topology.Config{AckWait: 10 * time.Second} }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// plantResult stores a passed result of job j's series as run, created at
+// created on branch, at sps samples/sec.
+func plantResult(t *testing.T, store storage.Bucket, j *protocol.Job, run string, created time.Time, branch string, sps float64) {
+	t.Helper()
+	r := &protocol.Result{Schema: protocol.SchemaResult, Job: protocol.JobID(run, j.Cell()), Run: run, RunCreatedAt: created,
+		Pool: j.Pool, Runner: j.Runner, Status: protocol.StatusPassed, Attempt: 1, StartedAt: created, FinishedAt: created.Add(time.Second),
+		Benchmark:    j.Benchmark,
+		Source:       protocol.Source{Repo: "acme/bench", Commit: fmt.Sprintf("%07dfeed%040d", len(run), 0)[:40], Branch: branch},
+		Measurements: protocol.Measurements{SamplesPerSec: sps},
+		PCC:          protocol.PCC{Value: 0.999, Min: 0.99, Passed: true}}
+	if _, err := storage.PutResult(t.Context(), store, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// evalJS evaluates expr in the page, failing the test on an error.
+func evalJS[T any](b *drive, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// textOf is the text of the first element sel matches ("" when none),
+// without waiting for it.
+func textOf(b *drive, sel string) string {
+	b.t.Helper()
+	q, _ := json.Marshal(sel)
+	return evalJS[string](b, `(document.querySelector(`+string(q)+`) || {textContent: ''}).textContent`)
+}
+
+// The dashboard as a user reads it (issue 24, item 9): a board's done and
+// failures counts come from its stored results, so a worker restart does
+// not reset them; the fleet summary says "1 worker"; a cancelled run's jobs
+// read cancelled at the gate, their reasons cut at a word with the whole
+// text in the title; a job without history says it has no baseline yet and
+// shows its priority, loop and warmup counts and labels; dead letters link
+// to their jobs; a page that does not exist keeps the navigation and a way
+// back; a series draws its baseline branch as the line and other branches
+// as points, under x-axis labels that differ.
+func TestBrowserReadsAsAUser(t *testing.T) {
+	ctx, _ := browser(t)
+	srv := testfleet.Server(t)
+	tc := topologyConfig()
+	_, js := testfleet.Connect(t, srv.ClientURL())
+	topo := testfleet.Topology(t, js, tc)
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker := func() *worker.Worker {
+		nc, _ := testfleet.Connect(t, srv.ClientURL())
+		w, err := worker.New(worker.Config{ID: "ui-reader", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", 2),
+			Topology: tc, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(context.Background())
+		if err := w.Start(wctx); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cancel(); <-w.Done() })
+		return w
+	}
+	submit := func(run string, jobs []*protocol.Job) {
+		testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+	}
+	cfg := ui.Config{JS: js, Topology: topo, Store: store, Refresh: -1}
+	hs := serve(t, cfg)
+	dir := shots(t)
+	b := &drive{t: t, ctx: ctx}
+
+	// Two jobs that pass and one that fails for good (a failed result and
+	// a dead letter), then the worker restarts.
+	w := startWorker()
+	submit("ui-ok", testfleet.SimJobs(t, "ui-ok", 2, nil))
+	failing := testfleet.SimJobs(t, "ui-fail", 1, map[string]string{"sim.fail": "permanent"})
+	submit("ui-fail", failing)
+	testfleet.Eventually(t, 30*time.Second, "the three results", func() bool {
+		return len(testfleet.Results(t, store, "ui-ok")) == 2 && len(testfleet.Results(t, store, "ui-fail")) == 1
+	})
+	testfleet.Eventually(t, 30*time.Second, "the dead letter", func() bool {
+		_, body := get(t, hs.URL+"/dlq")
+		return strings.Contains(body, failing[0].ID)
+	})
+	if err := w.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := w.Status().StartedAt
+	w = startWorker()
+	testfleet.Eventually(t, 30*time.Second, "the restarted worker's heartbeat", func() bool {
+		e, err := topo.Workers.Get(t.Context(), "ui-reader")
+		var st protocol.WorkerStatus
+		return err == nil && json.Unmarshal(e.Value(), &st) == nil && st.StartedAt.After(before)
+	})
+
+	b.do(chromedp.Navigate(hs.URL+"/"), chromedp.WaitVisible("#fleet"))
+	if sum := textOf(b, "#fleet .summary"); !strings.HasPrefix(sum, "1 worker ·") {
+		t.Errorf("fleet summary %q, want it to start with \"1 worker ·\"", sum)
+	}
+	done := evalJS[[]string](b, `Array.from(document.querySelectorAll('#fleet tr.dev td:nth-last-child(3)')).map(e => e.textContent.trim())`)
+	fails := evalJS[[]string](b, `Array.from(document.querySelectorAll('#fleet tr.dev td:nth-last-child(2)')).map(e => e.textContent.trim())`)
+	total := func(cells []string) int {
+		n := 0
+		for _, c := range cells {
+			var v int
+			fmt.Sscan(c, &v)
+			n += v
+		}
+		return n
+	}
+	if len(done) != 2 || total(done) != 3 || len(fails) != 2 || total(fails) != 1 {
+		t.Errorf("after the worker restarted, its boards show done %q and failures %q; want 3 done and 1 failure in all", done, fails)
+	}
+	b.shot(dir, "home-restarted.png")
+
+	// The job page of a job without history.
+	ok := testfleet.Results(t, store, "ui-ok")
+	var okJob string
+	for id, r := range ok {
+		if r.Labels["i"] == "0" {
+			okJob = id
+		}
+	}
+	b.do(chromedp.Navigate(hs.URL+"/runs/ui-ok/jobs/"+okJob), chromedp.WaitVisible("#job-status"))
+	gate := textOf(b, "#job-gate")
+	if !strings.Contains(gate, "no baseline yet") || strings.Contains(gate, "0 results") || strings.Contains(gate, "±-") {
+		t.Errorf("gate of a job without history: %q, want it to say \"no baseline yet\"", gate)
+	}
+	spec := textOf(b, "#job-spec") + " · " + textOf(b, "#job-labels")
+	for _, want := range []string{"priority normal", "10 loops", "10 warmup", "i=0"} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("job page's spec %q lacks %q", spec, want)
+		}
+	}
+	b.shot(dir, "job-no-history.png")
+
+	// Dead letters link to their jobs.
+	b.do(chromedp.Navigate(hs.URL+"/dlq"), chromedp.WaitVisible("main"))
+	b.shot(dir, "dlq.png")
+	link := `main a[href="/runs/ui-fail/jobs/` + failing[0].ID + `"]`
+	if n := evalJS[int](b, `document.querySelectorAll('`+link+`').length`); n != 1 {
+		t.Errorf("the dead-letter page has %d links to the dead job's page, want 1", n)
+	} else {
+		b.do(chromedp.Click(link, chromedp.NodeVisible), chromedp.WaitVisible("#job-status"))
+		if st := b.text("#job-status"); st != "failed" {
+			t.Errorf("job page of the dead letter: status %q, want failed", st)
+		}
+	}
+
+	// Pages that do not exist keep the navigation and a way back.
+	for _, c := range []struct{ path, back string }{
+		{"/nope", "/"},
+		{"/runs/nope", "/"},
+		{"/runs/ui-ok/jobs/nope", "/runs/ui-ok"},
+	} {
+		b.do(chromedp.Navigate(hs.URL+c.path), chromedp.WaitReady("body"))
+		nav := evalJS[int](b, `document.querySelectorAll('header nav a[href="/dlq"]').length`)
+		back := evalJS[string](b, `(document.querySelector('#back') || {}).getAttribute ? document.querySelector('#back').getAttribute('href') : ''`)
+		if nav != 1 || back != c.back {
+			t.Errorf("%s: %d navigation links to the dead letters, back link %q; want 1 and %q", c.path, nav, back, c.back)
+		}
+		if c.path == "/runs/ui-ok/jobs/nope" {
+			b.shot(dir, "not-found.png")
+		}
+	}
+
+	// A cancelled run: two jobs stopped while running, two removed from
+	// the queue.
+	submit("ui-cancel", testfleet.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
+	testfleet.Eventually(t, 30*time.Second, "two jobs running", func() bool {
+		_, body := get(t, hs.URL+"/runs/ui-cancel")
+		return strings.Count(body, `class="status running"`) == 2
+	})
+	if _, err := producer.CancelRun(t.Context(), js, topo, producer.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the cancelled run's four results", func() bool {
+		return len(testfleet.Results(t, store, "ui-cancel")) == 4
+	})
+	// And one cancelled while no worker runs: both its jobs are removed
+	// from the queue, with the longer reason that says so.
+	if err := w.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	submit("ui-cancel-queued", testfleet.SimJobs(t, "ui-cancel-queued", 2, nil))
+	if _, err := producer.CancelRun(t.Context(), js, topo, producer.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
+		t.Fatal(err)
+	}
+	for run, n := range map[string]int{"ui-cancel": 4, "ui-cancel-queued": 2} {
+		b.do(chromedp.Navigate(hs.URL+"/runs/"+run), chromedp.WaitVisible("#jobs"))
+		gates := evalJS[[]string](b, `Array.from(document.querySelectorAll('#jobs tbody tr td:nth-child(12)')).map(e => e.textContent.trim())`)
+		if len(gates) != n {
+			t.Errorf("%s: %d gate cells, want %d", run, len(gates), n)
+		}
+		for _, g := range gates {
+			if g != "cancelled" {
+				t.Errorf("%s: a job's gate reads %q, want cancelled", run, g)
+			}
+		}
+		reasons := evalJS[[][2]string](b, `Array.from(document.querySelectorAll('#jobs .reason')).map(e => [e.textContent, e.getAttribute('title') || ''])`)
+		if len(reasons) != n {
+			t.Errorf("%s: %d reasons, want %d", run, len(reasons), n)
+		}
+		for _, r := range reasons {
+			shown, full := strings.TrimSuffix(r[0], "…"), r[1]
+			if !strings.HasPrefix(full, shown) || (len(shown) < len(full) && !strings.ContainsAny(full[len(shown):len(shown)+1], " ,;:.()")) {
+				t.Errorf("%s: reason shown as %q is not the whole of %q or cut at a word", run, r[0], full)
+			}
+		}
+		b.shot(dir, "run-"+run+".png")
+	}
+
+	// A series with results on main and on a feature branch, minutes apart.
+	ser := testfleet.SimJobs(t, "ui-branches", 1, nil)[0]
+	ser.Benchmark.Model = "simbranch"
+	now := time.Now().UTC()
+	mainN, featN := 0, 0
+	for i := range 12 {
+		created := now.Add(-time.Duration(12-i) * 20 * time.Second)
+		if i%4 == 3 {
+			plantResult(t, store, ser, fmt.Sprintf("feat-%d", i), created, "feature/x", 600)
+			featN++
+		} else {
+			plantResult(t, store, ser, fmt.Sprintf("main-%d", i), created, "main", 1000+float64(i))
+			mainN++
+		}
+	}
+	b.do(chromedp.Navigate(hs.URL+"/series?model=simbranch&pool=sim&batch=4&format=bfloat16&runner=sim"), chromedp.WaitVisible("#chart"))
+	trend := evalJS[string](b, `(document.querySelector('#chart polyline.trend') || {getAttribute: () => ''}).getAttribute('points')`)
+	if n := len(strings.Fields(trend)); n != mainN {
+		t.Errorf("series line joins %d points, want the %d on main", n, mainN)
+	}
+	if n := evalJS[int](b, `document.querySelectorAll('#chart .pt.branch').length`); n != featN {
+		t.Errorf("series chart: %d points of other branches, want %d", n, featN)
+	}
+	labels := evalJS[[]string](b, `Array.from(document.querySelectorAll('#chart text.tick.x')).map(e => e.textContent)`)
+	seen := map[string]bool{}
+	for _, l := range labels {
+		if seen[l] {
+			t.Errorf("x-axis labels repeat %q: %q", l, labels)
+		}
+		seen[l] = true
+	}
+	if len(labels) < 3 {
+		t.Errorf("x-axis labels %q: want at least 3", labels)
+	}
+	b.shot(dir, "series-branches.png")
+}

@@ -23,7 +23,19 @@ import (
 // workerView is one worker of the home page.
 type workerView struct {
 	protocol.WorkerStatus
-	Age string // since the last heartbeat
+	Age    string // since the last heartbeat
+	Boards []boardView
+}
+
+// boardView is one board of the home page: its heartbeat and what it
+// recorded in the store.
+type boardView struct {
+	protocol.DeviceStatus
+	// Recorded and Failures are the board's results of the last
+	// boardWindow and those that did not pass (from the store; the
+	// heartbeat's own count since the worker started when the store
+	// could not be read).
+	Recorded, Failures int
 }
 
 // runView is one run of the home page.
@@ -47,6 +59,9 @@ type homeData struct {
 	Queues               []queueRow
 	Active, Recent       []runView
 	Errors               []string
+	// Window is the span the boards' done and failures cover ("24 h");
+	// Counted says where they come from.
+	Window, Counted string
 }
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -58,8 +73,35 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	}
 	producer.FlagBoards(fleet)
 	now := time.Now()
+	runs, err := producer.ListRuns(ctx, s.cfg.JS, s.cfg.Topology.Runs, s.cfg.Store, s.cfg.RecentRuns)
+	if err != nil {
+		d.Errors = append(d.Errors, err.Error())
+	}
+	var from time.Time // the oldest run still going: its results land in its date partition
+	for _, rs := range runs {
+		if rs.Progress != nil && (rs.State == producer.RunQueued || rs.State == producer.RunRunning) &&
+			(from.IsZero() || rs.Manifest.CreatedAt.Before(from)) {
+			from = rs.Manifest.CreatedAt
+		}
+	}
+	counts, cerr := s.boards.count(ctx, s.cfg.Store, now, from)
+	d.Window = fmt.Sprintf("%d h", int(boardWindow.Hours()))
+	d.Counted = "results of the last " + d.Window + ", from the store: a worker restart does not reset them"
+	if cerr != nil {
+		d.Errors = append(d.Errors, cerr.Error())
+		d.Counted = "since each worker started (the store could not be read)"
+	}
 	for _, st := range fleet {
-		d.Workers = append(d.Workers, workerView{WorkerStatus: st, Age: ago(now, st.Time)})
+		wv := workerView{WorkerStatus: st, Age: ago(now, st.Time)}
+		for _, dev := range st.Devices {
+			bv := boardView{DeviceStatus: dev, Recorded: int(dev.Done)}
+			if cerr == nil {
+				c := counts[boardKey{st.ID, dev.ID}]
+				bv.Recorded, bv.Failures = c.Done, c.Failed
+			}
+			wv.Boards = append(wv.Boards, bv)
+		}
+		d.Workers = append(d.Workers, wv)
 		for _, dev := range st.Devices {
 			d.Boards++
 			switch dev.State {
@@ -101,10 +143,6 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		if row, ok := byPool[p]; ok && (row.Total > 0 || row.InFlight > 0) {
 			d.Queues = append(d.Queues, *row)
 		}
-	}
-	runs, err := producer.ListRuns(ctx, s.cfg.JS, s.cfg.Topology.Runs, s.cfg.Store, s.cfg.RecentRuns)
-	if err != nil {
-		d.Errors = append(d.Errors, err.Error())
 	}
 	for _, rs := range runs {
 		if rs.Progress == nil {
@@ -181,8 +219,28 @@ type jobRow struct {
 	Worker    string
 	Board     string
 	Gate      *producer.GateRow
+	// GateTxt is what the gate column says (gateTxt); "" while the job may
+	// still run.
+	GateTxt   string
 	Log       string // the artifact key of the job's log, if any
 	SeriesURL string
+}
+
+// gateTxt is what the gate column says of a job: the gate's verdict of a
+// job that ran to its end, "cancelled" for a cancelled one and
+// "unfinished" for one that never ended in a run that is over (the gate
+// counts both as failed; neither ran to a verdict). It is "" for a job
+// that has not ended in a run still going.
+func gateTxt(js *producer.JobState, v producer.Verdict, runOver bool) string {
+	switch st := js.Status(); {
+	case st == protocol.StatusCancelled:
+		return "cancelled"
+	case st != "":
+		return string(v)
+	case runOver && !js.Reported():
+		return "unfinished"
+	}
+	return ""
 }
 
 type runData struct {
@@ -224,8 +282,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.Finished {
 		d.Outcome = string(rep.Outcome())
-		if d.Cancelled {
+		switch {
+		case d.Cancelled:
 			d.Outcome = "CANCELLED"
+		case d.Outcome == string(producer.OutcomeRegression):
+			// Every job passed, but the run did not: the state chip
+			// beside the banner says what the banner says.
+			d.State = "regression"
 		}
 	} else if fleet, err := producer.ReadFleet(ctx, s.cfg.Topology.Workers); err == nil {
 		d.Unserved = producer.UnservedPools(fleet, m.Jobs)
@@ -237,6 +300,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		js := st[row.Job]
 		jr := jobRow{Row: row, State: js, Gate: &rep.Verdicts[i]}
 		jr.StatusTxt, jr.Class = statusOf(js)
+		jr.GateTxt = gateTxt(js, jr.Gate.Verdict, d.Cancelled)
 		jr.Worker, jr.Board = js.Worker, js.Device
 		if js.Result != nil {
 			jr.Worker, jr.Board = js.Result.Worker.ID, js.Result.Device.ID
@@ -334,9 +398,16 @@ func seriesURL(s producer.Series) string {
 type jobData struct {
 	Run       *protocol.RunManifest
 	Row       jobRow
+	Spec      jobSpec
 	Result    *protocol.Result
 	Events    []*protocol.Event
 	Artifacts []protocol.Artifact
+	// Gate is the gate's configuration (defaults filled), for the words
+	// around a missing or short baseline.
+	Gate producer.GateConfig
+	// HostCommit is the commit the job named when its result ran the
+	// host's installed build instead (producer.HostCommit).
+	HostCommit string
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -353,7 +424,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	js, ok := st[id]
 	if !ok {
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %s has no job %q", m.Run, id))
+		s.failBack(w, r, http.StatusNotFound, fmt.Errorf("run %s has no job %q", m.Run, id), "/runs/"+m.Run, "run "+m.Run)
 		return
 	}
 	rep, err := s.report(ctx, m, map[string]*producer.JobState{id: js})
@@ -361,14 +432,17 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	d := jobData{Run: m, Result: js.Result}
+	d := jobData{Run: m, Result: js.Result, Spec: specOf(m, js), Gate: s.cfg.Gate}
 	d.Row = jobRow{Row: rep.Rows[0], State: js, Gate: &rep.Verdicts[0], Worker: js.Worker, Board: js.Device}
 	d.Row.StatusTxt, d.Row.Class = statusOf(js)
+	_, cerr := s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
+	d.Row.GateTxt = gateTxt(js, d.Row.Gate.Verdict, cerr == nil)
 	s0 := producer.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize, DataFormat: js.Job.DataFormat, Pool: js.Job.Pool, Runner: js.Job.Runner}
 	if js.Result != nil {
 		d.Row.Worker, d.Row.Board = js.Result.Worker.ID, js.Result.Device.ID
 		d.Row.Log = logKey(js.Result)
 		d.Artifacts = js.Result.Artifacts
+		d.HostCommit = producer.HostCommit(js.Result)
 		s0 = producer.SeriesOf(js.Result)
 	}
 	d.Row.SeriesURL = seriesURL(s0)

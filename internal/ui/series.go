@@ -24,11 +24,14 @@ const (
 
 // pointView is one result drawn on the series chart.
 type pointView struct {
-	X, Y    float64
-	Passed  bool
-	Verdict string
-	Title   string // shown on hover (SVG <title>)
-	Href    string
+	X, Y   float64
+	Passed bool
+	// OnBaseline says the result is on the gate's baseline branch: the
+	// line joins those; results of other branches are points only.
+	OnBaseline bool
+	Verdict    string
+	Title      string // shown on hover (SVG <title>)
+	Href       string
 }
 
 type tick struct {
@@ -42,7 +45,9 @@ type seriesData struct {
 	Name       string
 	Days       int
 	Points     []pointView
-	Line       string // polyline points through the passed results
+	Line       string // polyline points through the passed results on the baseline branch
+	Branch     string // the baseline branch
+	Others     int    // results of other branches
 	Band       string // polygon of the baseline ± noise band
 	Baseline   string // polyline of the rolling baseline
 	YTicks     []tick
@@ -91,7 +96,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pts := producer.SeriesPoints(rs, ser, s.cfg.Gate)
-	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(),
+	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(), Branch: s.cfg.Gate.BaselineBranch,
 		W: chartW, H: chartH, PadL: padL, PadT: padT, PlotW: chartW - padL - padR, PlotH: chartH - padT - padB}
 	layout(&d, pts)
 	// The table lists the newest first.
@@ -142,10 +147,15 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 		r := p.Result
 		v := r.Measurements.SamplesPerSec
 		pv := pointView{X: round1(x(r.RunCreatedAt)), Passed: r.Status == protocol.StatusPassed && v > 0,
-			Verdict: string(p.Judgement.Verdict), Href: "/runs/" + r.Run}
+			OnBaseline: p.OnBaseline, Verdict: string(p.Judgement.Verdict), Href: "/runs/" + r.Run}
+		if !pv.OnBaseline {
+			d.Others++
+		}
 		if pv.Passed {
 			pv.Y = round1(y(v))
-			line = append(line, fmt.Sprintf("%.1f,%.1f", pv.X, pv.Y))
+			if pv.OnBaseline {
+				line = append(line, fmt.Sprintf("%.1f,%.1f", pv.X, pv.Y))
+			}
 			d.Passed++
 		} else {
 			pv.Y = padT + ph
@@ -180,21 +190,53 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 		v := lo + (hi-lo)*float64(i)/4
 		d.YTicks = append(d.YTicks, tick{Pos: round1(y(v)), Label: producer.FmtRate(v)})
 	}
-	for i := 0; i <= 5; i++ {
-		t := t0.Add(time.Duration(float64(t1.Sub(t0)) * float64(i) / 5))
-		f := "2006-01-02"
-		if t1.Sub(t0) < 48*time.Hour {
-			f = "01-02 15:04"
-		}
+	ts := make([]time.Time, 6)
+	for i := range ts {
+		ts[i] = t0.Add(time.Duration(float64(t1.Sub(t0)) * float64(i) / float64(len(ts)-1)))
+	}
+	for i, label := range timeLabels(ts) {
 		anchor := "middle"
 		switch i {
 		case 0:
 			anchor = "start"
-		case 5:
+		case len(ts) - 1:
 			anchor = "end"
 		}
-		d.XTicks = append(d.XTicks, tick{Pos: round1(x(t)), Label: t.UTC().Format(f), Anchor: anchor})
+		d.XTicks = append(d.XTicks, tick{Pos: round1(x(ts[i])), Label: label, Anchor: anchor})
 	}
+}
+
+// timeLabels labels the x-axis ticks ts (ascending, UTC) in the coarsest
+// format that tells them all apart: dates for a span of days, minutes or
+// seconds for a shorter one. Within one day the first label carries the
+// date and the others the time only.
+func timeLabels(ts []time.Time) []string {
+	if len(ts) == 0 {
+		return nil
+	}
+	first, last := ts[0].UTC(), ts[len(ts)-1].UTC()
+	formats := []string{"2006-01-02", "01-02 15:04", "01-02 15:04:05", "01-02 15:04:05.000"}
+	sameDay := first.Format("2006-01-02") == last.Format("2006-01-02")
+	if sameDay {
+		formats = []string{"15:04", "15:04:05", "15:04:05.000"}
+	}
+	var out []string
+	for _, f := range formats {
+		out = out[:0]
+		seen := map[string]bool{}
+		for _, t := range ts {
+			l := t.UTC().Format(f)
+			seen[l] = true
+			out = append(out, l)
+		}
+		if len(seen) == len(ts) {
+			break
+		}
+	}
+	if sameDay {
+		out[0] = first.Format("2006-01-02 ") + out[0]
+	}
+	return out
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -73,6 +73,8 @@ type Server struct {
 	// are write-once, so it does not change), by run.
 	mu       sync.Mutex
 	verdicts map[string]string
+	// boards counts each board's stored results for the fleet table.
+	boards boardTally
 }
 
 // New checks cfg, fills its defaults and parses the embedded templates.
@@ -110,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 	m := http.NewServeMux()
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /{$}", s.home)
+	m.HandleFunc("GET /", s.notFound)
 	m.HandleFunc("GET /runs/{run}", s.run)
 	m.HandleFunc("GET /runs/{run}/jobs/{job}", s.job)
 	m.HandleFunc("GET /series", s.series)
@@ -181,11 +184,44 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title stri
 	_, _ = w.Write([]byte(b.String()))
 }
 
+// errorData is the error page's.
+type errorData struct {
+	Heading         string
+	Message         string
+	Back, BackLabel string
+}
+
+// fail answers with an error page: the site's navigation, what went
+// wrong, and a link back to the fleet and runs.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err error) {
+	s.failBack(w, r, code, err, "/", "fleet & runs")
+}
+
+// failBack is fail with the link back to the page at back (label names it).
+func (s *Server) failBack(w http.ResponseWriter, r *http.Request, code int, err error, back, label string) {
 	if code >= 500 {
 		s.cfg.Log.Error().Err(err).Str("component", "ui").Str("path", r.URL.Path).Msg("request failed")
 	}
-	http.Error(w, err.Error(), code)
+	d := errorData{Heading: http.StatusText(code), Message: err.Error(), Back: back, BackLabel: label}
+	if code == http.StatusNotFound {
+		d.Heading = "Not found"
+	}
+	var b strings.Builder
+	p := page{Title: d.Heading, Actions: s.cfg.Actions, CSRF: s.csrf, Data: d}
+	if terr := s.tpl["error"].ExecuteTemplate(&b, "layout", p); terr != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// notFound answers a path the dashboard does not serve.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.fail(w, r, http.StatusNotFound, fmt.Errorf("the dashboard has no page %s", r.URL.Path))
 }
 
 // action wraps a POST handler: actions must be enabled and the form must

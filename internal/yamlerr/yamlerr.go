@@ -5,6 +5,7 @@
 package yamlerr
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
@@ -74,4 +75,53 @@ func want(goT string) string {
 	default:
 		return "of the expected kind"
 	}
+}
+
+// syntaxLine matches the line a YAML syntax error names.
+var syntaxLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// CleanSource is Clean for an error from decoding data, with a syntax
+// error's line corrected: the decoder names the line of the mapping or
+// list the problem is in (often the parent key's line, and one off), not
+// the line the problem is on. The line given is the first line of data
+// whose text, read up to and including it, fails to parse the same way.
+func CleanSource(data []byte, err error) error {
+	var te *yaml.TypeError
+	if err == nil || errors.As(err, &te) {
+		return Clean(err)
+	}
+	m := syntaxLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	if n := offendingLine(data, err.Error()); n > 0 {
+		return fmt.Errorf("line %d: %s", n, m[2])
+	}
+	return fmt.Errorf("line %s: %s", m[1], m[2])
+}
+
+// offendingLine finds, by bisection, the fewest leading lines of data that
+// fail to parse with message msg (0 when none does). Parsing stops at the
+// problem, so every prefix holding the problem's line fails with msg, and
+// a shorter one either parses or fails otherwise (at its end).
+func offendingLine(data []byte, msg string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	failsSame := func(n int) bool {
+		var node yaml.Node
+		err := yaml.Unmarshal(bytes.Join(lines[:n], nil), &node)
+		return err != nil && err.Error() == msg
+	}
+	if !failsSame(len(lines)) {
+		return 0
+	}
+	lo, hi := 0, len(lines) // failsSame(hi); the answer is in (lo, hi]
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if failsSame(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -31,6 +32,16 @@ func TestCancelCountsOnlyLiveWorkersJobs(t *testing.T) {
 		return len(st.Devices) == 1 && st.Devices[0].State == protocol.DeviceBusy
 	})
 	running := f.worker.Status().Devices[0].Job
+	// The slot is busy a moment before its claim event is stored: cancel
+	// reads the run's state from the events.
+	m, err := producer.GetManifest(t.Context(), topo.Runs, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the live worker's claim in the run's events", func() bool {
+		states, err := (&producer.Watcher{JS: js, Manifest: m}).Snapshot(t.Context())
+		return err == nil && states[running] != nil && states[running].OnBoard()
+	})
 	// The other two jobs' last events are claims by workers that were then
 	// killed: one left no heartbeat, the other a stale one.
 	var ghosts []string

@@ -60,7 +60,7 @@ func TestDeployCIExamples(t *testing.T) {
 		t.Fatalf("github-actions.yml: %v", err)
 	}
 	want := map[string][]string{
-		"ci":      {"benchfleet submit", "--matrix deploy/ci/matrix-ci.yaml", "--wait", "--gate", "--junit", `--summary-md "$GITHUB_STEP_SUMMARY"`},
+		"ci":      {"benchfleet submit", "--matrix deploy/ci/matrix-ci.yaml", "--build-wheel dist/*.whl", "--wait", "--gate", "--junit", `--summary-md "$GITHUB_STEP_SUMMARY"`},
 		"nightly": {"benchfleet submit", "--matrix deploy/ci/matrix-nightly.yaml", "--run \"nightly-"},
 	}
 	for job, parts := range want {

@@ -135,7 +135,7 @@ worker with the --slots given. Submit from another terminal with
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "client listen address of the embedded NATS server")
 	cmd.Flags().StringVar(&slots, "slots", "cpu=1,sim=4", "built-in slots pool=count[,pool=count]")
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "", "serve the worker's Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
-	cmd.Flags().StringVar(&uiAddr, "ui", "", "serve the web dashboard (as `benchfleet serve`) on this address, e.g. 127.0.0.1:8080")
+	cmd.Flags().StringVar(&uiAddr, "ui", "", "serve the web dashboard (as benchfleet serve does) on this `ADDR`, e.g. 127.0.0.1:8080")
 	cmd.Flags().BoolVar(&uiActions, "ui-actions", false, "allow cancel, dlq retry and fleet release from the dashboard")
 	a.topologyFlags(cmd)
 	return cmd

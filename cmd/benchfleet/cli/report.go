@@ -22,9 +22,9 @@ import (
 // The gate's tuning comes from o.gateConfig (zero: the defaults). Without a
 // store there is no history: every passed job is insufficient-history.
 func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []producer.Row, o waitOptions) (*producer.RunReport, int, error) {
-	req := producer.JudgeRequest{Manifest: m, Rows: rows, Gate: o.gate, GateConfig: o.gateConfig}
+	req := producer.JudgeRequest{Manifest: m, Rows: rows, Gate: o.gate, GateConfig: o.gateConfig, TimedOut: o.timedOut, Warnings: o.warnings}
 	if a.storeURL != "" {
-		b, err := a.openStore(ctx)
+		b, err := a.openStoreRead(ctx)
 		if err != nil {
 			return nil, ExitFailed, err
 		}

@@ -143,13 +143,19 @@ func writeResults(w interface{ Write([]byte) (int, error) }, rs []*protocol.Resu
 	case "csv":
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"run", "job", "created", "model", "pool", "runner", "batch_size", "data_format", "status",
-			"samples_per_sec", "pcc", "p50_ms", "commit", "branch", "worker", "device", "attempt"})
+			"samples_per_sec", "pcc", "p50_ms", "commit", "branch", "worker", "device", "attempt",
+			"build_kind", "build_commit", "build_cache", "setup_s"})
 		for _, r := range rs {
+			var build protocol.BuildInfo
+			if r.Build != nil {
+				build = *r.Build
+			}
 			_ = cw.Write([]string{r.Run, r.Job, r.RunCreatedAt.Format(time.RFC3339), r.Benchmark.Model, r.Pool, r.Runner,
 				strconv.Itoa(r.Benchmark.BatchSize), r.Benchmark.DataFormat, string(r.Status),
 				csvNum(r.Measurements.SamplesPerSec), csvNum(r.PCC.Value),
 				csvNum(r.Measurements.IterationMS.P50), r.Source.Commit, r.Source.Branch,
-				r.Worker.ID, r.Device.ID, strconv.Itoa(r.Attempt)})
+				r.Worker.ID, r.Device.ID, strconv.Itoa(r.Attempt),
+				build.Kind, build.Commit, build.Cache, csvNum(r.Phases.SetupS)})
 		}
 		cw.Flush()
 		return cw.Error()

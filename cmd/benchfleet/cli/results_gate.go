@@ -134,7 +134,7 @@ so only --store is needed; without a manifest the run's results are used.
 				return err
 			}
 			ctx := cmd.Context()
-			b, err := a.openStore(ctx)
+			b, err := a.openStoreRead(ctx)
 			if err != nil {
 				return err
 			}
@@ -230,7 +230,7 @@ data_format, a, b, change, a_status, b_status}.`,
 				}
 			}
 			ctx := cmd.Context()
-			b, err := a.openStore(ctx)
+			b, err := a.openStoreRead(ctx)
 			if err != nil {
 				return err
 			}
@@ -317,7 +317,11 @@ func writeGateTable(w io.Writer, rep *producer.RunReport) error {
 		return err
 	}
 	c := producer.CountVerdicts(rep.Verdicts)
-	_, err := fmt.Fprintf(w, "gate %s: %d regression(s), %d failed, %d improved, %d ok, %d insufficient-history (%s)\n",
-		rep.Outcome(), c.Regressions, c.Failed, c.Improved, c.OK, c.InsufficientHistory, rep.Gate)
+	unfinished := ""
+	if c.Unfinished > 0 {
+		unfinished = fmt.Sprintf(", %d unfinished", c.Unfinished)
+	}
+	_, err := fmt.Fprintf(w, "gate %s: %d regression(s), %d failed%s, %d improved, %d ok, %d insufficient-history (%s)\n",
+		rep.Outcome(), c.Regressions, c.Failed, unfinished, c.Improved, c.OK, c.InsufficientHistory, rep.Gate)
 	return err
 }

@@ -46,7 +46,7 @@ processes killed midway.`,
 				opts.Since = t
 			}
 			ctx := cmd.Context()
-			b, err := a.openStore(ctx)
+			b, err := a.openStoreRead(ctx)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,7 @@ import (
 
 // queryStore opens --store, runs one results query and closes the store.
 func (a *app) queryStore(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
-	b, err := a.openStore(ctx)
+	b, err := a.openStoreRead(ctx)
 	if err != nil {
 		return nil, err
 	}

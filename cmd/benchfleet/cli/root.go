@@ -89,7 +89,10 @@ type app struct {
 	maxDeliver     int
 	heartbeat      time.Duration
 	replicas       int
-	log            zerolog.Logger
+	// resultGrace: how long a waiter waits for a reported job's result
+	// before it warns (the hidden --result-grace; tests shorten it).
+	resultGrace time.Duration
+	log         zerolog.Logger
 	// envErrs are environment variables that did not parse; reported by
 	// setup as usage errors.
 	envErrs []string
@@ -164,7 +167,7 @@ Start with:  benchfleet demo`,
 			return a.setup()
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%v%s", err, flagHint(c, err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL(s), comma-separated (env NATS_URL)")
 	pf.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS creds file (env NATS_CREDS)")
@@ -186,6 +189,7 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.storeURL, "store", os.Getenv("BENCHFLEET_STORE"), "result store: file:///dir or s3://bucket/prefix?endpoint=...&region=... (env BENCHFLEET_STORE)")
 	pf.StringVar(&a.logLevel, "log-level", envOr("BENCHFLEET_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env BENCHFLEET_LOG_LEVEL)")
 	pf.StringVar(&a.logFormat, "log-format", envOr("BENCHFLEET_LOG_FORMAT", "auto"), "log format: auto (console on a TTY, else JSON), console, json")
+	a.hiddenFlags(pf)
 	root.AddCommand(
 		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
 		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(), a.serveCmd(), a.spoolCmd(),
@@ -197,10 +201,10 @@ Start with:  benchfleet demo`,
 // topology.
 func (a *app) topologyFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.DurationVar(&a.ackWait, "ack-wait", a.envDuration("BENCHFLEET_ACK_WAIT", topology.DefaultAckWait), "redeliver a claimed job after this long without a heartbeat (env BENCHFLEET_ACK_WAIT)")
-	f.IntVar(&a.maxDeliver, "max-deliver", a.envInt("BENCHFLEET_MAX_DELIVER", 4), "deliveries of a job before it is dead-lettered (env BENCHFLEET_MAX_DELIVER)")
-	f.DurationVar(&a.heartbeat, "heartbeat", a.envDuration("BENCHFLEET_HEARTBEAT", 0), "in-progress interval while a job runs; default a third of --ack-wait (env BENCHFLEET_HEARTBEAT)")
-	f.IntVar(&a.replicas, "replicas", a.envInt("BENCHFLEET_REPLICAS", 1), "replicas of streams and buckets (3 on a cluster) (env BENCHFLEET_REPLICAS)")
+	f.DurationVar(&a.ackWait, "ack-wait", a.envDuration("BENCHFLEET_ACK_WAIT", topology.DefaultAckWait), "redeliver a claimed job after this long without a heartbeat; set on the job consumers when created, changed only by topology apply (env BENCHFLEET_ACK_WAIT)")
+	f.IntVar(&a.maxDeliver, "max-deliver", a.envInt("BENCHFLEET_MAX_DELIVER", 4), "deliveries of a job before the worker dead-letters it; a worker setting (env BENCHFLEET_MAX_DELIVER)")
+	f.DurationVar(&a.heartbeat, "heartbeat", a.envDuration("BENCHFLEET_HEARTBEAT", 0), "in-progress interval while a job runs, a worker setting; default a third of --ack-wait (env BENCHFLEET_HEARTBEAT)")
+	f.IntVar(&a.replicas, "replicas", a.envInt("BENCHFLEET_REPLICAS", 1), "replicas of streams and buckets (3 on a cluster); set when created, changed only by topology apply (env BENCHFLEET_REPLICAS)")
 }
 
 func (a *app) topologyConfig() (topology.Config, error) {
@@ -253,10 +257,10 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 		Token: cmpOr(a.token, os.Getenv("NATS_TOKEN")), TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
 	}, a.log)
 	if err != nil {
-		// An authorization failure reached the server, and a URL that does
-		// not parse is the caller's; anything else (refused, timed out, no
-		// server) did not reach NATS.
-		if ctx.Err() == nil && !errors.As(err, new(*url.Error)) && !strings.Contains(strings.ToLower(err.Error()), "authoriz") {
+		// Refused credentials and a failed TLS handshake reached a server,
+		// and a URL that does not parse is the caller's; anything else
+		// (refused, timed out, no server) did not reach NATS.
+		if ctx.Err() == nil && !errors.As(err, new(*url.Error)) && !errors.Is(err, natsconn.ErrAuth) && !errors.Is(err, natsconn.ErrTLS) {
 			return nil, nil, &exitError{code: ExitUnavailable, err: fmt.Errorf("could not reach NATS: %w", err)}
 		}
 		return nil, nil, err

@@ -52,7 +52,7 @@ func (a *app) runsCmd() *cobra.Command {
 			// exact; without one it follows the events.
 			var store storage.Bucket
 			if a.storeURL != "" {
-				if store, err = a.openStore(ctx); err != nil {
+				if store, err = a.openStoreRead(ctx); err != nil {
 					return err
 				}
 				defer store.Close()
@@ -124,7 +124,7 @@ func (a *app) runsCmd() *cobra.Command {
 			// the events' progress only.
 			w := &producer.Watcher{JS: js, Manifest: m}
 			if a.storeURL != "" {
-				store, err := a.openStore(ctx)
+				store, err := a.openStoreRead(ctx)
 				if err != nil {
 					return err
 				}

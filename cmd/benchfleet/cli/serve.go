@@ -53,7 +53,7 @@ token. Needs --nats and --store.
 			if err != nil {
 				return err
 			}
-			store, err := a.openStore(ctx)
+			store, err := a.openStoreRead(ctx)
 			if err != nil {
 				return err
 			}

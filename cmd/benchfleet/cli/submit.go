@@ -45,6 +45,9 @@ type submitFlags struct {
 	repo        string
 	project     string
 	ciRunID     string
+	buildWheels []string             // --build-wheel files and patterns
+	wheelKeys   []string             // --wheel store keys
+	wheelFiles  []producer.WheelFile // the --build-wheel files, hashed by buildSubmission
 	gateFlags   gateFlags
 	notify      notifyFlags
 }
@@ -72,14 +75,17 @@ the run (exit 2). ` + gateHelp + `
 
 With --gate: ` + notifyHelp + `
 
+` + wheelFlagsHelp + `
+
 Exit codes: 0 every job passed (and, with --gate, no regression); 1 a job
 failed — also when another job regressed; 2 the regression gate tripped; 3
 timed out waiting; 64 bad flag or input; 69 NATS or JetStream could not be
 reached (a cluster electing a leader is retried for 30 s first).`,
 		Example: `  benchfleet submit --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait
   benchfleet submit --matrix nightly.yaml --priority low
-  benchfleet submit --matrix ci.yaml --commit $GITHUB_SHA --wait --gate --junit report.xml --summary-md $GITHUB_STEP_SUMMARY`,
-		Args: cobra.NoArgs,
+  benchfleet submit --matrix ci.yaml --commit $GITHUB_SHA --wait --gate --junit report.xml --summary-md $GITHUB_STEP_SUMMARY
+  benchfleet submit --matrix perf.yaml --build-wheel dist/*.whl --wait --gate`,
+		Args: submitArgs(&f),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runSubmit(cmd, &f)
 		},
@@ -110,6 +116,8 @@ reached (a cluster electing a leader is retried for 30 s first).`,
 	fl.StringVar(&f.repo, "repo", os.Getenv("GITHUB_REPOSITORY"), "source repository (env GITHUB_REPOSITORY)")
 	fl.StringVar(&f.project, "project", "", "source project, e.g. tt-forge/tt-forge-onnx")
 	fl.StringVar(&f.ciRunID, "ci-run-id", os.Getenv("GITHUB_RUN_ID"), "the CI run submitting (env GITHUB_RUN_ID); exports link it")
+	fl.StringArrayVar(&f.buildWheels, "build-wheel", nil, "wheel file (or pattern like 'dist/*.whl') to upload to the store and measure (repeatable; needs --repo, a full --commit and --store)")
+	fl.StringArrayVar(&f.wheelKeys, "wheel", nil, "wheel already in the store to measure, by its key builds/sha256/<hex>/<name>.whl (repeatable)")
 	f.gateFlags.register(fl)
 	f.notify.register(fl)
 	a.topologyFlags(cmd)
@@ -197,6 +205,9 @@ func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
 	if f.project != "" {
 		m.Source.Project = f.project
 	}
+	if err := addWheels(f, m); err != nil {
+		return nil, err
+	}
 	if m.Defaults.Priority == "" && m.Source.Commit != "" {
 		// CI for one commit: someone is waiting on it.
 		m.Defaults.Priority = string(protocol.PriorityHigh)
@@ -238,7 +249,7 @@ func (a *app) buildSubmission(f *submitFlags) (*producer.Submission, error) {
 	return &producer.Submission{
 		Run: run, Submitter: submitter(), Priority: prio, Jobs: jobs, Labels: m.Labels,
 		Source: protocol.Source{Project: m.Source.Project, Repo: m.Source.Repo, Commit: m.Source.Commit, Branch: m.Source.Branch,
-			CIRunID: ci.CIRunID, CIRunURL: ci.CIRunURL},
+			CIRunID: ci.CIRunID, CIRunURL: ci.CIRunURL, Wheels: jobs[0].Source.Wheels},
 	}, nil
 }
 
@@ -292,6 +303,9 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := a.needsWheelStore(sub); err != nil {
+		return err
+	}
 	tc, err := a.topologyConfig()
 	if err != nil {
 		return err
@@ -305,6 +319,8 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
+	a.warnWorkerOnlyFlags(cmd)
+	a.warnTopologyDrift(ctx, cmd, js, tc, submissionPools(sub))
 	p := &producer.Submitter{JS: js, Topo: topo, Log: a.log}
 	if a.storeURL != "" {
 		if b, err := a.openStore(ctx); err == nil {
@@ -313,6 +329,9 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		} else {
 			return err
 		}
+	}
+	if err := a.stageWheels(ctx, p.Store, f, sub); err != nil {
+		return err
 	}
 	res, err := p.Submit(ctx, *sub)
 	if err != nil {
@@ -327,21 +346,23 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	} else {
 		fmt.Fprintf(a.stdout, "run %s: %s submitted (%d new)\n", res.Manifest.Run, jobCount(len(res.Manifest.Jobs)), res.Published)
 	}
-	a.warnUnserved(ctx, topo, res.Manifest)
+	warnings := a.warnUnserved(ctx, topo, res.Manifest)
 	if !f.wait {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify})
+	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify, warnings: warnings})
 }
 
 // warnUnserved says on stderr which of the run's pools no live worker
-// serves: their jobs stay queued (and --wait keeps waiting) until one starts.
-func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) {
+// serves: their jobs stay queued (and --wait keeps waiting) until one
+// starts. It returns the warnings, for the summary.
+func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) []string {
 	fleet, err := producer.ReadFleet(ctx, topo.Workers)
 	if err != nil {
-		return // a hint only
+		return nil // a hint only
 	}
+	var warnings []string
 	for _, pool := range producer.UnservedPools(fleet, m.Jobs) {
 		n := 0
 		for _, j := range m.Jobs {
@@ -353,9 +374,11 @@ func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *proto
 		if n == 1 {
 			verb = "stays"
 		}
-		fmt.Fprintf(a.stderr, "warning: no live worker serves pool %s: its %s %s queued until one starts (see benchfleet fleet status)\n",
-			pool, jobCount(n), verb)
+		w := fmt.Sprintf("no live worker serves pool %s: its %s %s queued until one starts (see benchfleet fleet status)", pool, jobCount(n), verb)
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+		warnings = append(warnings, w)
 	}
+	return warnings
 }
 
 // checkBuiltin asks each job's runner kind (device.CheckJob) whether it can

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,8 +16,8 @@ func (a *app) topologyCmd() *cobra.Command {
 		Use:   "apply",
 		Short: "Create or update every stream, consumer and bucket to the given settings",
 		Long: `Create or update benchfleet's JetStream topology (BENCH_JOBS, BENCH_EVENTS,
-BENCH_DEAD, the job consumers, the bench-workers and bench-runs buckets) to
-the queue tuning flags given.
+BENCH_DEAD, the job consumers, the bench-workers, bench-runs and
+bench-health buckets) to the queue tuning flags given.
 
 Producers (submit) and workers only create what is missing and never change
 what exists, so on deploy/nats their users have no update rights: run this
@@ -31,18 +32,21 @@ as the admin user once after installing, and again to change a setting
 			if err != nil {
 				return err
 			}
+			a.warnWorkerOnlyFlags(cmd)
 			nc, js, err := a.connect(ctx, "benchfleet-topology")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			if _, err := topology.Apply(ctx, js, tc); err != nil {
+			h, err := topology.Apply(ctx, js, tc)
+			if err != nil {
 				return err
 			}
 			tc = tc.WithDefaults()
-			fmt.Fprintf(a.stdout, "topology applied: streams %s, %s, %s; %d job consumers (ack wait %s); buckets %s, %s; replicas %d\n",
-				protocol.StreamJobs, protocol.StreamEvents, protocol.StreamDead, len(protocol.Pools)*len(protocol.Priorities), tc.AckWait,
-				protocol.BucketWorkers, protocol.BucketRuns, tc.Replicas)
+			// Every stream and bucket Apply made, as its handles name them.
+			fmt.Fprintf(a.stdout, "topology applied: streams %s; %d job consumers (ack wait %s); buckets %s; replicas %d\n",
+				strings.Join(h.Streams(), ", "), len(protocol.Pools)*len(protocol.Priorities), tc.AckWait,
+				strings.Join(h.Buckets(), ", "), tc.Replicas)
 			return nil
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 type waitOptions struct {
@@ -28,6 +29,12 @@ type waitOptions struct {
 	// inProcess: the run's NATS and worker live in this process (demo), so
 	// an interrupt ends the run too.
 	inProcess bool
+	// warnings are said on stderr already and go into the summary too
+	// (submit's "no live worker serves pool"; results reported but not in
+	// the store after the grace period, added while waiting).
+	warnings []string
+	// timedOut: the waiting ended at the timeout (set by waitRun).
+	timedOut bool
 }
 
 // waitRun follows a run to its end with progress, prints the results table
@@ -38,7 +45,7 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 	if a.storeURL == "" {
 		return usageErr("waiting for a run needs --store (or BENCHFLEET_STORE): a job's verdict is its stored result, not an event")
 	}
-	store, err := a.openStore(ctx)
+	store, err := a.openStoreRead(ctx)
 	if err != nil {
 		return err
 	}
@@ -49,7 +56,14 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	pr := newProgressPrinter(a.stdout, a.isTTY())
-	w := &producer.Watcher{JS: js, Manifest: m, Store: store}
+	w := &producer.Watcher{JS: js, Manifest: m, Store: store, ResultGrace: a.resultGrace}
+	// A job reported ended whose result this store never shows: most often
+	// the worker writes to another store.
+	w.OnMissing = func(st *producer.JobState, after time.Duration) {
+		note := producer.MissingResultNote(st, storage.Redact(a.storeURL), after)
+		pr.interrupt(func() { fmt.Fprintf(a.stderr, "warning: %s\n", note) })
+		o.warnings = append(o.warnings, note)
+	}
 	states, err := w.Wait(wctx, func(p producer.Progress) {
 		if !o.quiet {
 			pr.update(p)
@@ -69,6 +83,7 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 			return err
 		}
 	}
+	o.timedOut = timedOut
 	rows := producer.Rows(m, states)
 	code := producer.RowsCode(rows)
 	// The comparison with the baseline (for reports, the gate, or a run of
@@ -83,7 +98,7 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 		code, rep = gcode, r
 	}
 	if o.gate && o.notify != nil && rep != nil && !timedOut {
-		if b, err := a.openStore(ctx); err == nil {
+		if b, err := a.openStoreRead(ctx); err == nil {
 			o.notify.send(ctx, a, b, rep)
 			b.Close()
 		}
@@ -100,7 +115,12 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 	}
 	if timedOut {
 		a.printSpooled(ctx, js, producer.ProgressOf(m, states))
-		fmt.Fprintf(a.stdout, "\ntimed out after %s waiting for run %s\n", o.timeout, m.Run)
+		for _, w := range o.warnings {
+			fmt.Fprintf(a.stdout, "\nwarning: %s", w)
+		}
+		all := producer.ProgressOf(m, states).All
+		fmt.Fprintf(a.stdout, "\ntimed out after %s waiting for run %s: %s unfinished; the run goes on\n", o.timeout, m.Run,
+			jobCount(all.Total-all.Done()))
 		return exitCode(ExitTimeout)
 	}
 	if code != ExitOK {
@@ -137,6 +157,16 @@ func (p *progressPrinter) update(pr producer.Progress) {
 		fmt.Fprintf(p.w, "[%s] %s\n", time.Since(p.start).Truncate(time.Second), txt)
 	}
 	p.last, p.lastTxt = now, txt
+}
+
+// interrupt runs fn (which writes a line elsewhere, e.g. stderr) so that it
+// does not land inside the live bar on a TTY.
+func (p *progressPrinter) interrupt(fn func()) {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.last = time.Time{}
+	}
+	fn()
 }
 
 func (p *progressPrinter) finish() {

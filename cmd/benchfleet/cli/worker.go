@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
@@ -136,7 +137,19 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if err := box.ProtectSelf(); err != nil {
 		a.log.Warn().Err(err).Msg("could not make the worker non-dumpable: processes of its user can read its environment")
 	}
-	slots, err := worker.BuildSlots(ctx, wf, f.slots, f.workDir, nil, a.log)
+	store := &storeRef{}
+	var reg *prometheus.Registry
+	if f.metrics != "" {
+		reg = newRegistry()
+	}
+	cache, err := a.buildCache(wf, f.workDir, store, reg)
+	if err != nil {
+		return err
+	}
+	if cache != nil {
+		defer cache.Close()
+	}
+	slots, err := worker.BuildSlots(ctx, wf, f.slots, f.workDir, provisioner(cache), a.log)
 	if err != nil {
 		return configUsage(err)
 	}
@@ -160,6 +173,7 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		return err
 	}
 	defer bucket.Close()
+	store.set(bucket)
 	if fb, ok := storage.AsFile(bucket); ok {
 		go a.removeStaleTemps(ctx, fb)
 	}
@@ -186,8 +200,8 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, DrainTimeout: f.drain,
 		WorkDir: f.workDir, Log: a.log,
 	}
-	if f.metrics != "" {
-		cfg.Registry = newRegistry()
+	if reg != nil {
+		cfg.Registry = reg
 	}
 	if f.notify != "" {
 		n, err := notify.NewWebhook(notify.Config{URL: f.notify, Dedup: notify.StoreDedup{Bucket: bucket}, Log: a.log})
@@ -223,6 +237,7 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if err := w.Start(runCtx); err != nil {
 		return err
 	}
+	a.warnTopologyDrift(ctx, cmd, js, tc, slotPools(slots))
 	if f.metrics != "" {
 		stopHTTP, err := a.serveWorkerHTTP(f.metrics, w)
 		if err != nil {

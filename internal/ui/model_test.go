@@ -1,0 +1,251 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+func seriesPoint(created time.Time, branch string, sps float64) producer.SeriesPoint {
+	return producer.SeriesPoint{
+		Result: &protocol.Result{RunCreatedAt: created, Status: protocol.StatusPassed, Source: protocol.Source{Branch: branch},
+			Measurements: protocol.Measurements{SamplesPerSec: sps}},
+		OnBaseline: branch == "main",
+	}
+}
+
+// The x-axis labels of a series differ from each other whatever its span:
+// minutes apart, hours, days, a year, a single run.
+func TestSeriesXLabelsDiffer(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2025, 6, 1, 9, 30, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name  string
+		step  time.Duration
+		n     int
+		first string // the first label
+	}{
+		{"20s apart", 20 * time.Second, 10, "2025-06-01 09:30:00"},
+		{"a minute apart", time.Minute, 4, "2025-06-01 09:30:00"},
+		{"hours apart", time.Hour, 10, "2025-06-01 09:30"},
+		{"crossing midnight", 2 * time.Hour, 12, "06-01 09:30"},
+		{"days apart", 14 * time.Hour, 6, "06-01 09:30"},
+		{"weeks apart", 7 * 24 * time.Hour, 50, "2025-06-01"},
+		{"one run", 0, 1, "2025-06-01 08:30"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var pts []producer.SeriesPoint
+			for i := range c.n {
+				pts = append(pts, seriesPoint(base.Add(time.Duration(i)*c.step), "main", 1000))
+			}
+			d := seriesData{PlotW: chartW - padL - padR, PlotH: chartH - padT - padB}
+			layout(&d, pts)
+			seen := map[string]bool{}
+			var labels []string
+			for _, tk := range d.XTicks {
+				labels = append(labels, tk.Label)
+				if seen[tk.Label] {
+					t.Errorf("labels repeat %q: %q", tk.Label, labels)
+				}
+				seen[tk.Label] = true
+			}
+			if len(labels) != 6 || labels[0] != c.first {
+				t.Errorf("labels %q: want 6, the first %q", labels, c.first)
+			}
+		})
+	}
+}
+
+// The series line joins the passed results of the baseline branch only;
+// results of other branches are points on their own.
+func TestSeriesLineIsTheBaselineBranch(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2025, 6, 1, 9, 30, 0, 0, time.UTC)
+	var pts []producer.SeriesPoint
+	for i := range 9 {
+		branch := "main"
+		if i%3 == 2 {
+			branch = "feature/x"
+		}
+		pts = append(pts, seriesPoint(base.Add(time.Duration(i)*time.Hour), branch, 1000+float64(i)))
+	}
+	d := seriesData{PlotW: chartW - padL - padR, PlotH: chartH - padT - padB}
+	layout(&d, pts)
+	if n := len(strings.Fields(d.Line)); n != 6 {
+		t.Errorf("the line joins %d points, want the 6 on main: %s", n, d.Line)
+	}
+	others := 0
+	for _, p := range d.Points {
+		if !p.OnBaseline {
+			others++
+		}
+	}
+	if others != 3 || d.Others != 3 {
+		t.Errorf("%d points (counted %d) off the baseline branch, want 3", others, d.Others)
+	}
+}
+
+func TestClipCutsAtAWord(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"run cancelled before the job started (removed from the queue)", 60, "run cancelled before the job started (removed from the…"},
+		{"run cancelled before the job started (removed from the queue)", 120, "run cancelled before the job started (removed from the queue)"},
+		{"one two, three", 12, "one two…"},
+		{"aaaaaaaaaaaaaaaaaaaa", 8, "aaaaaaa…"},
+		{"ünïcödé wörds hère", 10, "ünïcödé…"},
+		{"first line\nsecond line", 40, "first line…"},
+		{"exactly ten", 11, "exactly ten"},
+	} {
+		if got := clip(c.in, c.n); got != c.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+		if got := clip(c.in, c.n); len([]rune(got)) > c.n {
+			t.Errorf("clip(%q, %d) = %q: longer than %d", c.in, c.n, got, c.n)
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n    any
+		want string
+	}{
+		{0, "0 workers"}, {1, "1 worker"}, {2, "2 workers"}, {int64(1), "1 worker"}, {uint64(3), "3 workers"},
+	} {
+		if got := plural(c.n, "worker"); got != c.want {
+			t.Errorf("plural(%v) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// The gate column says cancelled of a cancelled job and unfinished of a job
+// that never ended in a run that is over, where the gate says failed.
+func TestGateTxt(t *testing.T) {
+	t.Parallel()
+	res := func(st protocol.Status) *producer.JobState {
+		return &producer.JobState{Result: &protocol.Result{Status: st}}
+	}
+	for _, c := range []struct {
+		name    string
+		js      *producer.JobState
+		v       producer.Verdict
+		runOver bool
+		want    string
+	}{
+		{"cancelled", res(protocol.StatusCancelled), producer.VerdictFailed, true, "cancelled"},
+		{"failed", res(protocol.StatusFailed), producer.VerdictFailed, false, "failed"},
+		{"regression", res(protocol.StatusPassed), producer.VerdictRegression, false, "regression"},
+		{"dead letter", &producer.JobState{Kind: protocol.EventDead}, producer.VerdictFailed, false, "failed"},
+		{"never ended, run over", &producer.JobState{Kind: protocol.EventClaimed}, producer.VerdictFailed, true, "unfinished"},
+		{"still running", &producer.JobState{Kind: protocol.EventClaimed}, producer.VerdictFailed, false, ""},
+		{"result awaited", &producer.JobState{Kind: protocol.EventPassed}, producer.VerdictFailed, true, ""},
+	} {
+		if got := gateTxt(c.js, c.v, c.runOver); got != c.want {
+			t.Errorf("%s: gateTxt = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A job without a result shows the loop and warmup counts and labels its
+// manifest cell records.
+func TestSpecFromCell(t *testing.T) {
+	t.Parallel()
+	j := &protocol.Job{Run: "r1", Pool: "n150", Runner: "forge",
+		Benchmark: protocol.Benchmark{Test: "forge/test/bench.py::test_x[a b]", Model: "resnet50", BatchSize: 8, LoopCount: 64, WarmupCount: 16, DataFormat: "bfloat16"},
+		Source: protocol.Source{Repo: "acme/x", Commit: "abc", Branch: "feature, \"odd\"",
+			Wheels: []protocol.Wheel{{URL: "builds/sha256/aa/x.whl", SHA256: "aa"}}},
+		Labels: map[string]string{"team": "vision", "note": "two words \"quoted\""}}
+	m := &protocol.RunManifest{Run: "r1", Priority: protocol.PriorityHigh}
+	sp := specOf(m, &producer.JobState{Job: protocol.ManifestJob{ID: "j1", Cell: j.Cell()}})
+	want := jobSpec{Priority: protocol.PriorityHigh, Loops: 64, Warmup: 16, Labels: []string{`note=two words "quoted"`, "team=vision"}}
+	if fmt.Sprint(sp) != fmt.Sprint(want) {
+		t.Errorf("spec from the cell %q:\n got %+v\nwant %+v", j.Cell(), sp, want)
+	}
+	r := &protocol.Result{Benchmark: protocol.Benchmark{LoopCount: 5, WarmupCount: 2}, Labels: map[string]string{"i": "0"}}
+	sp = specOf(m, &producer.JobState{Job: protocol.ManifestJob{Cell: j.Cell()}, Result: r})
+	if want := (jobSpec{Priority: protocol.PriorityHigh, Loops: 5, Warmup: 2, Labels: []string{"i=0"}}); fmt.Sprint(sp) != fmt.Sprint(want) {
+		t.Errorf("spec from the result: got %+v, want %+v", sp, want)
+	}
+	if sp := specOf(m, &producer.JobState{}); sp.Loops != 0 || sp.Labels != nil {
+		t.Errorf("spec of a job with neither cell nor result: %+v", sp)
+	}
+}
+
+// A board's done and failures come from its stored results of the window,
+// so they do not start again at zero when its worker does; results read
+// once are not read again.
+func TestBoardTallyCountsStoredResults(t *testing.T) {
+	t.Parallel()
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	put := func(run, job, worker, dev string, st protocol.Status, created, finished time.Time) {
+		t.Helper()
+		r := &protocol.Result{Schema: protocol.SchemaResult, Job: job, Run: run, RunCreatedAt: created, Pool: "sim", Runner: "sim",
+			Status: st, Attempt: 1, StartedAt: finished.Add(-time.Second), FinishedAt: finished,
+			Worker: protocol.WorkerRef{ID: worker}, Device: protocol.DeviceRef{ID: dev},
+			Benchmark: protocol.Benchmark{Model: "m", BatchSize: 1, LoopCount: 1, WarmupCount: 1, DataFormat: "bfloat16"}}
+		if st != protocol.StatusPassed {
+			r.Error = &protocol.ResultError{Class: protocol.ClassBenchmark, Message: "x"}
+		}
+		if _, err := storage.PutResult(t.Context(), store, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("r1", "j1", "w1", "d0", protocol.StatusPassed, now.Add(-time.Hour), now.Add(-time.Hour))
+	put("r1", "j2", "w1", "d0", protocol.StatusFailed, now.Add(-time.Hour), now.Add(-time.Hour))
+	put("r1", "j3", "w1", "d1", protocol.StatusCancelled, now.Add(-time.Hour), now.Add(-time.Hour))
+	put("r2", "j4", "w2", "d0", protocol.StatusTimeout, now.Add(-time.Minute), now.Add(-time.Minute))
+	// Before the window: not counted.
+	put("r0", "j5", "w1", "d0", protocol.StatusFailed, now.Add(-30*time.Hour), now.Add(-29*time.Hour))
+	// A run created days ago, still going: counted when the tally is told
+	// to look back that far.
+	put("r3", "j6", "w1", "d1", protocol.StatusError, now.Add(-72*time.Hour), now.Add(-2*time.Hour))
+
+	var tally boardTally
+	got, err := tally.count(t.Context(), store, now, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[boardKey]boardCounts{{"w1", "d0"}: {Done: 2, Failed: 1}, {"w1", "d1"}: {Done: 1}, {"w2", "d0"}: {Done: 1, Failed: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("counts: got %v, want %v", got, want)
+	}
+	got, err = tally.count(t.Context(), store, now, now.Add(-72*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got[boardKey{"w1", "d1"}]; c != (boardCounts{Done: 2, Failed: 1}) {
+		t.Errorf("w1/d1 looking back to a run 3 days old: %+v, want 2 done, 1 failed", c)
+	}
+	// Results already read are remembered: a read again would see this
+	// (unreadable) overwrite.
+	key := storage.ResultKey(now.Add(-time.Hour), "r1", "j1")
+	if err := store.Put(t.Context(), key, strings.NewReader("not json")); err != nil {
+		t.Fatal(err)
+	}
+	put("r2", "j7", "w2", "d0", protocol.StatusPassed, now.Add(-time.Minute), now)
+	got, err = tally.count(t.Context(), store, now, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got[boardKey{"w1", "d0"}]; c != (boardCounts{Done: 2, Failed: 1}) {
+		t.Errorf("w1/d0 read again: %+v", c)
+	}
+	if c := got[boardKey{"w2", "d0"}]; c != (boardCounts{Done: 2, Failed: 1}) {
+		t.Errorf("w2/d0 with a new result: %+v, want 2 done, 1 failed", c)
+	}
+}

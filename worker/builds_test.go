@@ -1,0 +1,89 @@
+package worker_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/build"
+	"github.com/benchfleet/benchfleet/device/build/buildtest"
+	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker"
+)
+
+// buildHost is a fake Tenstorrent host whose forge runner provisions the
+// builds jobs name from a build cache of its own, its test trees from
+// repos.
+func buildHost(t *testing.T, f *ttFleet, repos map[string]string) *ttHost {
+	t.Helper()
+	cache, err := build.New(build.Config{Dir: filepath.Join(buildtest.Dir(t), "cache"), Repos: repos, Fetch: f.store.Get,
+		NotFound: func(err error) bool { return errors.Is(err, storage.ErrNotFound) }, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cache.Close() })
+	host := harnesstest.NewTTHost(t, 1)
+	c := harnesstest.NewCheckout(t, protocol.RunnerForge, "", false)
+	h := &ttHost{TTHost: host}
+	dcfg := device.DiscoverConfig{TTSMI: h.TTSMI, DevRoot: h.DevRoot, SysRoot: h.Sys}
+	devs, err := device.Discover(t.Context(), dcfg)
+	if err != nil || len(devs) != 1 {
+		t.Fatalf("discovered %+v (%v), want one board", devs, err)
+	}
+	k, _ := device.Lookup(protocol.RunnerForge)
+	r, err := k.New(device.Settings{Workdir: c.Workdir, Python: c.Python, TempDir: t.TempDir(), HealthProbe: probes[protocol.RunnerForge], Builds: cache}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs[0].Runner = protocol.RunnerForge
+	h.slots = []worker.Slot{{Device: devs[0], Runner: r, Health: device.NewTTHealth(dcfg)}}
+	return h
+}
+
+// A host whose build cache cannot read its mirror pauses its slots (out
+// of service, saying why) and the job passes on a host that can; after
+// the pause the host looks again and serves.
+func TestBuildCacheFaultPausesTheHost(t *testing.T) {
+	t.Parallel()
+	buildtest.Python(t)
+	f := newTTFleet(t)
+	repo, commits := buildtest.Repo(t, harnesstest.Files(t, protocol.RunnerForge, "checkout"))
+	dir := t.TempDir()
+	var wheels []protocol.Wheel
+	for _, pkg := range []string{"forge", "loguru"} {
+		p, sum := buildtest.Wheel(t, dir, pkg, "1.0", harnesstest.Files(t, protocol.RunnerForge, "site-packages/"+pkg))
+		wheels = append(wheels, buildtest.PutWheel(t, f.store, p, sum))
+	}
+	const repoName = "tenstorrent/tt-forge-onnx"
+	broken := buildHost(t, f, map[string]string{repoName: filepath.Join(t.TempDir(), "no-such-mirror.git")})
+	nc, _ := testfleet.Connect(t, f.srv)
+	wb := testfleet.StartWorker(t, worker.Config{ID: "tt-broken-mirror", Conn: nc, Store: f.store, Slots: broken.slots, Topology: f.tc,
+		Backoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, BuildFaultPause: 2 * time.Second, Log: zerolog.Nop()})
+
+	const run = "build-broken-mirror"
+	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
+	j.Source = protocol.Source{Repo: repoName, Commit: commits[0], Wheels: wheels}
+	j.ID = protocol.JobID(j.Run, j.Cell())
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	testfleet.Eventually(t, time.Minute, "the broken host paused", func() bool {
+		d := wb.Status().Devices[0]
+		return d.State == protocol.DeviceQuarantined && strings.Contains(d.Reason, "build cache") && strings.Contains(d.Reason, "no-such-mirror")
+	})
+	healthy := buildHost(t, f, map[string]string{repoName: repo})
+	f.start(t, "tt-good-mirror", healthy.slots)
+	r := f.results(t, run, 1)[j.ID]
+	if r.Status != protocol.StatusPassed || r.Worker.ID != "tt-good-mirror" || r.Build == nil || r.Build.Kind != protocol.BuildProvisioned {
+		t.Fatalf("result: %s by %s build %+v (%+v), want passed on the healthy host's provisioned build", r.Status, r.Worker.ID, r.Build, r.Error)
+	}
+	testfleet.Eventually(t, time.Minute, "the broken host back after its pause", func() bool {
+		return wb.Status().Devices[0].State == protocol.DeviceIdle
+	})
+}
