@@ -30,6 +30,7 @@ type buildFarm struct {
 	commits            []string
 	wheels             [][]string // per commit: the wheel files to --build-wheel
 	cfg, tmp           string
+	metrics            string // the worker's /metrics base URL
 }
 
 const forgeRepo = "tenstorrent/tt-forge-onnx"
@@ -63,8 +64,11 @@ func newBuildFarm(t *testing.T, iterMS ...int) *buildFarm {
 	if err := os.Mkdir(b.tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	b.metrics = "http://" + listen
 	writeFile(t, b.cfg, fmt.Sprintf(`nats: %s
 store: %s
+metrics_listen: %s
 id: tt-builds
 slots:
   - {pool: n150, runner: forge, devices: ["0", "1"]}
@@ -76,7 +80,7 @@ builds:
   cache_dir: %s
   repos:
     %s: %s
-`, b.nats, b.store, host.TTSMI, host.DevRoot, host.Sys, ck.Workdir, ck.Python, b.cache, forgeRepo, b.repo))
+`, b.nats, b.store, listen, host.TTSMI, host.DevRoot, host.Sys, ck.Workdir, ck.Python, b.cache, forgeRepo, b.repo))
 	return b
 }
 
@@ -160,6 +164,29 @@ func TestBuildsMeasureTheCommitsOwnWheel(t *testing.T) {
 	if ratio >= 0.05 {
 		t.Fatalf("a hit's setup %.4f s is %.1f%% of the miss's %.3f s, want under 5%%", hit.Build.SetupS, 100*ratio, rs[0].Build.SetupS)
 	}
+
+	// Two misses and a hit, the cache's bytes, the setup phase (counted
+	// once each result is durable: a moment after the waiter sees it).
+	var why string
+	testfleet.Eventually(t, 10*time.Second, "the build metrics", func() bool {
+		fams := scrape(t, b.metrics)
+		setups, bytes, phases := fams["benchfleet_build_setups_total"], fams["benchfleet_build_cache_bytes"], fams["benchfleet_job_phase_seconds"]
+		if setups == nil || bytes == nil || phases == nil {
+			why = "missing families"
+			return false
+		}
+		setupPhase := uint64(0)
+		for _, m := range phases.GetMetric() {
+			if labelValue(m, "phase") == "setup" {
+				setupPhase = m.GetHistogram().GetSampleCount()
+			}
+		}
+		why = fmt.Sprintf("setups miss %v hit %v, cache bytes %v, setup phases %d; want 2, 1, > 0, 3",
+			sumCounter(setups, "result", "miss"), sumCounter(setups, "result", "hit"), bytes.GetMetric()[0].GetGauge().GetValue(), setupPhase)
+		return sumCounter(setups, "result", "miss") == 2 && sumCounter(setups, "result", "hit") == 1 &&
+			bytes.GetMetric()[0].GetGauge().GetValue() > 0 && setupPhase == 3
+	})
+	t.Log("metrics: " + why)
 
 	// No wheels: the host's build, and the verdict says the commit was a label.
 	code, out := b.submit(t, "build-host", "--repo", forgeRepo, "--commit", b.commits[1])
