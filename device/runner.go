@@ -129,6 +129,21 @@ type InfraError struct {
 	// signal, no progress): the worker resets the board before its next
 	// job even when a health check still lists it.
 	Hang bool
+	// Setup is set when the job's build could not be made (the store
+	// failed to serve a wheel, the job's time ran out while it was made):
+	// the board never ran the job, so it is neither checked nor blamed.
+	Setup bool
+}
+
+// SetupFailed returns an *InfraError with Setup set.
+func SetupFailed(format string, args ...any) error {
+	return &InfraError{Err: fmt.Errorf(format, args...), Setup: true}
+}
+
+// IsSetup reports whether err is an *InfraError of a build's setup.
+func IsSetup(err error) bool {
+	var e *InfraError
+	return errors.As(err, &e) && e.Setup
 }
 
 func (e *InfraError) Error() string { return "infrastructure: " + e.Err.Error() }

@@ -136,6 +136,9 @@ func buildName(r *protocol.Result, quote func(string) string) string {
 		}
 		s.WriteString(quote(w.Name + "@" + ShortCommit(w.SHA256)))
 	}
+	if b.Cache == "" {
+		s.WriteString(" (not made: the job ended while it was provisioned)")
+	}
 	return s.String()
 }
 

@@ -122,9 +122,13 @@ func (w *Worker) failedOnHost(job string, r device.Runner) {
 // that meets the fault again pauses them again.
 func (w *Worker) hostFault(r device.Runner, err *device.HostError) {
 	reason := fmt.Errorf("out of service: %w", err)
+	var paused []*slot
 	for _, s := range w.slots {
-		if s.runner == r {
+		// A slot already out (a quarantined board) keeps its own reason:
+		// a pause must not end its quarantine.
+		if s.runner == r && !s.outOfService() {
 			s.outOfServiceFor(reason)
+			paused = append(paused, s)
 		}
 	}
 	if !err.Found {
@@ -132,10 +136,8 @@ func (w *Worker) hostFault(r device.Runner, err *device.HostError) {
 	}
 	why := reason.Error()
 	time.AfterFunc(w.cfg.BuildFaultPause, func() {
-		for _, s := range w.slots {
-			if s.runner == r {
-				s.resumeAfter(why)
-			}
+		for _, s := range paused {
+			s.resumeAfter(why)
 		}
 	})
 }

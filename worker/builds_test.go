@@ -1,9 +1,13 @@
 package worker_test
 
 import (
+	"context"
 	"errors"
+	"io"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +28,13 @@ import (
 // repos.
 func buildHost(t *testing.T, f *ttFleet, repos map[string]string) *ttHost {
 	t.Helper()
-	cache, err := build.New(build.Config{Dir: filepath.Join(buildtest.Dir(t), "cache"), Repos: repos, Fetch: f.store.Get,
+	return buildHostFetching(t, f.store.Get, repos)
+}
+
+// buildHostFetching is buildHost whose cache fetches wheels with fetch.
+func buildHostFetching(t *testing.T, fetch func(context.Context, string) (io.ReadCloser, error), repos map[string]string) *ttHost {
+	t.Helper()
+	cache, err := build.New(build.Config{Dir: filepath.Join(buildtest.Dir(t), "cache"), Repos: repos, Fetch: fetch,
 		NotFound: func(err error) bool { return errors.Is(err, storage.ErrNotFound) }, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -86,4 +96,43 @@ func TestBuildCacheFaultPausesTheHost(t *testing.T) {
 	testfleet.Eventually(t, time.Minute, "the broken host back after its pause", func() bool {
 		return wb.Status().Devices[0].State == protocol.DeviceIdle
 	})
+}
+
+// The store failing to serve a wheel is no fault of the board: the job
+// is retried and passes, the board is neither reset nor blamed.
+func TestBuildStoreFailureIsNotTheBoards(t *testing.T) {
+	t.Parallel()
+	buildtest.Python(t)
+	f := newTTFleet(t)
+	repo, commits := buildtest.Repo(t, harnesstest.Files(t, protocol.RunnerForge, "checkout"))
+	dir := t.TempDir()
+	var wheels []protocol.Wheel
+	for _, pkg := range []string{"forge", "loguru"} {
+		p, sum := buildtest.Wheel(t, dir, pkg, "1.0", harnesstest.Files(t, protocol.RunnerForge, "site-packages/"+pkg))
+		wheels = append(wheels, buildtest.PutWheel(t, f.store, p, sum))
+	}
+	const repoName = "tenstorrent/tt-forge-onnx"
+	var fails atomic.Int32
+	host := buildHostFetching(t, func(ctx context.Context, key string) (io.ReadCloser, error) {
+		if fails.Add(1) == 1 {
+			return nil, errors.New("store unavailable (the test's first fetch)")
+		}
+		return f.store.Get(ctx, key)
+	}, map[string]string{repoName: repo})
+	w := f.start(t, "tt-store-blip", host.slots)
+	const run = "build-store-blip"
+	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
+	j.Source = protocol.Source{Repo: repoName, Commit: commits[0], Wheels: wheels}
+	j.ID = protocol.JobID(j.Run, j.Cell())
+	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	r := f.results(t, run, 1)[j.ID]
+	if r.Status != protocol.StatusPassed || r.Attempt != 2 || r.Build == nil || r.Build.Cache != protocol.CacheMiss {
+		t.Fatalf("result: %s attempt %d build %+v (%+v), want passed at attempt 2 on a build made then", r.Status, r.Attempt, r.Build, r.Error)
+	}
+	if slices.Contains(host.Calls(t), "tt-smi -r "+bdf0) {
+		t.Fatalf("the board was reset for the store's failure: %q", host.Calls(t))
+	}
+	if d := w.Status().Devices[0]; d.State == protocol.DeviceQuarantined || (d.Health != nil && d.Health.Infra+d.Health.Hangs+d.Health.Resets > 0) {
+		t.Fatalf("the board is blamed for the store's failure: %+v", d)
+	}
 }

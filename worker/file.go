@@ -56,7 +56,10 @@ type File struct {
 // the builds harness jobs name (their commit's test tree and an
 // environment with their wheels).
 type BuildsSpec struct {
-	// CacheDir holds the cache; default <work dir>/builds.
+	// CacheDir holds the cache; default $CACHE_DIRECTORY/builds under
+	// systemd (the shipped unit's /var/cache/benchfleet), else
+	// <work dir>/builds. It must be the worker's, in directories no other
+	// user can replace.
 	CacheDir string `yaml:"cache_dir"`
 	// MaxBytes bounds it (e.g. 50GiB; least recently used builds go
 	// first, a build in use never); default unbounded.
@@ -72,6 +75,11 @@ type BuildsSpec struct {
 func (b BuildsSpec) Limits(workDir string) (dir string, maxBytes int64, err error) {
 	dir = b.CacheDir
 	if dir == "" {
+		// systemd's CacheDirectory= (the shipped unit's
+		// /var/cache/benchfleet) outlives PrivateTmp's /tmp.
+		if cd := os.Getenv("CACHE_DIRECTORY"); cd != "" && filepath.IsAbs(cd) {
+			workDir = strings.SplitN(cd, ":", 2)[0]
+		}
 		dir = filepath.Join(workDir, "builds")
 	}
 	if b.MaxBytes != "" {

@@ -340,7 +340,9 @@ func (a *attemptState) run(ctx context.Context) error {
 	if errors.As(runErr, &host) {
 		return a.hostFault(ctx, host)
 	}
-	s.w.failed.add(job.ID, s.dev.ID)
+	if !device.IsSetup(runErr) {
+		s.w.failed.add(job.ID, s.dev.ID)
+	}
 	a.retry(ctx, runErr)
 	return runErr
 }
@@ -363,7 +365,9 @@ func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) er
 		confirmed, why = s.confirmHostFault(ctx)
 	}
 	s.w.failedOnHost(a.job.ID, s.runner)
-	if a.counted() >= maxHostFaults {
+	// A fault the worker found itself is the host's alone: it never
+	// makes the job one that fails on every host.
+	if a.counted() >= maxHostFaults && !host.Found {
 		a.dead(ctx, fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.counted(), host.Reason, why))
 	} else {
 		a.retryAfter(ctx, fmt.Errorf("%w (%s)", host, why), 0)

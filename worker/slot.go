@@ -272,6 +272,9 @@ func (s *slot) after(failure error) {
 		s.w.hostFault(s.runner, host)
 		return
 	}
+	if device.IsSetup(failure) {
+		return // the job's build was not made: the board ran nothing
+	}
 	s.record(healthKind(failure), job, nil)
 	s.mu.Lock()
 	s.streak++

@@ -188,6 +188,9 @@ func New(cfg Config) (*Cache, error) {
 	} else if info.Mode().Perm()&0o022 != 0 {
 		return nil, fmt.Errorf("build: Config.Dir %s is writable by other users (mode %v): they could replace the builds jobs run", dir, info.Mode().Perm())
 	}
+	if err := ownedPath(dir); err != nil {
+		return nil, fmt.Errorf("build: Config.Dir: %w", err)
+	}
 	lock, err := dirlock.Acquire(dir, "benchfleet build cache")
 	if err != nil {
 		return nil, fmt.Errorf("build: Config.Dir: %w", err)
@@ -330,6 +333,7 @@ func (c *Cache) Provision(ctx context.Context, req device.BuildRequest, log io.W
 		defer cancel()
 	}
 	lease, err := c.provision(ctx, req, log)
+	err = c.tooBig(err)
 	d := time.Since(start)
 	result := SetupError
 	if err == nil {
@@ -348,6 +352,26 @@ func (c *Cache) Provision(ctx context.Context, req device.BuildRequest, log io.W
 	}
 	ev.Str("repo", req.Repo).Str("commit", req.Commit).Str("result", result).Dur("setup", d).AnErr("error", err).Msg("build: provision")
 	return lease, err
+}
+
+// roomAfterFull is how much must be free again, once a failed build's
+// temporaries are gone, for a full disk to be the build's doing.
+const roomAfterFull = 1 << 30
+
+// tooBig turns a full disk into the job's failure when the job's own
+// build filled it: with its temporaries gone, roomAfterFull is free
+// again. A disk still full is the host's fault (a job's build could
+// otherwise pause every host it reaches, a wheel of a few GiB unpacking
+// to more than the disk holds).
+func (c *Cache) tooBig(err error) error {
+	var host *device.HostError
+	if !errors.As(err, &host) || !strings.Contains(host.Reason, " is out of space") {
+		return err
+	}
+	if free := freeBytes(c.dir); free >= roomAfterFull {
+		return device.Failed("the job's build does not fit on this host: %s; with its temporaries removed %.1f GiB are free again, so the build itself filled the disk", host.Reason, float64(free)/(1<<30))
+	}
+	return err
 }
 
 func (c *Cache) provision(ctx context.Context, req device.BuildRequest, log io.Writer) (*device.BuildLease, error) {

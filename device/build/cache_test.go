@@ -2,6 +2,7 @@ package build
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -333,15 +334,41 @@ func TestConcurrentProvisionsMakeTheBuildOnce(t *testing.T) {
 		results[result]++
 		mu.Unlock()
 	}
+	// The first caller's wheel fetch holds until the second caller says
+	// it waits for the first's making: the two provisions overlap however
+	// the goroutines are scheduled.
+	fetching, overlap := make(chan struct{}), make(chan struct{})
+	var fetchOnce, waitOnce sync.Once
+	cfg.Fetch = func(ctx context.Context, key string) (io.ReadCloser, error) {
+		fetchOnce.Do(func() {
+			close(fetching)
+			select {
+			case <-overlap:
+			case <-time.After(time.Minute):
+			}
+		})
+		return f.store.Get(ctx, key)
+	}
 	c := f.cache(t, cfg)
 	req := f.request(0, f.wheel(t, "twice", "1.0"))
 	leases := make([]*device.BuildLease, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	for i := range leases {
-		wg.Go(func() { leases[i], errs[i] = c.Provision(t.Context(), req, io.Discard) })
-	}
+	wg.Go(func() { leases[0], errs[0] = c.Provision(t.Context(), req, io.Discard) })
+	<-fetching
+	wg.Go(func() {
+		leases[1], errs[1] = c.Provision(t.Context(), req, writerFunc(func(p []byte) {
+			if strings.Contains(string(p), "waiting for another job making the same build") {
+				waitOnce.Do(func() { close(overlap) })
+			}
+		}))
+	})
 	wg.Wait()
+	select {
+	case <-overlap:
+	default:
+		t.Fatal("the second provision never waited for the first: they did not overlap")
+	}
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("Provision %d: %v", i, err)
@@ -424,4 +451,30 @@ func (c *Cache) entryBytes(kinds ...string) int64 {
 		}
 	}
 	return n
+}
+
+// writerFunc is an io.Writer calling its func with every write.
+type writerFunc func(p []byte)
+
+func (w writerFunc) Write(p []byte) (int, error) { w(p); return len(p), nil }
+
+// A cache directory another user owns (a /tmp/builds made before the
+// worker started) is refused: its owner could swap the builds jobs run.
+func TestNewRefusesADirectoryAnotherUserOwns(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory to another user")
+	}
+	f := newFixture(t)
+	cfg := f.config(t)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(cfg.Dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(cfg)
+	if err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Fatalf("New on a directory nobody owns: %v, want it refused naming the owner", err)
+	}
 }

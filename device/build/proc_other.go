@@ -19,3 +19,9 @@ func syncFS(string) error {
 	syscall.Sync()
 	return nil
 }
+
+// freeBytes is unknown here (-1).
+func freeBytes(string) int64 { return -1 }
+
+// ownedPath is not checked here.
+func ownedPath(string) error { return nil }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/rs/zerolog"
 
@@ -34,26 +35,38 @@ func (r *Runner) provision(ctx context.Context, job *protocol.Job, rec device.Re
 	rec.Phase(device.PhaseSetup)
 	w := &cappedWriter{w: logFile, left: maxSetupLogBytes}
 	fmt.Fprintf(w, "[benchfleet: provisioning %s at %s with %d wheel(s) over %s]\n", src.Repo, src.Commit, len(src.Wheels), r.python)
+	info := protocol.BuildInfo{Kind: protocol.BuildProvisioned, Commit: src.Commit}
+	for _, wh := range src.Wheels {
+		info.Wheels = append(info.Wheels, protocol.WheelInfo{Name: wh.Name(), SHA256: wh.SHA256})
+	}
+	recordBuild(rec, info) // a build that fails to be made is still named
 	lease, err = r.cfg.Builds.Provision(ctx, device.BuildRequest{Python: r.python, Repo: src.Repo, Commit: src.Commit, Wheels: src.Wheels}, w)
 	if err != nil {
-		if ctx.Err() != nil {
-			return "", "", nil, fmt.Errorf("%s: provisioning the job's build stopped: %w", r.Name(), ctx.Err())
-		}
 		fmt.Fprintf(w, "[benchfleet: provisioning failed: %v]\n", err)
 		var host *device.HostError
-		if errors.As(err, &host) {
+		var inv *device.InvalidError
+		var bench *device.BenchmarkError
+		switch {
+		case ctx.Err() != nil:
+			// The job's time ran out (or its run was cancelled, or the
+			// worker is stopping: the worker tells them apart) before its
+			// build was ready: no board ran anything.
+			return "", "", nil, device.SetupFailed("%s: the job's build was not ready when the job ended: %v", r.Name(), ctx.Err())
+		case errors.As(err, &host):
 			// The cache's own finding (a full disk, a broken mirror), not
 			// the job's claim: the host needs no probe to believe it.
 			return "", "", nil, &device.HostError{Reason: "build cache: " + host.Reason, Found: true}
+		case errors.As(err, &inv), errors.As(err, &bench):
+			return "", "", nil, err
+		default:
+			// The store failing to serve a wheel: worth a retry, and not
+			// the board's failure.
+			return "", "", nil, device.SetupFailed("%s: making the job's build: %v", r.Name(), err)
 		}
-		return "", "", nil, err
 	}
-	info := protocol.BuildInfo{Kind: protocol.BuildProvisioned, Commit: src.Commit, Cache: protocol.CacheMiss, SetupS: lease.Setup.Seconds()}
+	info.Cache, info.SetupS = protocol.CacheMiss, lease.Setup.Seconds()
 	if lease.Hit {
 		info.Cache = protocol.CacheHit
-	}
-	for _, wh := range src.Wheels {
-		info.Wheels = append(info.Wheels, protocol.WheelInfo{Name: wh.Name(), SHA256: wh.SHA256})
 	}
 	recordBuild(rec, info)
 	fmt.Fprintf(w, "[benchfleet: build ready (cache %s) in %s: python %s, checkout %s]\n", info.Cache, lease.Setup.Round(1e6), lease.Python, lease.Checkout)
@@ -65,4 +78,16 @@ func recordBuild(rec device.Recorder, info protocol.BuildInfo) {
 	if br, ok := rec.(device.BuildRecorder); ok {
 		br.Build(info)
 	}
+}
+
+// withoutSiteDirs drops site-packages and dist-packages directories from
+// a PYTHONPATH list.
+func withoutSiteDirs(path []string) []string {
+	var out []string
+	for _, p := range path {
+		if b := filepath.Base(p); b != "site-packages" && b != "dist-packages" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -320,6 +320,13 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		defer lease.Release()
 	}
 	command := r.p.Command(checkout, job.Benchmark)
+	if lease != nil {
+		// The environment's .pth lists the host's site directories after
+		// the job's wheels; one on PYTHONPATH (tt-xla's activate puts
+		// /usr/local/lib/python3.11/dist-packages there) would come
+		// before them and could shadow the build under test.
+		command.PythonPath = withoutSiteDirs(command.PythonPath)
+	}
 	cwd := room.Work
 	for _, f := range command.CwdFiles {
 		if err := copyCwdFile(filepath.Join(checkout, f), filepath.Join(cwd, f)); err != nil {

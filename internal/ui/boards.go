@@ -47,6 +47,9 @@ type tallied struct {
 	board    boardKey
 	status   protocol.Status
 	finished time.Time
+	// replaceable: a dead letter's result, which a later attempt (dlq
+	// retry) replaces: read again each time.
+	replaceable bool
 }
 
 // count returns, by board, the results finished after now-boardWindow. It
@@ -76,7 +79,7 @@ func (t *boardTally) count(ctx context.Context, b storage.Bucket, now, from time
 				continue
 			}
 			listed[key] = true
-			if _, ok := t.seen[key]; !ok {
+			if tl, ok := t.seen[key]; !ok || tl.replaceable {
 				fresh = append(fresh, key)
 			}
 		}
@@ -137,7 +140,7 @@ func readTallied(ctx context.Context, b storage.Bucket, keys []string) ([]tallie
 				return
 			}
 			if r, err := protocol.DecodeResult(data); err == nil {
-				out[i] = tallied{board: boardKey{r.Worker.ID, r.Device.ID}, status: r.Status, finished: r.FinishedAt}
+				out[i] = tallied{board: boardKey{r.Worker.ID, r.Device.ID}, status: r.Status, finished: r.FinishedAt, replaceable: r.DeadLettered()}
 			}
 		}()
 	}
