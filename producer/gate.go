@@ -366,6 +366,9 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 		if !m.CreatedAt.IsZero() && r.RunCreatedAt.After(m.CreatedAt) {
 			continue // a later run is not history of this one
 		}
+		if !BaselinePCC(r) {
+			continue // passed only a check set too low to trust
+		}
 		s := SeriesOf(r)
 		out[s] = append(out[s], r)
 	}
@@ -631,4 +634,17 @@ func ManifestFromResults(run string, results []*protocol.Result) *protocol.RunMa
 func manifestJobOf(r *protocol.Result) protocol.ManifestJob {
 	return protocol.ManifestJob{ID: r.Job, Pool: r.Pool, Runner: r.Runner, Model: r.Benchmark.Model, Test: r.Benchmark.Test,
 		BatchSize: r.Benchmark.BatchSize, DataFormat: r.Benchmark.DataFormat}
+}
+
+// BaselinePCCFloor is the lowest required PCC a passed result may have
+// been judged at and still enter a baseline: a job may set limits.pcc_min
+// as low as it likes (1e-9 passes anything), and its result records, but
+// a speed measured on wrong answers is no baseline.
+const BaselinePCCFloor = 0.9
+
+// BaselinePCC reports whether r's accuracy check was strict enough for r
+// to enter a baseline: judged at BaselinePCCFloor or above, or by the
+// harness itself (Min 0: the upstream harness judged at its own PCC).
+func BaselinePCC(r *protocol.Result) bool {
+	return r.PCC.Min == 0 || r.PCC.Min >= BaselinePCCFloor
 }

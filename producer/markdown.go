@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -54,7 +55,7 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 		fmt.Fprintf(&b, "\nThe waiting timed out with %d %s unfinished; the run goes on.\n", unfinished, plural(unfinished, "job", "jobs"))
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "\n> **Warning:** %s\n", mdCell(w))
+		fmt.Fprintf(&b, "\n> **Warning:** %s\n", escape.Markdown(w))
 	}
 	names := caseNames(r.Rows)
 	nameOf := map[string]string{}
@@ -75,7 +76,7 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 		b.WriteString("\n### Failures\n\n")
 		for _, row := range ordered {
 			if row.Status != protocol.StatusPassed && row.Status != "" {
-				fmt.Fprintf(&b, "- `%s` (%s): %s\n", mdCode(nameOf[row.Job]), statusWord(row.Status), mdCell(oneLine(reasonOf(row))))
+				fmt.Fprintf(&b, "- `%s` (%s): %s\n", mdCode(nameOf[row.Job]), statusWord(row.Status), escape.Markdown(oneLine(reasonOf(row))))
 			}
 		}
 	}
@@ -83,7 +84,7 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 		b.WriteString("\n### Unfinished\n\n")
 		for _, row := range ordered {
 			if row.Status == "" {
-				fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(nameOf[row.Job]), mdCell(oneLine(reasonOf(row))))
+				fmt.Fprintf(&b, "- `%s`: %s\n", mdCode(nameOf[row.Job]), escape.Markdown(oneLine(reasonOf(row))))
 			}
 		}
 	}
@@ -128,16 +129,18 @@ func markdownOrder(rows []Row) []Row {
 	return out
 }
 
-// mdCell makes s safe inside a table cell or a list item: one line, pipes
-// and angle brackets escaped.
+// mdCell makes s safe inside a table cell or a list item: one line, no
+// control characters, pipes and angle brackets escaped. Text a job wrote
+// (a reason) goes through escape.Markdown instead, which also stops links,
+// images and emphasis.
 func mdCell(s string) string {
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`, "<", "&lt;", ">", "&gt;").Replace(s)
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`, "<", "&lt;", ">", "&gt;").Replace(escape.Control(s))
 	return s
 }
 
 // mdCode makes s safe inside a `code span`.
 func mdCode(s string) string {
-	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(s)
+	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(escape.Control(s))
 }
 
 // ShortCommit is the first 12 characters of a commit hash, for tables.

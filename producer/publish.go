@@ -146,7 +146,11 @@ func (w *jobPublisher) settle(ctx context.Context) error {
 	if err != nil {
 		return w.republish(ctx, e.job, e.f.Msg(), err)
 	}
-	if !ack.Duplicate {
+	if ack.Duplicate {
+		if err := w.p.checkDuplicate(ctx, w.jobs[e.job], e.f.Msg().Data, ack); err != nil {
+			return err
+		}
+	} else {
 		w.published++
 	}
 	w.accepted()
@@ -199,8 +203,14 @@ func later(a, b time.Time) time.Time {
 // republishFor. A duplicate ack means an earlier publish of this Submit
 // landed, so it counts as published.
 func (w *jobPublisher) republish(ctx context.Context, i int, m *nats.Msg, cause error) error {
-	if _, err := w.p.republish(ctx, m); err != nil {
+	ack, err := w.p.republish(ctx, m)
+	if err != nil {
 		return fmt.Errorf("publish job %s: %w (retry: %v)", w.jobs[i].ID, cause, err)
+	}
+	if ack.Duplicate {
+		if err := w.p.checkDuplicate(ctx, w.jobs[i], m.Data, ack); err != nil {
+			return err
+		}
 	}
 	w.lastAck = time.Now()
 	w.published++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,6 +30,8 @@ type RunSummary struct {
 // ListRuns returns the runs of the bench-runs bucket, newest first. The
 // newest `detail` runs get their Progress and State (a Snapshot each:
 // their stored results and events; store may be nil, then only events).
+// A manifest that GetManifest refuses (ErrBadManifest) is left out and
+// named in a *SkippedRunsError returned with the other runs.
 func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyValue, store storage.Bucket, detail int) ([]RunSummary, error) {
 	keys, err := runs.ListKeys(ctx)
 	if err != nil {
@@ -43,17 +44,22 @@ func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyVal
 	cancelled := map[string]bool{}
 	var names []string
 	for k := range keys.Keys() {
-		if run, ok := strings.CutSuffix(k, ".cancel"); ok {
+		run, what, ok := protocol.ParseRunKey(k)
+		switch {
+		case ok && what == "cancel":
 			cancelled[run] = true
-			continue
-		}
-		if run, ok := strings.CutSuffix(k, ".manifest"); ok {
+		case ok && what == "manifest":
 			names = append(names, run)
 		}
 	}
+	var skipped []error
 	for _, run := range names {
-		if m, err := GetManifest(ctx, runs, run); err == nil {
+		m, err := GetManifest(ctx, runs, run)
+		switch {
+		case err == nil:
 			out = append(out, RunSummary{Manifest: m, Cancelled: cancelled[run]})
+		case errors.Is(err, ErrBadManifest):
+			skipped = append(skipped, err)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Manifest.CreatedAt.After(out[j].Manifest.CreatedAt) })
@@ -69,6 +75,9 @@ func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyVal
 		p := ProgressOf(out[i].Manifest, states)
 		out[i].Progress = &p
 		out[i].State = RunState(p, out[i].Cancelled)
+	}
+	if skipped != nil {
+		return out, &SkippedRunsError{Errs: skipped}
 	}
 	return out, nil
 }

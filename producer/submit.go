@@ -81,6 +81,9 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		if err := sameJobs(m, s.Jobs); err != nil {
 			return nil, err
 		}
+		if err := sameSource(m, s, time.Now()); err != nil {
+			return nil, err
+		}
 		return &SubmitResult{Manifest: m, Attached: true}, nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, err
@@ -284,7 +287,10 @@ func (r *manifestRecord) commit(ctx context.Context, runs jetstream.KeyValue, ru
 }
 
 // GetManifest reads a run's manifest from the bench-runs bucket, with its
-// jobs (from the chunks of a big run).
+// jobs (from the chunks of a big run). A value that does not decode or
+// fails protocol.RunManifest.CheckRead (another run's name, counts out of
+// bounds, chunks that disagree with their header) is a *BadManifestError;
+// a missing run is jetstream.ErrKeyNotFound.
 func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*protocol.RunManifest, error) {
 	e, err := runs.Get(ctx, protocol.ManifestKey(run))
 	if err != nil {
@@ -292,12 +298,16 @@ func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*pro
 	}
 	var m protocol.RunManifest
 	if err := json.Unmarshal(e.Value(), &m); err != nil {
-		return nil, fmt.Errorf("run %s: manifest: %w", run, err)
+		return nil, &BadManifestError{Run: run, Err: err}
+	}
+	// Anyone who may write bench-runs may write any value there: nothing
+	// is sized from the header before it is checked.
+	if err := m.CheckRead(run); err != nil {
+		return nil, &BadManifestError{Run: run, Err: err}
 	}
 	if m.Chunks <= 0 {
 		return &m, nil
 	}
-	m.Jobs = make([]protocol.ManifestJob, 0, m.JobCount)
 	for i := 0; i < m.Chunks; i++ {
 		ce, err := runs.Get(ctx, protocol.ManifestChunkKey(run, i))
 		if err != nil {
@@ -305,12 +315,20 @@ func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*pro
 		}
 		var jobs []protocol.ManifestJob
 		if err := json.Unmarshal(ce.Value(), &jobs); err != nil {
-			return nil, fmt.Errorf("run %s: manifest chunk %d: %w", run, i, err)
+			return nil, &BadManifestError{Run: run, Err: fmt.Errorf("chunk %d: %w", i, err)}
+		}
+		if len(jobs) > protocol.ManifestChunkJobs || len(m.Jobs)+len(jobs) > m.JobCount {
+			return nil, &BadManifestError{Run: run, Err: fmt.Errorf("chunk %d: %d jobs, more than its header's job_count %d allows", i, len(jobs), m.JobCount)}
+		}
+		for _, j := range jobs {
+			if err := protocol.ValidID("jobs[].id", j.ID); err != nil {
+				return nil, &BadManifestError{Run: run, Err: fmt.Errorf("chunk %d: %w", i, err)}
+			}
 		}
 		m.Jobs = append(m.Jobs, jobs...)
 	}
 	if len(m.Jobs) != m.JobCount {
-		return nil, fmt.Errorf("run %s: manifest has %d jobs in %d chunks, its header says %d", run, len(m.Jobs), m.Chunks, m.JobCount)
+		return nil, &BadManifestError{Run: run, Err: fmt.Errorf("%d jobs in %d chunks, its header says %d", len(m.Jobs), m.Chunks, m.JobCount)}
 	}
 	m.Chunks, m.JobCount = 0, 0
 	return &m, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -95,7 +96,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if withChange {
 			line += "\t" + FmtChange(r.Change) + "\t" + r.Verdict
 		}
-		fmt.Fprintln(tw, line+"\t"+Shorten(r.Reason, 80))
+		fmt.Fprintln(tw, line+"\t"+escape.Terminal(Shorten(r.Reason, 80)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

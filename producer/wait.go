@@ -227,7 +227,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 	// has ended: a job dead-lettered and later re-queued by `dlq retry` is
 	// terminal half way through the replay.
 	last, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
-		if e, err := protocol.DecodeEvent(m.Data()); err == nil {
+		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {
 			if st, ok := states[e.Job]; ok {
 				was := st.Terminal()
 				apply(st, e)
@@ -258,8 +258,8 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 	events := make(chan *protocol.Event, 256)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		e, err := protocol.DecodeEvent(m.Data())
-		if err != nil {
-			return
+		if err != nil || !protocol.TrustedEvent(m.Subject(), e.Kind) {
+			return // a worker's kind of event from a producer is forged
 		}
 		select {
 		case events <- e:
@@ -447,7 +447,7 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
 	_, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
-		if e, err := protocol.DecodeEvent(m.Data()); err == nil {
+		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {
 			if st, ok := states[e.Job]; ok {
 				apply(st, e)
 			}

@@ -20,7 +20,11 @@ func publishEvent(t *testing.T, js jetstream.JetStream, e protocol.Event) {
 	t.Helper()
 	e.Schema, e.Time = protocol.SchemaEvent, time.Now().UTC()
 	data, _ := json.Marshal(e)
-	if _, err := js.Publish(t.Context(), protocol.EventSubject(e.Run, e.Job), data); err != nil {
+	subject := protocol.WorkerEventSubject(e.Run, e.Job) // as a worker does
+	if protocol.ProducerEventKind(e.Kind) {
+		subject = protocol.EventSubject(e.Run, e.Job)
+	}
+	if _, err := js.Publish(t.Context(), subject, data); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -24,7 +24,9 @@ const (
 
 	// SubjectJobsPrefix prefixes job subjects: bench.jobs.<pool>.<priority>.
 	SubjectJobsPrefix = "bench.jobs"
-	// SubjectEventsPrefix prefixes event subjects: bench.events.<run>.<job>.
+	// SubjectEventsPrefix prefixes event subjects: bench.events.<run>.<job>
+	// (producers: queued, cancelled) and bench.events.<run>.<job>.worker
+	// (workers: WorkerEventSubject).
 	SubjectEventsPrefix = "bench.events"
 	// SubjectDeadPrefix prefixes dead-letter subjects: bench.dead.<pool>.
 	SubjectDeadPrefix = "bench.dead"
@@ -101,9 +103,45 @@ func EventSubject(run, job string) string {
 	return fmt.Sprintf("%s.%s.%s", SubjectEventsPrefix, run, job)
 }
 
-// RunEventsFilter matches every event of a run.
+// RunEventsFilter matches every event of a run (its producers' and its
+// workers').
 func RunEventsFilter(run string) string {
 	return fmt.Sprintf("%s.%s.>", SubjectEventsPrefix, run)
+}
+
+// WorkerEventToken ends the subject of an event published by a worker:
+// bench.events.<run>.<job>.worker. Producers may publish only on
+// EventSubject (four tokens; deploy/nats/accounts.conf denies them the
+// fifth), so an event on a worker subject comes from a worker.
+const WorkerEventToken = "worker"
+
+// WorkerEventSubject is the subject a worker publishes one job's events on.
+func WorkerEventSubject(run, job string) string {
+	return EventSubject(run, job) + "." + WorkerEventToken
+}
+
+// JobEventsFilters match every event of one job of a run: the producers'
+// (EventSubject) and the workers' (WorkerEventSubject).
+func JobEventsFilters(run, job string) []string {
+	return []string{EventSubject(run, job), WorkerEventSubject(run, job)}
+}
+
+// IsWorkerEventSubject reports whether subject is a WorkerEventSubject.
+func IsWorkerEventSubject(subject string) bool {
+	parts := strings.Split(subject, ".")
+	return len(parts) == 5 && parts[0]+"."+parts[1] == SubjectEventsPrefix && parts[4] == WorkerEventToken
+}
+
+// ProducerEventKind reports whether a producer may publish events of kind
+// k: queued (submit, dlq retry) and cancelled (runs cancel, for jobs taken
+// out of the queue). Every other kind is a worker's and counts only on a
+// WorkerEventSubject.
+func ProducerEventKind(k EventKind) bool { return k == EventQueued || k == EventCancelled }
+
+// TrustedEvent reports whether an event of kind k read from subject may be
+// believed: a worker's kind only on a worker's subject.
+func TrustedEvent(subject string, k EventKind) bool {
+	return ProducerEventKind(k) || IsWorkerEventSubject(subject)
 }
 
 // DeadSubject is the dead-letter subject of a pool. An unparseable pool is
@@ -115,16 +153,69 @@ func DeadSubject(pool string) string {
 	return fmt.Sprintf("%s.%s", SubjectDeadPrefix, pool)
 }
 
+// OwnerUntrusted is the producer identity of fork pull requests
+// (deploy/nats/accounts.conf user `untrusted`). Its runs are named
+// UntrustedRunPrefix + "<rest>" and their bench-runs keys live under
+// "untrusted." (RunKeyBase), the only keys that user may write.
+const OwnerUntrusted = "untrusted"
+
+// UntrustedRunPrefix starts the name of every run of the untrusted
+// producer.
+const UntrustedRunPrefix = OwnerUntrusted + "-"
+
+// UntrustedRun reports whether run belongs to the untrusted producer: its
+// name is "untrusted" or starts with UntrustedRunPrefix.
+func UntrustedRun(run string) bool {
+	return run == OwnerUntrusted || strings.HasPrefix(run, UntrustedRunPrefix)
+}
+
+// RunKeyBase is the prefix of a run's bench-runs keys: the run itself, or
+// "untrusted.<run>" for an UntrustedRun, so that permissions (which match
+// whole subject tokens) can give the untrusted producer
+// $KV.bench-runs.untrusted.> and nothing of any other run.
+func RunKeyBase(run string) string {
+	if UntrustedRun(run) {
+		return OwnerUntrusted + "." + run
+	}
+	return run
+}
+
 // CancelKey is the bench-runs key holding a run's cancel flag.
-func CancelKey(run string) string { return run + ".cancel" }
+func CancelKey(run string) string { return RunKeyBase(run) + ".cancel" }
 
 // ManifestKey is the bench-runs key holding a run's manifest (for a big
 // run, its header: the jobs are in ManifestChunkKey values).
-func ManifestKey(run string) string { return run + ".manifest" }
+func ManifestKey(run string) string { return RunKeyBase(run) + ".manifest" }
 
 // ManifestChunkKey is the bench-runs key holding chunk i (from 0) of a big
 // run's manifest jobs (RunManifest.Chunks).
-func ManifestChunkKey(run string, i int) string { return fmt.Sprintf("%s.jobs.%d", run, i) }
+func ManifestChunkKey(run string, i int) string { return fmt.Sprintf("%s.jobs.%d", RunKeyBase(run), i) }
+
+// CancelKeyFilters match every cancel flag in bench-runs (for a watch).
+// The slice is new on every call (nats.go's WatchFiltered rewrites it).
+func CancelKeyFilters() []string { return []string{"*.cancel", OwnerUntrusted + ".*.cancel"} }
+
+// ParseRunKey splits a bench-runs key into its run and what it holds
+// ("cancel", "manifest" or "jobs.<i>"); ok is false for any other key,
+// and for an "untrusted." key whose run is not an UntrustedRun.
+func ParseRunKey(key string) (run, what string, ok bool) {
+	parts := strings.Split(key, ".")
+	if len(parts) > 1 && parts[0] == OwnerUntrusted {
+		parts = parts[1:]
+		if !UntrustedRun(parts[0]) {
+			return "", "", false
+		}
+	} else if UntrustedRun(parts[0]) {
+		return "", "", false
+	}
+	switch {
+	case len(parts) == 2 && (parts[1] == "cancel" || parts[1] == "manifest"):
+		return parts[0], parts[1], true
+	case len(parts) == 3 && parts[1] == "jobs":
+		return parts[0], parts[1] + "." + parts[2], true
+	}
+	return "", "", false
+}
 
 // ManifestChunkJobs is how many jobs one manifest value holds at most:
 // ManifestJob is under 500 bytes (its strings are bounded), so a chunk

@@ -46,8 +46,10 @@ func (f ArtifactFile) open() (io.ReadCloser, int64, error) {
 }
 
 // UploadArtifacts uploads files to their artifact keys for r's job and
-// attempt and returns their records (size, sha256). Re-uploading the same
-// attempt's artifact overwrites it, which is harmless: it is the same file.
+// attempt and returns their records (size, sha256). Artifacts are written
+// once (IfAbsent): re-uploading the same attempt's artifact with the same
+// content returns its record; other content at its key is an
+// ErrArtifactConflict, never an overwrite.
 func UploadArtifacts(ctx context.Context, b Bucket, r *protocol.Result, files []ArtifactFile) ([]protocol.Artifact, error) {
 	out := make([]protocol.Artifact, 0, len(files))
 	for _, f := range files {
@@ -71,10 +73,39 @@ func uploadArtifact(ctx context.Context, b Bucket, r *protocol.Result, f Artifac
 	}
 	defer fh.Close()
 	h := sha256.New()
-	if err := b.Put(ctx, key, io.TeeReader(fh, h), Size(size)); err != nil {
+	err = b.Put(ctx, key, io.TeeReader(fh, h), Size(size), IfAbsent())
+	if errors.Is(err, ErrExists) {
+		// Written once: the same attempt delivered again (a retried
+		// Deliver) finds its own file; any other content is a conflict.
+		return sameArtifact(ctx, b, key, f)
+	}
+	if err != nil {
 		return protocol.Artifact{}, err
 	}
 	return protocol.Artifact{Name: f.Name, Key: key, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// sameArtifact returns the record of f when the object at key holds f's
+// content, else an ErrArtifactConflict.
+func sameArtifact(ctx context.Context, b Bucket, key string, f ArtifactFile) (protocol.Artifact, error) {
+	fh, size, err := f.open()
+	if err != nil {
+		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", f.Name, err)
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", f.Name, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	same, err := sameContent(ctx, b, key, sum)
+	if err != nil {
+		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", key, err)
+	}
+	if !same {
+		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", key, ErrArtifactConflict)
+	}
+	return protocol.Artifact{Name: f.Name, Key: key, Size: size, SHA256: sum}, nil
 }
 
 // CheckDeliverable reports, before any I/O, whether r and files can ever be
@@ -109,8 +140,11 @@ func CheckDeliverable(r *protocol.Result, files []ArtifactFile) error {
 // a conditional create. It always returns the result key.
 //
 // If the result is already there (an earlier attempt won, or this one was
-// delivered before a crash), Deliver returns ErrExists: the caller records
-// nothing new. The one exception is a dead letter's result, which the
+// delivered before a crash), or the job's marker names a result under
+// another date (the job was republished with another created_at), Deliver
+// returns ErrExists and the key of the recorded result: the caller records
+// nothing new. An artifact key holding other content is an
+// ErrArtifactConflict. The one exception is a dead letter's result, which the
 // result of a later attempt replaces (supersede.go). r is changed only when this call wrote the result, so a
 // failed Deliver can be retried (or spooled) with the same r without
 // duplicating artifact records. Errors from an unreachable store match
@@ -120,6 +154,29 @@ func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []Artifact
 		return "", err
 	}
 	key := ResultKey(r.RunCreatedAt, r.Run, r.Job)
+	// One result per job, whatever its created_at (jobmark.go).
+	prev, err := claimJob(ctx, b, r.Run, r.Job, key)
+	if err != nil {
+		return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+	}
+	if prev != key {
+		replace, err := supersede(ctx, b, prev, r)
+		if err != nil {
+			return prev, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+		}
+		if !replace {
+			if err := noteLate(ctx, b, prev); err != nil {
+				return prev, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+			}
+			return prev, fmt.Errorf("storage: result %s (recorded at %s): %w", r.Job, prev, ErrExists)
+		}
+		if prev, err = reclaimJob(ctx, b, r.Run, r.Job, key); err != nil {
+			return key, fmt.Errorf("storage: deliver %s: %w", r.Job, err)
+		}
+		if prev != key {
+			return prev, fmt.Errorf("storage: result %s (recorded at %s): %w", r.Job, prev, ErrExists)
+		}
+	}
 	res := *r
 	if len(files) > 0 {
 		// Skip the artifact upload when the result is already final.
@@ -149,7 +206,7 @@ func Deliver(ctx context.Context, b Bucket, r *protocol.Result, files []Artifact
 		// upload_s is the artifact upload; the result write follows it.
 		res.Phases.UploadS = time.Since(start).Seconds()
 	}
-	_, err := PutResult(ctx, b, &res)
+	_, err = PutResult(ctx, b, &res)
 	if errors.Is(err, ErrExists) {
 		// A dead letter's result yields to a later attempt (supersede.go).
 		replace, serr := supersede(ctx, b, key, r)

@@ -237,7 +237,7 @@ func (s *Spool) Deliver(ctx context.Context, r *protocol.Result, files []Artifac
 	orig := *r
 	orig.Artifacts = slices.Clone(r.Artifacts)
 	key, err = Deliver(ctx, WithCallTimeout(s.bucket, s.cfg.CallTimeout), r, files)
-	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrInvalidKey) {
+	if err == nil || errors.Is(err, ErrExists) || errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrArtifactConflict) {
 		return key, false, err
 	}
 	name, serr := s.write(&orig, key, files, err)
@@ -392,7 +392,7 @@ func (s *Spool) Flush(ctx context.Context) error {
 			}
 			ev.Str("run", m.Run).Str("job", m.Job).Int("attempt", m.Attempt).Str("key", m.Key).
 				Int("pending", s.Pending()).Msg(msg)
-		case errors.Is(err, errEntryCorrupt) || errors.Is(err, ErrInvalidKey):
+		case errors.Is(err, errEntryCorrupt) || errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrArtifactConflict):
 			if qerr := s.quarantine(name); qerr != nil {
 				return qerr
 			}

@@ -3,11 +3,12 @@ package worker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // cancelWatch follows the cancel flags of bench-runs and stops the running
@@ -25,7 +26,7 @@ var errRunCancelled = fmt.Errorf("run cancelled")
 
 func watchCancels(ctx context.Context, kv jetstream.KeyValue, log zerolog.Logger) (*cancelWatch, error) {
 	cw := &cancelWatch{cancelled: map[string]bool{}, running: map[string]map[*jobCancel]struct{}{}}
-	watcher, err := kv.Watch(ctx, "*.cancel", jetstream.IncludeHistory())
+	watcher, err := kv.WatchFiltered(ctx, protocol.CancelKeyFilters(), jetstream.IncludeHistory())
 	if err != nil {
 		return nil, fmt.Errorf("watch cancel flags: %w", err)
 	}
@@ -51,7 +52,10 @@ func watchCancels(ctx context.Context, kv jetstream.KeyValue, log zerolog.Logger
 				if e.Operation() != jetstream.KeyValuePut {
 					continue
 				}
-				run := strings.TrimSuffix(e.Key(), ".cancel")
+				run, what, ok := protocol.ParseRunKey(e.Key())
+				if !ok || what != "cancel" {
+					continue
+				}
 				log.Info().Str("run", run).Msg("run cancelled")
 				cw.cancel(run)
 			}

@@ -84,6 +84,11 @@ type Config struct {
 	Heartbeat time.Duration
 	// JobTimeout bounds one attempt when the job sets no limit (default 30m).
 	JobTimeout time.Duration
+	// MaxJobTimeout bounds one attempt whatever the job asks for: a
+	// job's limits.timeout above it is cut to it (default 6h, or
+	// JobTimeout when that is longer). A producer cannot hold a board for
+	// protocol.MaxJobTimeout (48h) by asking.
+	MaxJobTimeout time.Duration
 	// Backoff is the first redelivery delay after an infrastructure failure;
 	// it doubles per attempt up to MaxBackoff (defaults 2s and 1m).
 	Backoff, MaxBackoff time.Duration
@@ -149,6 +154,12 @@ func (c *Config) fill() error {
 	}
 	if c.JobTimeout <= 0 {
 		c.JobTimeout = 30 * time.Minute
+	}
+	if c.MaxJobTimeout <= 0 {
+		c.MaxJobTimeout = max(6*time.Hour, c.JobTimeout)
+	}
+	if c.MaxJobTimeout < c.JobTimeout {
+		return fmt.Errorf("worker: the longest job timeout %s is below the default job timeout %s", c.MaxJobTimeout, c.JobTimeout)
 	}
 	if c.Backoff <= 0 {
 		c.Backoff = 2 * time.Second

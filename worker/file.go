@@ -175,8 +175,23 @@ type DiscoverySpec struct {
 }
 
 type TimeoutsSpec struct {
-	Job   string `yaml:"job"`
-	Drain string `yaml:"drain"`
+	Job string `yaml:"job"`
+	// JobMax bounds every attempt, whatever timeout the job asks for
+	// (Config.MaxJobTimeout; default 6h).
+	JobMax string `yaml:"job_max"`
+	Drain  string `yaml:"drain"`
+}
+
+// MaxJob is timeouts.job_max (0 when unset).
+func (t TimeoutsSpec) MaxJob() (time.Duration, error) {
+	if t.JobMax == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(t.JobMax)
+	if err != nil || d <= 0 {
+		return 0, configErr("config timeouts.job_max %q: want a positive duration like 6h", t.JobMax)
+	}
+	return d, nil
 }
 
 type HarnessSpec struct {

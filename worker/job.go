@@ -44,6 +44,9 @@ type attemptState struct {
 	// moment until it is settled; hbLater: the background settle stops it.
 	hb      *claimKeeper
 	hbLater bool
+	// notes qualify the attempt's result (Result.Notes): limits the
+	// worker imposed.
+	notes []string
 }
 
 // counted is the deliveries MaxDeliver bounds: those the job may be blamed
@@ -153,8 +156,10 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	// would be refused by the write-once store). But if its result could not
 	// be recorded at all (no spool, or a spool that refuses writes), the job
 	// is handed back before it runs.
-	switch found, err := s.w.rec.exists(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); {
-	case err == nil && found && !a.requeuedOverDeadLetter(ctx, storage.ResultKey(job.CreatedAt, job.Run, job.ID)):
+	// The job's result is found whatever created_at it was published with
+	// (storage.JobMarkerKey): a republished job is not run again.
+	switch key, found, err := s.w.rec.recorded(ctx, job.Run, job.ID, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); {
+	case err == nil && found && !a.requeuedOverDeadLetter(ctx, key):
 		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
 		a.ack(ctx)
 		return nil
@@ -230,6 +235,11 @@ func (a *attemptState) run(ctx context.Context) error {
 	timeout := job.Limits.Timeout.D()
 	if timeout <= 0 {
 		timeout = s.w.cfg.JobTimeout
+	}
+	if timeout > s.w.cfg.MaxJobTimeout {
+		a.notes = append(a.notes, fmt.Sprintf("the job asked for a timeout of %s; this worker allows at most %s, which bounded it", timeout, s.w.cfg.MaxJobTimeout))
+		a.log.Warn().Dur("asked", timeout).Dur("max", s.w.cfg.MaxJobTimeout).Msg("job timeout cut to the worker's longest")
+		timeout = s.w.cfg.MaxJobTimeout
 	}
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -450,7 +460,7 @@ func (a *attemptState) newResult(status protocol.Status, rerr *protocol.ResultEr
 		Worker:    protocol.WorkerRef{ID: s.w.cfg.ID, Host: s.w.host, Version: s.w.cfg.Version},
 		Device:    protocol.DeviceRef{ID: s.dev.ID, Pool: s.dev.Pool, Arch: s.dev.Arch, Chips: s.dev.Chips, Firmware: s.dev.Firmware},
 		Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
-		PCC: protocol.PCC{Min: j.Limits.PCCMin},
+		PCC: protocol.PCC{Min: j.Limits.PCCMin}, Notes: append([]string(nil), a.notes...),
 	}
 	if r.PCC.Min == 0 {
 		r.PCC.Min = protocol.DefaultPCCMin
@@ -807,7 +817,7 @@ func (a *attemptState) event(ctx context.Context, e protocol.Event) {
 	if err != nil {
 		return
 	}
-	a.s.w.events.publish(protocol.EventSubject(e.Run, e.Job), data, string(e.Kind))
+	a.s.w.events.publish(protocol.WorkerEventSubject(e.Run, e.Job), data, string(e.Kind))
 }
 
 func truncate(s string, n int) string {

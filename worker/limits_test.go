@@ -91,3 +91,26 @@ func TestHandBackStopsAtMaxDeliver(t *testing.T) {
 		t.Errorf("delivered %d times with MaxDeliver %d", info.Delivered.Consumer, cfg.MaxDeliver)
 	}
 }
+
+// A job cannot hold a board longer than the worker allows by asking for a
+// long limits.timeout (issue 23): its attempt ends at the worker's
+// MaxJobTimeout, and the dead letter says so.
+func TestJobTimeoutIsBoundedByTheWorker(t *testing.T) {
+	t.Parallel()
+	f := newFaultFleet(t)
+	cfg := f.workerConfig(t, "cap-w", 1)
+	cfg.MaxDeliver = 1
+	cfg.JobTimeout, cfg.MaxJobTimeout = 200*time.Millisecond, 500*time.Millisecond
+	testfleet.StartWorker(t, cfg)
+	j := testfleet.SimJobs(t, "cap-1", 1, map[string]string{"sim.duration": "5m"})[0]
+	j.Limits.Timeout = protocol.Duration(47 * time.Hour)
+	j.ID = protocol.JobID(j.Run, j.Cell())
+	testfleet.Submit(t, f.js, f.topo, f.store, "cap-1", protocol.PriorityNormal, []*protocol.Job{j})
+	testfleet.Eventually(t, time.Minute, "the job's dead letter", func() bool {
+		info, err := f.topo.Dead.Info(t.Context())
+		return err == nil && info.State.Msgs >= 1
+	})
+	if e := f.dlqList(t)[0]; !strings.Contains(e.Reason, "timed out after 500ms") {
+		t.Fatalf("dead letter %q: want the attempt cut at the worker's 500ms, not the job's 47h", e.Reason)
+	}
+}

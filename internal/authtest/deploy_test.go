@@ -34,7 +34,7 @@ import (
 
 const deployDir = "../../deploy/nats"
 
-var passwords = map[string]string{"producer": "pw-producer", "worker": "pw-worker", "reader": "pw-reader", "admin": "pw-admin", "sys": "pw-sys"}
+var passwords = map[string]string{"producer": "pw-producer", "untrusted": "pw-untrusted", "worker": "pw-worker", "reader": "pw-reader", "admin": "pw-admin", "sys": "pw-sys"}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -69,6 +69,7 @@ func renderDeploy(t *testing.T, i int, p *pki, routePorts []int, workerNKey stri
 		},
 		"accounts.conf": {
 			{"$BENCH_PRODUCER_PASSWORD", `"` + passwords["producer"] + `"`},
+			{"$BENCH_UNTRUSTED_PASSWORD", `"` + passwords["untrusted"] + `"`},
 			{"$BENCH_WORKER_PASSWORD", `"` + passwords["worker"] + `"`},
 			{"$BENCH_READER_PASSWORD", `"` + passwords["reader"] + `"`},
 			{"$BENCH_ADMIN_PASSWORD", `"` + passwords["admin"] + `"`},

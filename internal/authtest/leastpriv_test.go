@@ -29,7 +29,7 @@ import (
 // verbatim, the passwords taken from the environment as in production.
 func accountsServer(t *testing.T) string {
 	t.Helper()
-	for user, env := range map[string]string{"producer": "BENCH_PRODUCER_PASSWORD", "worker": "BENCH_WORKER_PASSWORD",
+	for user, env := range map[string]string{"producer": "BENCH_PRODUCER_PASSWORD", "untrusted": "BENCH_UNTRUSTED_PASSWORD", "worker": "BENCH_WORKER_PASSWORD",
 		"reader": "BENCH_READER_PASSWORD", "admin": "BENCH_ADMIN_PASSWORD", "sys": "NATS_SYS_PASSWORD"} {
 		t.Setenv(env, "pw-"+user)
 	}

@@ -35,7 +35,7 @@ import (
 // passwordEnv are the variables accounts.conf reads its passwords from
 // (the EnvironmentFile of nats-server@.service), by user.
 var passwordEnv = map[string]string{
-	"BENCH_PRODUCER_PASSWORD": "producer", "BENCH_WORKER_PASSWORD": "worker", "BENCH_READER_PASSWORD": "reader",
+	"BENCH_PRODUCER_PASSWORD": "producer", "BENCH_UNTRUSTED_PASSWORD": "untrusted", "BENCH_WORKER_PASSWORD": "worker", "BENCH_READER_PASSWORD": "reader",
 	"BENCH_ADMIN_PASSWORD": "admin", "NATS_SYS_PASSWORD": "sys",
 }
 

@@ -38,7 +38,9 @@ type Options struct {
 	// InboxPrefix replaces "_INBOX" as the prefix of this connection's reply
 	// subjects (JetStream API replies, publish acks, pulled messages), so a
 	// server can let each user subscribe to its own inboxes only (deploy/nats
-	// uses _INBOX_<user>). Empty: "_INBOX".
+	// uses _INBOX_<user>). Empty: "_INBOX_<User>" when User is set (the
+	// convention of deploy/nats), else "_INBOX". Connect fails with
+	// ErrInboxDenied when the server refuses this user the prefix.
 	InboxPrefix string
 	// ConnectTimeout bounds the first connection (default 10s) while
 	// servers do not answer in time; a refusal (nothing listens), refused
@@ -49,8 +51,8 @@ type Options struct {
 // Connect dials NATS, trying every URL. It retries the first connection
 // until ConnectTimeout or ctx ends while servers time out, but returns at
 // once when every server refused the connection, or with an error that
-// wraps ErrAuth or ErrTLS and says which flag or variable to fix; once
-// connected, it reconnects forever.
+// wraps ErrAuth, ErrTLS or ErrInboxDenied and says which flag or variable
+// to fix; once connected, it reconnects forever.
 func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, error) {
 	if o.URL == "" {
 		return nil, fmt.Errorf("nats: no server URL (set --nats or NATS_URL)")
@@ -60,6 +62,7 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 		name = "benchfleet"
 	}
 	log = log.With().Str("component", "nats").Logger()
+	inbox := inboxPrefix(o)
 	if hasUserinfo(o.URL) {
 		log.Warn().Str("url", Redact(o.URL)).Msg(urlWarning)
 	}
@@ -78,11 +81,11 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 			log.Info().Str("server", Redact(c.ConnectedUrl())).Msg("reconnected")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			log.Warn().Err(err).Msg("async error")
+			logAsync(log, inbox, o, err)
 		}),
 	}
-	if o.InboxPrefix != "" {
-		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
+	if inbox != defaultInbox {
+		opts = append(opts, nats.CustomInboxPrefix(inbox))
 	}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
@@ -118,7 +121,13 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 	for {
 		nc, err := nats.Connect(o.URL, opts...)
 		if err == nil {
-			log.Debug().Str("server", Redact(nc.ConnectedUrl())).Msg("connected")
+			// A denied inbox fails every request only at its deadline:
+			// found now, it is an error that names the prefix to give.
+			if err := checkInbox(nc, inbox, o, min(timeout, 5*time.Second)); err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("nats: connect %s: inbox prefix %s: %w", Redact(o.URL), inbox, err)
+			}
+			log.Debug().Str("server", Redact(nc.ConnectedUrl())).Str("inbox", inbox).Msg("connected")
 			return nc, nil
 		}
 		// nats.go may echo the URL (a parse error quotes it whole), so the

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -64,6 +65,9 @@ type Message struct {
 	Pool   string `json:"pool,omitempty"`
 	Job    string `json:"job,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Held is how many messages of this event the rate limit held back
+	// since the last one sent (absent: none).
+	Held int `json:"held,omitempty"`
 }
 
 // Series is one job of a regression message.
@@ -146,6 +150,13 @@ type Config struct {
 	RetryWaitMin, RetryWaitMax time.Duration
 	// Timeout bounds one POST attempt (default 10s).
 	Timeout time.Duration
+	// RateLimit is how many notifications of one event (Message.Event)
+	// are sent per minute (default DefaultRateLimit; negative: no limit).
+	// The rest are not sent; the next one of that event that is sent says
+	// how many were held back (in Text and Held).
+	RateLimit int
+	// Now is the clock of the rate limit (default time.Now).
+	Now func() time.Time
 	// Log is the logger (default: disabled).
 	Log zerolog.Logger
 }
@@ -155,6 +166,7 @@ type Webhook struct {
 	cfg    Config
 	client *retryablehttp.Client
 	log    zerolog.Logger
+	limit  *rateLimiter
 }
 
 // NewWebhook validates cfg (the error names the field) and returns a
@@ -168,7 +180,11 @@ func NewWebhook(cfg Config) (*Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Webhook{cfg: cfg, client: client, log: cfg.Log.With().Str("component", "notify").Logger()}, nil
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	return &Webhook{cfg: cfg, client: client, log: cfg.Log.With().Str("component", "notify").Logger(),
+		limit: newRateLimiter(cfg.RateLimit, cfg.Now)}, nil
 }
 
 // retryClient fills the retry settings both senders share (4 retries,
@@ -208,6 +224,9 @@ func newClient(retries int, lo, hi, timeout time.Duration) *retryablehttp.Client
 // message is sent anyway; keys of different events should differ, e.g.
 // "regression/<run>/..." and "quarantine/<worker>/..."). It reports whether it posted. A POST that
 // fails after its retries releases the key, so the next call tries again.
+// Text goes out through escape.Chat (job-provided text cannot ping a
+// channel or hide a link), and at most Config.RateLimit messages of one
+// event a minute are sent: one held back reports false and no error.
 func (h *Webhook) Notify(ctx context.Context, key string, m Message) (bool, error) {
 	if m.Time.IsZero() {
 		m.Time = time.Now().UTC()
@@ -224,6 +243,16 @@ func (h *Webhook) Notify(ctx context.Context, key string, m Message) (bool, erro
 			h.log.Debug().Str("event", m.Event).Str("run", m.Run).Msg("notification already sent; skipped")
 			return false, nil
 		}
+	}
+	ok, held := h.limit.allow(m.Event)
+	if !ok {
+		h.log.Info().Str("event", m.Event).Str("run", m.Run).Int("limit", h.cfg.RateLimit).Msg("notification held back by the rate limit")
+		return false, nil
+	}
+	m.Text = escape.Chat(m.Text)
+	if held > 0 {
+		m.Held = held
+		m.Text += heldNote(m.Event, held, h.cfg.RateLimit)
 	}
 	if err := postJSON(ctx, h.client, h.cfg.URL, nil, m); err != nil {
 		if key != "" && h.cfg.Dedup != nil {

@@ -62,6 +62,16 @@ const (
 	// protocol.MaxJobBytes so that oversize jobs reach the worker and are
 	// dead-lettered with a reason instead of vanishing at publish.
 	MaxJobMsgBytes = 1 << 20
+	// MaxJobsBytes bounds BENCH_JOBS (4 GiB: over 60,000 jobs of
+	// protocol.MaxJobBytes). The stream discards new messages when full, so
+	// a flood is refused at publish and never pushes queued jobs out.
+	MaxJobsBytes = 4 << 30
+	// MaxEventMsgBytes is BENCH_EVENTS' message size limit (a default
+	// nats-server's max payload, whatever the server allows).
+	MaxEventMsgBytes = 1 << 20
+	// MaxEventsBytes bounds BENCH_EVENTS (4 GiB); when full, the oldest
+	// events go first, as with EventsMaxAge.
+	MaxEventsBytes = 4 << 30
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -135,6 +145,8 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 		Duplicates:  c.DuplicateWindow,
 		Replicas:    c.Replicas,
 		MaxMsgSize:  MaxJobMsgBytes,
+		MaxBytes:    MaxJobsBytes,
+		Discard:     jetstream.DiscardNew,
 	})
 	if err != nil {
 		return nil, err
@@ -148,6 +160,8 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 		MaxAge:      c.EventsMaxAge,
 		Duplicates:  2 * time.Minute,
 		Replicas:    c.Replicas,
+		MaxMsgSize:  MaxEventMsgBytes,
+		MaxBytes:    MaxEventsBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -291,29 +305,6 @@ func (r *retrier) ensureStream(ctx context.Context, js jetstream.JetStream, upda
 		return nil, fmt.Errorf("topology: stream %s: %w", cfg.Name, err)
 	}
 	return s, nil
-}
-
-func (r *retrier) ensureKV(ctx context.Context, js jetstream.JetStream, update bool, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	var kv jetstream.KeyValue
-	err := r.do(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) error {
-		var err error
-		if update {
-			kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
-			return err
-		}
-		kv, err = js.KeyValue(ctx, cfg.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(ctx, cfg)
-			if errors.Is(err, jetstream.ErrBucketExists) {
-				kv, err = js.KeyValue(ctx, cfg.Bucket)
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("topology: bucket %s: %w", cfg.Bucket, err)
-	}
-	return kv, nil
 }
 
 // ErrUnavailable is what the topology calls return (wrapped in an

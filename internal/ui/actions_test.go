@@ -57,14 +57,15 @@ func get(t *testing.T, u string) (int, string) {
 }
 
 // Read-only by default: a cancel is refused without --actions, and with
-// actions without the page's CSRF token or from another origin; with both
-// the run is cancelled. Artifacts are served from artifacts/ only.
+// actions without the page's CSRF token or from another origin (for a
+// logged-in operator); with both the run is cancelled. Artifacts are served from artifacts/ only.
 func TestActionsNeedFlagAndToken(t *testing.T) {
 	cfg, submit := newFarm(t)
 	submit("ui-cancel", testfleet.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
 	ro := serve(t, cfg)
-	cfg.Actions = true
+	cfg.Actions, cfg.ActionsToken = true, "operator-token"
 	rw := serve(t, cfg)
+	op := operatorLogin(t, rw.URL, cfg.ActionsToken)
 
 	if code, body := get(t, ro.URL+"/runs/ui-cancel"); code != 200 || strings.Contains(body, "cancel run") {
 		t.Fatalf("read-only run page: %d, has a cancel button: %v", code, strings.Contains(body, "cancel run"))
@@ -72,21 +73,21 @@ func TestActionsNeedFlagAndToken(t *testing.T) {
 	if code := post(t, ro.URL+"/runs/ui-cancel/cancel", url.Values{}, ""); code != http.StatusForbidden {
 		t.Errorf("cancel on a read-only server: %d, want 403", code)
 	}
-	_, body := get(t, rw.URL+"/runs/ui-cancel")
+	_, _, body := do(t, http.MethodGet, rw.URL+"/runs/ui-cancel", nil, op, nil)
 	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatalf("no CSRF token on the run page of an actions server:\n%s", body)
 	}
-	if code := post(t, rw.URL+"/runs/ui-cancel/cancel", url.Values{"csrf": {"0000"}}, ""); code != http.StatusForbidden {
+	if code, _, _ := do(t, http.MethodPost, rw.URL+"/runs/ui-cancel/cancel", url.Values{"csrf": {"0000"}}, op, nil); code != http.StatusForbidden {
 		t.Errorf("cancel with a wrong token: %d, want 403", code)
 	}
-	if code := post(t, rw.URL+"/runs/ui-cancel/cancel", url.Values{"csrf": {m[1]}}, "http://evil.example"); code != http.StatusForbidden {
+	if code, _, _ := do(t, http.MethodPost, rw.URL+"/runs/ui-cancel/cancel", url.Values{"csrf": {m[1]}}, op, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
 		t.Errorf("cancel from another origin: %d, want 403", code)
 	}
 	if _, err := cfg.Topology.Runs.Get(t.Context(), protocol.CancelKey("ui-cancel")); err == nil {
 		t.Fatal("the run was cancelled by a refused request")
 	}
-	if code := post(t, rw.URL+"/runs/ui-cancel/cancel", url.Values{"csrf": {m[1]}, "back": {"/runs/ui-cancel"}}, rw.URL); code != http.StatusSeeOther {
+	if code, _, _ := do(t, http.MethodPost, rw.URL+"/runs/ui-cancel/cancel", url.Values{"csrf": {m[1]}, "back": {"/runs/ui-cancel"}}, op, map[string]string{"Origin": rw.URL}); code != http.StatusSeeOther {
 		t.Fatalf("cancel with the token: %d, want 303", code)
 	}
 	if _, err := cfg.Topology.Runs.Get(t.Context(), protocol.CancelKey("ui-cancel")); err != nil {

@@ -146,7 +146,9 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, rs := range runs {
 		if rs.Progress == nil {
-			break
+			// Not looked at (past RecentRuns) or its state could not be
+			// read: one such run must not hide the runs after it.
+			continue
 		}
 		v := runView{RunSummary: rs, Done: rs.Progress.All.Done(), Total: rs.Progress.All.Total}
 		switch rs.State {
@@ -318,6 +320,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "run", "run "+m.Run, !d.Finished, d)
 }
 
+// runLookback bounds the scan for a run the bucket no longer holds and
+// whose results have no job markers.
+const runLookback = 90 * 24 * time.Hour
+
 // manifest reads the run named in the path; it has answered the request
 // when ok is false.
 func (s *Server) manifest(w http.ResponseWriter, r *http.Request) (*protocol.RunManifest, bool) {
@@ -329,7 +335,11 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) (*protocol.Run
 	m, err := producer.GetManifest(r.Context(), s.cfg.Topology.Runs, run)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		// A run older than the bucket's history: rebuild it from its results.
-		rs, _, qerr := storage.Query(r.Context(), s.cfg.Store, storage.Filter{Run: run})
+		// Its job markers name its date; a run without them is looked
+		// for in the last runLookback only: a request for a name that
+		// was never a run must not scan every date.
+		since := storage.RunSince(r.Context(), s.cfg.Store, run, time.Now().Add(-runLookback))
+		rs, _, qerr := storage.Query(r.Context(), s.cfg.Store, storage.Filter{Run: run, Since: since})
 		if qerr != nil || len(rs) == 0 {
 			s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %q not found", run))
 			return nil, false
@@ -447,8 +457,8 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Row.SeriesURL = seriesURL(s0)
 	if m.Run != "" {
-		_, _ = producer.ReadStored(ctx, s.cfg.JS, protocol.StreamEvents, []string{protocol.EventSubject(m.Run, id)}, func(msg jetstream.Msg) {
-			if e, err := protocol.DecodeEvent(msg.Data()); err == nil && e.Kind != protocol.EventLog {
+		_, _ = producer.ReadStored(ctx, s.cfg.JS, protocol.StreamEvents, protocol.JobEventsFilters(m.Run, id), func(msg jetstream.Msg) {
+			if e, err := protocol.DecodeEvent(msg.Data()); err == nil && e.Kind != protocol.EventLog && protocol.TrustedEvent(msg.Subject(), e.Kind) {
 				d.Events = append(d.Events, e)
 			}
 		})

@@ -2,8 +2,8 @@
 // --ui`): server-rendered pages over the producer's read models — the
 // fleet, the queues, runs and their jobs, a series' history from the
 // Parquet index — with every asset embedded in the binary. It is
-// read-only unless Config.Actions is set; actions are POSTs carrying the
-// server's CSRF token.
+// read-only unless Config.Actions is set; actions are POSTs of a logged-in
+// operator (Config.ActionsToken) carrying the server's CSRF token.
 package ui
 
 import (
@@ -50,8 +50,26 @@ type Config struct {
 	// Gate tunes the regression verdicts shown (zero: the gate's defaults).
 	Gate producer.GateConfig
 	// Actions enables cancel, dlq retry and fleet release (POST with the
-	// CSRF token). Default false: read-only.
+	// CSRF token) for an operator (ActionsToken). Default false: read-only.
 	Actions bool
+	// ActionsToken is the operator token actions need: an operator logs
+	// in at /login with it (a cookie for this process's life) or sends
+	// "Authorization: Bearer TOKEN". Empty: every action is refused, with
+	// the reason, even with Actions.
+	ActionsToken string
+	// AllowHosts are the host names (a name on any port, or name:port)
+	// the server answers besides LoopbackHosts; "*" allows every host.
+	// Any other Host gets 421: a DNS-rebound name cannot reach the pages
+	// or the actions. Default: loopback only.
+	AllowHosts []string
+	// ManifestTTL is how long a bench-runs entry read (a manifest, a cancel
+	// flag) is reused by the pages before it is read again (default 2s;
+	// negative: every view reads every entry). Actions through the server
+	// forget what they change at once.
+	ManifestTTL time.Duration
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout bound a
+	// connection served by Serve (defaults 10s, 30s, 2m, 2m).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Refresh is how often live pages reload themselves (default 5s;
 	// negative: never).
 	Refresh time.Duration
@@ -93,6 +111,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RecentRuns <= 0 {
 		cfg.RecentRuns = 20
 	}
+	fillTimeouts(&cfg)
+	if cfg.ManifestTTL == 0 {
+		cfg.ManifestTTL = defaultManifestTTL
+	}
+	if cfg.ManifestTTL > 0 {
+		topo := *cfg.Topology
+		topo.Runs = newKVCache(topo.Runs, cfg.ManifestTTL, nil)
+		cfg.Topology = &topo
+	}
 	s := &Server{cfg: cfg, verdicts: map[string]string{}}
 	g, err := producer.NewGate(cfg.Gate, s.history)
 	if err != nil {
@@ -118,6 +145,9 @@ func New(cfg Config) (*Server, error) {
 	m.HandleFunc("GET /series", s.series)
 	m.HandleFunc("GET /dlq", s.dlq)
 	m.HandleFunc("GET /artifacts/", s.artifact)
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.action(s.logout))
 	m.HandleFunc("POST /runs/{run}/cancel", s.action(s.cancel))
 	m.HandleFunc("POST /dlq/{id}/retry", s.action(s.retry))
 	m.HandleFunc("POST /fleet/{worker}/{device}/release", s.action(s.release))
@@ -126,8 +156,13 @@ func New(cfg Config) (*Server, error) {
 }
 
 // ServeHTTP serves the dashboard's pages with a content security policy
-// that allows nothing from outside the server.
+// that allows nothing from outside the server, to requests whose Host it
+// serves (Config.AllowHosts; 421 otherwise).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r.Host) {
+		refuseHost(w, r.Host)
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -138,7 +173,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Serve serves the dashboard on ln until ctx ends, then shuts down
 // gracefully (at most 5 s).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.httpServer()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -163,15 +198,17 @@ func (s *Server) history(ctx context.Context, f storage.Filter) ([]*protocol.Res
 // page is what every template gets.
 type page struct {
 	Title   string
-	Refresh int // seconds; 0 = no reload
-	Actions bool
+	Refresh int  // seconds; 0 = no reload
+	Actions bool // the buttons: actions on and an operator logged in
+	Login   bool // actions on, no operator logged in: a link to /login
 	CSRF    string
 	Flash   string
 	Data    any
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title string, live bool, data any) {
-	p := page{Title: title, Actions: s.cfg.Actions, CSRF: s.csrf, Flash: r.URL.Query().Get("flash"), Data: data}
+	op := s.operator(r)
+	p := page{Title: title, Actions: op, Login: s.cfg.Actions && !op, CSRF: s.csrf, Flash: r.URL.Query().Get("flash"), Data: data}
 	if live && s.cfg.Refresh > 0 {
 		p.Refresh = max(1, int(s.cfg.Refresh/time.Second))
 	}
@@ -207,7 +244,8 @@ func (s *Server) failBack(w http.ResponseWriter, r *http.Request, code int, err 
 		d.Heading = "Not found"
 	}
 	var b strings.Builder
-	p := page{Title: d.Heading, Actions: s.cfg.Actions, CSRF: s.csrf, Data: d}
+	op := s.operator(r)
+	p := page{Title: d.Heading, Actions: op, Login: s.cfg.Actions && !op, CSRF: s.csrf, Data: d}
 	if terr := s.tpl["error"].ExecuteTemplate(&b, "layout", p); terr != nil {
 		http.Error(w, err.Error(), code)
 		return
@@ -224,13 +262,13 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.fail(w, r, http.StatusNotFound, fmt.Errorf("the dashboard has no page %s", r.URL.Path))
 }
 
-// action wraps a POST handler: actions must be enabled and the form must
-// carry the CSRF token (and, when the browser sends one, an Origin of this
+// action wraps a POST handler: actions must be enabled, the request must
+// come from an operator (authorize) and the form must carry the CSRF
+// token (a bearer-token request needs none) (and, when the browser sends one, an Origin of this
 // server).
 func (s *Server) action(fn func(w http.ResponseWriter, r *http.Request) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.cfg.Actions {
-			http.Error(w, "read-only: start the server with --actions to allow this", http.StatusForbidden)
+		if !s.authorize(w, r) {
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" {
@@ -240,7 +278,7 @@ func (s *Server) action(fn func(w http.ResponseWriter, r *http.Request) (string,
 			}
 		}
 		tok := r.PostFormValue("csrf")
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.csrf)) != 1 {
+		if !s.bearer(r) && subtle.ConstantTimeCompare([]byte(tok), []byte(s.csrf)) != 1 {
 			http.Error(w, "missing or wrong CSRF token: reload the page", http.StatusForbidden)
 			return
 		}
@@ -248,10 +286,7 @@ func (s *Server) action(fn func(w http.ResponseWriter, r *http.Request) (string,
 		if err != nil {
 			msg = "failed: " + err.Error()
 		}
-		back := r.PostFormValue("back")
-		if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
-			back = "/"
-		}
+		back := safeBack(r.PostFormValue("back"))
 		http.Redirect(w, r, back+"?flash="+url.QueryEscape(msg), http.StatusSeeOther)
 	}
 }

@@ -102,7 +102,7 @@ func clip(s string, n int) string {
 // parseTemplates parses each page with the shared layout.
 func parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"home", "run", "job", "series", "dlq", "error"} {
+	for _, name := range []string{"home", "run", "job", "series", "dlq", "error", "login"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: template %s: %w", name, err)

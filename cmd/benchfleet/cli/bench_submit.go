@@ -143,13 +143,23 @@ func (a *app) benchSubmit(ctx context.Context, n, rounds int, dataDir string) er
 	return nil
 }
 
-// purgeKV empties bucket (its backing stream KV_<bucket>).
+// purgeKV empties bucket: it deletes every key (the buckets refuse
+// purges and roll-ups, see topology).
 func purgeKV(ctx context.Context, js jetstream.JetStream, bucket string) error {
-	s, err := js.Stream(ctx, "KV_"+bucket)
+	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
 		return err
 	}
-	return s.Purge(ctx)
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	for k := range keys.Keys() {
+		if err := kv.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // benchProgress prints Submit's progress to stderr about every 10% of n

@@ -58,7 +58,7 @@ func TestCancelCountsOnlyLiveWorkersJobs(t *testing.T) {
 	for i, job := range ghosts {
 		ev, _ := json.Marshal(protocol.Event{Schema: protocol.SchemaEvent, Run: run, Job: job, Time: now, Kind: protocol.EventClaimed,
 			Worker: []string{"killed-1", "killed-2"}[i], Device: "sim-0", Attempt: 1})
-		if _, err := js.Publish(t.Context(), protocol.EventSubject(run, job), ev); err != nil {
+		if _, err := js.Publish(t.Context(), protocol.WorkerEventSubject(run, job), ev); err != nil {
 			t.Fatal(err)
 		}
 	}

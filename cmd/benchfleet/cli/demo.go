@@ -92,6 +92,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 func (a *app) devCmd() *cobra.Command {
 	var dataDir, listen, slots, metrics, uiAddr string
 	var uiActions bool
+	var uiAllowHosts []string
 	cmd := &cobra.Command{
 		Use:   "dev [--data DIR] [--listen 127.0.0.1:4222] [--slots cpu=2,sim=8] [--metrics-listen ADDR] [--ui ADDR [--ui-actions]]",
 		Short: "Run an embedded NATS, a store and a worker until interrupted, for other terminals to submit to",
@@ -119,7 +120,7 @@ worker with the --slots given. Submit from another terminal with
 			if uiAddr != "" {
 				uctx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 				defer stopUI()
-				if err := a.devUI(uctx, uiAddr, uiActions, lf.store); err != nil {
+				if err := a.devUI(uctx, uiAddr, uiActions, uiAllowHosts, lf.store); err != nil {
 					return err
 				}
 			}
@@ -136,7 +137,8 @@ worker with the --slots given. Submit from another terminal with
 	cmd.Flags().StringVar(&slots, "slots", "cpu=1,sim=4", "built-in slots pool=count[,pool=count]")
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "", "serve the worker's Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
 	cmd.Flags().StringVar(&uiAddr, "ui", "", "serve the web dashboard (as benchfleet serve does) on this `ADDR`, e.g. 127.0.0.1:8080")
-	cmd.Flags().BoolVar(&uiActions, "ui-actions", false, "allow cancel, dlq retry and fleet release from the dashboard")
+	cmd.Flags().BoolVar(&uiActions, "ui-actions", false, "allow cancel, dlq retry and fleet release from the dashboard (operator token from $BENCHFLEET_ACTIONS_TOKEN, else one is made and printed)")
+	cmd.Flags().StringArrayVar(&uiAllowHosts, "ui-allow-host", nil, "the dashboard also answers this host `NAME` (repeatable; as serve --allow-host)")
 	a.topologyFlags(cmd)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -37,7 +38,7 @@ func (a *app) dlqCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRUN\tPOOL\tATTEMPTS\tTIME\tREASON")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Letter.Run, e.Pool, e.Attempts, e.Time.Format(time.RFC3339), producer.Shorten(e.Reason, 100))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Letter.Run, e.Pool, e.Attempts, e.Time.Format(time.RFC3339), escape.Terminal(producer.Shorten(e.Reason, 100)))
 			}
 			tw.Flush()
 			fmt.Fprintf(a.stdout, "(%s)\n", count(len(entries), "dead letter"))

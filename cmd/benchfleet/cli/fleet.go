@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -89,14 +90,14 @@ func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.Worker
 				busy++
 			case protocol.DeviceQuarantined:
 				quarantined++
-				state += ": " + d.Reason
+				state += ": " + escape.Terminal(d.Reason)
 			}
 			fails := "-"
 			if h := d.Health; h != nil {
 				fails = fmt.Sprintf("%d/%d (%d hangs, %d resets)", h.Infra+h.Hangs, h.Jobs, h.Hangs, h.Resets)
 			}
 			if d.Flag != "" {
-				state += " [FLAGGED: " + d.Flag + "]"
+				state += " [FLAGGED: " + escape.Terminal(d.Flag) + "]"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s ago\n", worker, st.Host, st.Version, d.ID, d.Pool, d.Runner,
 				state, d.Job, d.Done, fails, time.Since(st.Time).Truncate(time.Second))

@@ -88,7 +88,7 @@ func TestGateNotifyOnceAndCommitStatus(t *testing.T) {
 	}
 	hook, gh := newRecorder(t), newRecorder(t)
 	args := []string{"results", "gate", "--run", run, "--store", "file://" + dir, "--notify", hook.URL + "/hooks/T0/B0/secret",
-		"--github-token", "test-token", "--github-api", gh.URL}
+		"--github-token", "test-token", "--github-api", gh.URL, "--commit", sha, "--repo", "acme/bench"}
 
 	code, out, errOut := ciRun(t, args...)
 	if code != ExitGate {

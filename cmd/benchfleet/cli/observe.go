@@ -54,6 +54,10 @@ type notifyFlags struct {
 	url         string
 	githubToken string
 	githubAPI   string
+	// repo and commit are what this process was given (flags, environment,
+	// the matrix file): the only commit a status is set on, never one read
+	// from a stored manifest.
+	repo, commit string
 }
 
 func (n *notifyFlags) register(fs *pflag.FlagSet) {
@@ -92,8 +96,9 @@ func (n *notifyFlags) check() error {
 
 // send tells about a gated run: the notification (deduplicated by a
 // record in the store, see notify.StoreDedup) when it did not pass, and
-// the commit status when a token is given and the run has a GitHub repo
-// and a commit. Failures are reported on stderr and never change the exit
+// the commit status when a token is given, on the repo and commit this
+// process was given (n.repo, n.commit) and only when the run's are the
+// same (statusTarget). Failures are reported on stderr and never change the exit
 // code: the gate's verdict stands.
 func (n *notifyFlags) send(ctx context.Context, a *app, b storage.Bucket, rep *producer.RunReport) {
 	if n.url != "" {
@@ -110,18 +115,34 @@ func (n *notifyFlags) send(ctx context.Context, a *app, b storage.Bucket, rep *p
 			}
 		}
 	}
-	src := rep.Manifest.Source
-	if n.githubToken != "" && src.Commit != "" {
-		if _, ok := notify.RepoName(src.Repo); !ok {
-			fmt.Fprintf(a.stderr, "benchfleet: --github-token: run %s has no GitHub repo (source.repo %q); no commit status set\n", rep.Manifest.Run, src.Repo)
+	if n.githubToken != "" {
+		if err := n.statusTarget(rep); err != nil {
+			fmt.Fprintf(a.stderr, "benchfleet: --github-token: %v; no commit status set\n", err)
 			return
 		}
 		g, err := notify.NewGitHub(notify.GitHubConfig{Token: n.githubToken, APIBase: n.githubAPI})
 		if err == nil {
-			err = g.SetStatus(ctx, src.Repo, src.Commit, producer.GateStatus(rep))
+			err = g.SetStatus(ctx, n.repo, n.commit, producer.GateStatus(rep))
 		}
 		if err != nil {
 			fmt.Fprintf(a.stderr, "benchfleet: --github-token: %v\n", err)
 		}
 	}
+}
+
+// statusTarget says why no commit status may be set for rep: no GitHub
+// repo or commit given to this process, or a run whose source names
+// another one (its manifest is not what this process submitted).
+func (n *notifyFlags) statusTarget(rep *producer.RunReport) error {
+	src := rep.Manifest.Source
+	switch {
+	case n.commit == "":
+		return fmt.Errorf("run %s: no commit given (--commit, env GITHUB_SHA)", rep.Manifest.Run)
+	case src.Commit != n.commit || src.Repo != n.repo:
+		return fmt.Errorf("run %s is of %s@%s, not of the given %s@%s", rep.Manifest.Run, src.Repo, src.Commit, n.repo, n.commit)
+	}
+	if _, ok := notify.RepoName(n.repo); !ok {
+		return fmt.Errorf("run %s: no GitHub repo given (--repo, env GITHUB_REPOSITORY; got %q)", rep.Manifest.Run, n.repo)
+	}
+	return nil
 }

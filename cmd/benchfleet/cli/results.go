@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -150,17 +151,17 @@ func writeResults(w interface{ Write([]byte) (int, error) }, rs []*protocol.Resu
 			if r.Build != nil {
 				build = *r.Build
 			}
-			_ = cw.Write([]string{r.Run, r.Job, r.RunCreatedAt.Format(time.RFC3339), r.Benchmark.Model, r.Pool, r.Runner,
+			_ = cw.Write(escape.CSVRow([]string{r.Run, r.Job, r.RunCreatedAt.Format(time.RFC3339), r.Benchmark.Model, r.Pool, r.Runner,
 				strconv.Itoa(r.Benchmark.BatchSize), r.Benchmark.DataFormat, string(r.Status),
 				csvNum(r.Measurements.SamplesPerSec), csvNum(r.PCC.Value),
 				csvNum(r.Measurements.IterationMS.P50), r.Source.Commit, r.Source.Branch,
 				r.Worker.ID, r.Device.ID, strconv.Itoa(r.Attempt),
-				build.Kind, build.Commit, build.Cache, csvNum(r.Phases.SetupS)})
+				build.Kind, build.Commit, build.Cache, csvNum(r.Phases.SetupS)}))
 		}
 		cw.Flush()
 		return cw.Error()
 	default:
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(escape.TerminalWriter(w), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CREATED\tRUN\tJOB\tMODEL\tPOOL\tBATCH\tFORMAT\tSAMPLES/S\tPCC\tSTATUS\tCOMMIT")
 		for _, r := range rs {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.RunCreatedAt.Format("2006-01-02 15:04"),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"text/tabwriter"
 
@@ -185,6 +186,8 @@ so only --store is needed; without a manifest the run's results are used.
 	fl.StringVar(&summaryPath, "summary-md", "", "also append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
 	gf.register(fl)
 	nf.register(fl)
+	fl.StringVar(&nf.commit, "commit", os.Getenv("GITHUB_SHA"), "with --github-token: the commit to set the status on; the run's must be the same (env GITHUB_SHA)")
+	fl.StringVar(&nf.repo, "repo", os.Getenv("GITHUB_REPOSITORY"), "with --github-token: the repository of --commit (env GITHUB_REPOSITORY)")
 	return cmd
 }
 

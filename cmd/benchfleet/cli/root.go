@@ -92,6 +92,9 @@ type app struct {
 	// resultGrace: how long a waiter waits for a reported job's result
 	// before it warns (the hidden --result-grace; tests shorten it).
 	resultGrace time.Duration
+	// servicePoll: how often a waiter reads the fleet to say when a pool
+	// of its run has no board in service (the hidden --service-poll).
+	servicePoll time.Duration
 	log         zerolog.Logger
 	// envErrs are environment variables that did not parse; reported by
 	// setup as usage errors.
@@ -185,7 +188,7 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_TLS_CA"), "CA bundle to verify NATS servers (env NATS_TLS_CA)")
 	pf.StringVar(&a.tlsCert, "tls-cert", os.Getenv("NATS_TLS_CERT"), "client certificate for NATS (env NATS_TLS_CERT)")
 	pf.StringVar(&a.tlsKey, "tls-key", os.Getenv("NATS_TLS_KEY"), "client key for NATS (env NATS_TLS_KEY)")
-	pf.StringVar(&a.inboxPrefix, "inbox-prefix", os.Getenv("NATS_INBOX_PREFIX"), "prefix of this client's NATS reply subjects instead of _INBOX, e.g. _INBOX_producer for deploy/nats users (env NATS_INBOX_PREFIX)")
+	pf.StringVar(&a.inboxPrefix, "inbox-prefix", os.Getenv("NATS_INBOX_PREFIX"), "prefix of this client's NATS reply subjects; default _INBOX_<user> with --user (the inbox of deploy/nats users), else _INBOX (env NATS_INBOX_PREFIX)")
 	pf.StringVar(&a.storeURL, "store", os.Getenv("BENCHFLEET_STORE"), "result store: file:///dir or s3://bucket/prefix?endpoint=...&region=... (env BENCHFLEET_STORE)")
 	pf.StringVar(&a.logLevel, "log-level", envOr("BENCHFLEET_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env BENCHFLEET_LOG_LEVEL)")
 	pf.StringVar(&a.logFormat, "log-format", envOr("BENCHFLEET_LOG_FORMAT", "auto"), "log format: auto (console on a TTY, else JSON), console, json")
@@ -257,10 +260,11 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 		Token: cmpOr(a.token, os.Getenv("NATS_TOKEN")), TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
 	}, a.log)
 	if err != nil {
-		// Refused credentials and a failed TLS handshake reached a server,
-		// and a URL that does not parse is the caller's; anything else
-		// (refused, timed out, no server) did not reach NATS.
-		if ctx.Err() == nil && !errors.As(err, new(*url.Error)) && !errors.Is(err, natsconn.ErrAuth) && !errors.Is(err, natsconn.ErrTLS) {
+		// Refused credentials, a failed TLS handshake and a denied inbox
+		// reached a server, and a URL that does not parse is the caller's;
+		// anything else (refused, timed out, no server) did not reach NATS.
+		if ctx.Err() == nil && !errors.As(err, new(*url.Error)) && !errors.Is(err, natsconn.ErrAuth) && !errors.Is(err, natsconn.ErrTLS) &&
+			!errors.Is(err, natsconn.ErrInboxDenied) {
 			return nil, nil, &exitError{code: ExitUnavailable, err: fmt.Errorf("could not reach NATS: %w", err)}
 		}
 		return nil, nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -39,7 +40,7 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			if format == "json" {
 				sums, err := producer.ListRuns(ctx, js, topo.Runs, nil, 0)
-				if err != nil {
+				if err = a.warnSkippedRuns(err); err != nil {
 					return err
 				}
 				mans := []*protocol.RunManifest{}
@@ -58,10 +59,10 @@ func (a *app) runsCmd() *cobra.Command {
 				defer store.Close()
 			}
 			sums, err := producer.ListRuns(ctx, js, topo.Runs, store, math.MaxInt)
-			if err != nil {
+			if err = a.warnSkippedRuns(err); err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(escape.TerminalWriter(a.stdout), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tCREATED\tJOBS\tPRIORITY\tCOMMIT\tSUBMITTER\tSTATE")
 			for _, r := range sums {
 				m, state := r.Manifest, r.State
@@ -194,6 +195,20 @@ have all ended is left as it is.`,
 	}
 	cmd.AddCommand(list, show, watch, cancel)
 	return cmd
+}
+
+// warnSkippedRuns says on stderr which runs ListRuns skipped (their
+// manifest is refused) and returns nil for that; any other error is
+// returned.
+func (a *app) warnSkippedRuns(err error) error {
+	var sk *producer.SkippedRunsError
+	if !errors.As(err, &sk) {
+		return err
+	}
+	for _, e := range sk.Errs {
+		fmt.Fprintf(a.stderr, "warning: %v (skipped)\n", e)
+	}
+	return nil
 }
 
 // manifest reads a run's manifest, as a usage error when the run is unknown.

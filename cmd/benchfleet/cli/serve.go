@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
@@ -15,9 +19,11 @@ import (
 
 func (a *app) serveCmd() *cobra.Command {
 	var (
-		listen  string
-		actions bool
-		gf      gateFlags
+		listen     string
+		actions    bool
+		tokenFile  string
+		allowHosts []string
+		gf         gateFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR [--actions]",
@@ -33,7 +39,14 @@ Every page and asset comes from this process (no CDN, no outside fonts).
 It is read-only unless --actions is given: then runs can be cancelled,
 dead letters re-queued and quarantined boards released, with the rights of
 the NATS credentials given (a producer's), by POST forms carrying a CSRF
-token. Needs --nats and --store.
+token, for an operator who logged in at /login with the operator token
+(--actions-token-file, or $BENCHFLEET_ACTIONS_TOKEN; --actions without one
+is an error) or who sends "Authorization: Bearer TOKEN". Needs --nats and
+--store.
+
+Only requests for loopback names (localhost, 127.0.0.1, [::1]), the
+--listen address and the --allow-host names are answered (others get 421):
+a DNS-rebound name cannot reach the pages or the actions.
 
 ` + gateHelp,
 		Args: cobra.NoArgs,
@@ -41,6 +54,13 @@ token. Needs --nats and --store.
 			gc, err := gf.config()
 			if err != nil {
 				return err
+			}
+			token, err := actionsToken(tokenFile)
+			if err != nil {
+				return err
+			}
+			if actions && token == "" {
+				return usageErr("--actions needs an operator token: --actions-token-file FILE or $%s", actionsTokenEnv)
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -58,11 +78,14 @@ token. Needs --nats and --store.
 				return err
 			}
 			defer store.Close()
-			return a.serveUI(ctx, listen, ui.Config{JS: js, Topology: topo, Store: store, Gate: gc, Actions: actions, Log: a.log}, true)
+			return a.serveUI(ctx, listen, ui.Config{JS: js, Topology: topo, Store: store, Gate: gc, Actions: actions,
+				ActionsToken: token, AllowHosts: allowHosts, Log: a.log}, true)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve the dashboard on")
-	cmd.Flags().BoolVar(&actions, "actions", false, "allow cancel, dlq retry and fleet release from the pages (with the NATS credentials' rights)")
+	cmd.Flags().BoolVar(&actions, "actions", false, "allow cancel, dlq retry and fleet release from the pages (with the NATS credentials' rights) to an operator with the token")
+	cmd.Flags().StringVar(&tokenFile, "actions-token-file", "", "file holding the operator token --actions needs (default: $"+actionsTokenEnv+")")
+	cmd.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "also answer requests for this host `NAME` (or NAME:PORT; repeatable; '*' for any) besides loopback names and the --listen address")
 	gf.register(cmd.Flags())
 	return cmd
 }
@@ -78,11 +101,18 @@ func (a *app) serveUI(ctx context.Context, addr string, cfg ui.Config, wait bool
 	if err != nil {
 		return usageErr("--listen %s: %v", addr, err)
 	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsUnspecified() && !ta.IP.IsLoopback() {
+		cfg.AllowHosts = append(cfg.AllowHosts, ta.IP.String())
+	}
 	mode := "read-only"
 	if cfg.Actions {
 		mode = "actions on"
 	}
-	fmt.Fprintf(a.stdout, "dashboard on http://%s/ (%s)\n", ln.Addr(), mode)
+	hosts := "loopback names"
+	if len(cfg.AllowHosts) > 0 {
+		hosts += ", " + strings.Join(cfg.AllowHosts, ", ")
+	}
+	fmt.Fprintf(a.stdout, "dashboard on http://%s/ (%s; answers %s)\n", ln.Addr(), mode, hosts)
 	if !wait {
 		go func() { _ = srv.Serve(ctx, ln) }()
 		return nil
@@ -91,7 +121,9 @@ func (a *app) serveUI(ctx context.Context, addr string, cfg ui.Config, wait bool
 }
 
 // devUI serves the dashboard of the embedded farm (dev --ui).
-func (a *app) devUI(ctx context.Context, addr string, actions bool, store storage.Bucket) error {
+// With actions and no operator token in $BENCHFLEET_ACTIONS_TOKEN, it
+// makes one and prints it.
+func (a *app) devUI(ctx context.Context, addr string, actions bool, allowHosts []string, store storage.Bucket) error {
 	nc, js, err := a.connect(ctx, "benchfleet-dev-ui")
 	if err != nil {
 		return err
@@ -101,5 +133,36 @@ func (a *app) devUI(ctx context.Context, addr string, actions bool, store storag
 	if err != nil {
 		return err
 	}
-	return a.serveUI(ctx, addr, ui.Config{JS: js, Topology: topo, Store: store, Actions: actions, Log: a.log}, false)
+	token, _ := actionsToken("")
+	if actions && token == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		token = hex.EncodeToString(b[:])
+		fmt.Fprintf(a.stdout, "dashboard operator token (log in at /login): %s\n", token)
+	}
+	return a.serveUI(ctx, addr, ui.Config{JS: js, Topology: topo, Store: store, Actions: actions, ActionsToken: token,
+		AllowHosts: allowHosts, Log: a.log}, false)
+}
+
+// actionsTokenEnv holds the dashboard's operator token when no
+// --actions-token-file is given.
+const actionsTokenEnv = "BENCHFLEET_ACTIONS_TOKEN"
+
+// actionsToken is the operator token: the first line of file, else
+// $BENCHFLEET_ACTIONS_TOKEN ("" when neither is set).
+func actionsToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv(actionsTokenEnv)), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", usageErr("--actions-token-file: %v", err)
+	}
+	tok, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if tok = strings.TrimSpace(tok); tok == "" {
+		return "", usageErr("--actions-token-file %s is empty", file)
+	}
+	return tok, nil
 }

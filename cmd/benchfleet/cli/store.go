@@ -15,6 +15,9 @@ func (a *app) hiddenFlags(pf *pflag.FlagSet) {
 	pf.DurationVar(&a.resultGrace, "result-grace", producer.DefaultResultGrace,
 		"how long a waiter waits for the result of a job reported ended before it warns that the worker may write to another store")
 	_ = pf.MarkHidden("result-grace")
+	pf.DurationVar(&a.servicePoll, "service-poll", producer.DefaultServicePoll,
+		"how often a waiter reads the fleet to say when a pool of its run has no board in service")
+	_ = pf.MarkHidden("service-poll")
 }
 
 // openStoreRead opens --store for a command that only reads it (queries,

@@ -306,6 +306,8 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err := a.needsWheelStore(sub); err != nil {
 		return err
 	}
+	// A commit status goes to the commit this process was given only.
+	f.notify.repo, f.notify.commit = sub.Source.Repo, sub.Source.Commit
 	tc, err := a.topologyConfig()
 	if err != nil {
 		return err
@@ -346,27 +348,34 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	} else {
 		fmt.Fprintf(a.stdout, "run %s: %s submitted (%d new)\n", res.Manifest.Run, jobCount(len(res.Manifest.Jobs)), res.Published)
 	}
-	warnings := a.warnUnserved(ctx, topo, res.Manifest)
+	warnings, said := a.warnUnserved(ctx, topo, res.Manifest)
 	if !f.wait {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify, warnings: warnings})
+	return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
+		warnings: warnings, serviceSaid: said})
 }
 
-// warnUnserved says on stderr which of the run's pools no live worker
-// serves: their jobs stay queued (and --wait keeps waiting) until one
-// starts. It returns the warnings, for the summary.
-func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) []string {
+// warnUnserved says on stderr which of the run's pools no board in service
+// serves (no live worker has one, or all its boards are quarantined or
+// their workers draining, each named with why): their jobs stay queued
+// (and --wait keeps waiting) until one is. It returns the warnings, for
+// the summary, and the pools' service it read, for the waiter.
+func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) ([]string, []producer.PoolService) {
 	fleet, err := producer.ReadFleet(ctx, topo.Workers)
 	if err != nil {
-		return nil // a hint only
+		return nil, nil // a hint only
 	}
+	svc := producer.PoolsService(fleet, producer.RunPools(m.Jobs), time.Now())
 	var warnings []string
-	for _, pool := range producer.UnservedPools(fleet, m.Jobs) {
+	for _, s := range svc {
+		if s.InService {
+			continue
+		}
 		n := 0
 		for _, j := range m.Jobs {
-			if j.Pool == pool {
+			if j.Pool == s.Pool {
 				n++
 			}
 		}
@@ -374,11 +383,14 @@ func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *proto
 		if n == 1 {
 			verb = "stays"
 		}
-		w := fmt.Sprintf("no live worker serves pool %s: its %s %s queued until one starts (see benchfleet fleet status)", pool, jobCount(n), verb)
+		w := fmt.Sprintf("no live worker serves pool %s: its %s %s queued until one starts (see benchfleet fleet status)", s.Pool, jobCount(n), verb)
+		if len(s.Out) > 0 {
+			w = fmt.Sprintf("%s; its %s %s queued until one is back (see benchfleet fleet status)", s, jobCount(n), verb)
+		}
 		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 		warnings = append(warnings, w)
 	}
-	return warnings
+	return warnings, svc
 }
 
 // checkBuiltin asks each job's runner kind (device.CheckJob) whether it can

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,6 +36,10 @@ type waitOptions struct {
 	warnings []string
 	// timedOut: the waiting ended at the timeout (set by waitRun).
 	timedOut bool
+	// serviceSaid is the service of the run's pools said already (by
+	// submit's warning): the waiter says a pool's outage only when it
+	// differs.
+	serviceSaid []producer.PoolService
 }
 
 // waitRun follows a run to its end with progress, prints the results table
@@ -59,16 +64,42 @@ func (a *app) waitRun(ctx context.Context, js jetstream.JetStream, m *protocol.R
 	w := &producer.Watcher{JS: js, Manifest: m, Store: store, ResultGrace: a.resultGrace}
 	// A job reported ended whose result this store never shows: most often
 	// the worker writes to another store.
-	w.OnMissing = func(st *producer.JobState, after time.Duration) {
-		note := producer.MissingResultNote(st, storage.Redact(a.storeURL), after)
+	// mu orders the printer and the warnings between the waiter and the
+	// watch of the pools' service.
+	var mu sync.Mutex
+	warn := func(note string) {
+		mu.Lock()
+		defer mu.Unlock()
 		pr.interrupt(func() { fmt.Fprintf(a.stderr, "warning: %s\n", note) })
 		o.warnings = append(o.warnings, note)
 	}
+	w.OnMissing = func(st *producer.JobState, after time.Duration) {
+		warn(producer.MissingResultNote(st, storage.Redact(a.storeURL), after))
+	}
+	// A pool whose every board is out of service keeps its jobs queued:
+	// say so at once and while waiting, naming the boards and why.
+	watchCtx, stopWatch := context.WithCancel(wctx)
+	watched := make(chan struct{})
+	if topo, err := topology.Open(wctx, js); err == nil {
+		sw := &producer.ServiceWatch{Workers: topo.Workers, Pools: producer.RunPools(m.Jobs), Interval: a.servicePoll, Said: o.serviceSaid,
+			OnChange: func(s producer.PoolService) { warn(s.String()) }}
+		sw.Check(wctx)
+		go func() {
+			defer close(watched)
+			sw.Run(watchCtx)
+		}()
+	} else {
+		close(watched) // a hint only
+	}
 	states, err := w.Wait(wctx, func(p producer.Progress) {
 		if !o.quiet {
+			mu.Lock()
 			pr.update(p)
+			mu.Unlock()
 		}
 	})
+	stopWatch()
+	<-watched
 	pr.finish()
 	timedOut := false
 	if err != nil {

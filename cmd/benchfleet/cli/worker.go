@@ -36,6 +36,7 @@ type workerFlags struct {
 	metrics  string
 	notify   string
 	stateDir string
+	jobMax   time.Duration // config timeouts.job_max
 }
 
 func (a *app) workerCmd() *cobra.Command {
@@ -124,6 +125,9 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		if f.drain == 0 {
 			f.drain = drain
 		}
+		if f.jobMax, err = wf.Timeouts.MaxJob(); err != nil {
+			return configUsage(err)
+		}
 	}
 	tc, err := a.topologyConfig()
 	if err != nil {
@@ -197,7 +201,7 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	defer stopRun()
 	cfg := worker.Config{
 		ID: f.id, Version: Version, Conn: nc, Store: bucket, Slots: slots, Topology: tc,
-		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, DrainTimeout: f.drain,
+		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, MaxJobTimeout: f.jobMax, DrainTimeout: f.drain,
 		WorkDir: f.workDir, Log: a.log,
 	}
 	if reg != nil {
