@@ -124,7 +124,11 @@ func buildName(r *protocol.Result, quote func(string) string) string {
 		return "build " + b.Kind
 	}
 	var s strings.Builder
-	s.WriteString("provisioned")
+	if b.Cache == "" {
+		s.WriteString("named")
+	} else {
+		s.WriteString("provisioned")
+	}
 	if b.Commit != "" {
 		s.WriteString(" " + quote(ShortCommit(b.Commit)))
 	}
@@ -137,7 +141,11 @@ func buildName(r *protocol.Result, quote func(string) string) string {
 		s.WriteString(quote(w.Name + "@" + ShortCommit(w.SHA256)))
 	}
 	if b.Cache == "" {
-		s.WriteString(" (not made: the job ended while it was provisioned)")
+		if e := r.Error; e != nil && e.Class == protocol.ClassInvalid {
+			s.WriteString(" (refused: the job is invalid)")
+		} else {
+			s.WriteString(" (not made: the job ended before its build was ready)")
+		}
 	}
 	return s.String()
 }

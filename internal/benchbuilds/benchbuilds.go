@@ -87,8 +87,11 @@ func (c *Config) Validate() error {
 // Report is one measurement's figures.
 type Report struct {
 	// ByHand and Cold are the rounds' setup times: venv and pip run by
-	// hand, and a cold Provision (mirror, tree and environment).
-	ByHand, Cold []time.Duration
+	// hand, and a cold Provision (mirror, tree and environment). Lean is
+	// the by-hand setup without a pip of the environment's own (venv
+	// --without-pip, the base's pip installing into it), as the cache
+	// makes them when the base has pip.
+	ByHand, Lean, Cold []time.Duration
 	// Host and Hit are the jobs' wall times (Runner.Run): of the host's
 	// build, and of the cached build.
 	Host, Hit []time.Duration
@@ -99,6 +102,11 @@ type Report struct {
 // ColdRatio is the median cold setup over the median setup by hand.
 func (r *Report) ColdRatio() float64 {
 	return Median(r.Cold).Seconds() / Median(r.ByHand).Seconds()
+}
+
+// LeanRatio is the median cold setup over the median lean setup by hand.
+func (r *Report) LeanRatio() float64 {
+	return Median(r.Cold).Seconds() / Median(r.Lean).Seconds()
 }
 
 // HitCost is what a cache hit adds to a job: the median job of the
@@ -222,11 +230,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Cold setups against the same venv and pip by hand, interleaved.
 	for i := range cfg.Rounds {
 		fmt.Fprintf(cfg.Progress, "round %d/%d: venv and pip by hand, then a cold setup\n", i+1, cfg.Rounds)
-		d, err := byHand(ctx, cfg.Python, filepath.Join(dirs["byhand"], fmt.Sprint(i)), wheelPath)
+		d, err := byHand(ctx, cfg.Python, filepath.Join(dirs["byhand"], fmt.Sprint(i)), wheelPath, false)
 		if err != nil {
 			return nil, err
 		}
 		rep.ByHand = append(rep.ByHand, d)
+		if d, err = byHand(ctx, cfg.Python, filepath.Join(dirs["byhand"], fmt.Sprintf("lean-%d", i)), wheelPath, true); err != nil {
+			return nil, err
+		}
+		rep.Lean = append(rep.Lean, d)
 		c, err := newCache(filepath.Join(dirs["caches"], fmt.Sprint(i)))
 		if err != nil {
 			return nil, fmt.Errorf("bench builds: %w", err)
@@ -297,11 +309,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // byHand makes an environment as a person would: venv with the system's
-// site-packages, then pip of the wheel, no index.
-func byHand(ctx context.Context, python, env, wheel string) (time.Duration, error) {
+// site-packages, then pip of the wheel, no index; lean, the venv gets no
+// pip of its own (the system's, seen through its site-packages, installs).
+func byHand(ctx context.Context, python, env, wheel string, lean bool) (time.Duration, error) {
 	start := time.Now()
+	venv := []string{python, "-m", "venv", "--system-site-packages", env}
+	if lean {
+		venv = append(venv, "--without-pip")
+	}
 	for _, argv := range [][]string{
-		{python, "-m", "venv", "--system-site-packages", env},
+		venv,
 		{filepath.Join(env, "bin", "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--no-cache-dir", "--disable-pip-version-check", "--quiet", wheel},
 	} {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
