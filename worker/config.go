@@ -57,6 +57,9 @@ type Slot struct {
 	Sampler device.Sampler
 }
 
+// DefaultMaxLoopCount is Config.MaxLoopCount's default.
+const DefaultMaxLoopCount = 100_000
+
 // Config configures a Worker.
 type Config struct {
 	// ID names the worker in heartbeats and results (default: hostname).
@@ -89,6 +92,10 @@ type Config struct {
 	// JobTimeout when that is longer). A producer cannot hold a board for
 	// protocol.MaxJobTimeout (48h) by asking.
 	MaxJobTimeout time.Duration
+	// MaxLoopCount bounds a job's timed loop plus warmup on this worker's
+	// slots: a job asking for more is invalid here (default 100000; the
+	// protocol allows up to protocol.MaxLoopCount).
+	MaxLoopCount int
 	// Backoff is the first redelivery delay after an infrastructure failure;
 	// it doubles per attempt up to MaxBackoff (defaults 2s and 1m).
 	Backoff, MaxBackoff time.Duration
@@ -154,6 +161,9 @@ func (c *Config) fill() error {
 	}
 	if c.JobTimeout <= 0 {
 		c.JobTimeout = 30 * time.Minute
+	}
+	if c.MaxLoopCount <= 0 {
+		c.MaxLoopCount = DefaultMaxLoopCount
 	}
 	if c.MaxJobTimeout <= 0 {
 		c.MaxJobTimeout = max(6*time.Hour, c.JobTimeout)

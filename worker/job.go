@@ -181,6 +181,10 @@ func (s *slot) handle(msg jetstream.Msg) error {
 		a.invalid(ctx, pool, err.Error())
 		return nil
 	}
+	if n := job.Benchmark.LoopCount + job.Benchmark.WarmupCount; n > s.w.cfg.MaxLoopCount {
+		a.invalid(ctx, pool, fmt.Sprintf("benchmark.loop_count + warmup_count %d: this worker runs at most %d iterations a job", n, s.w.cfg.MaxLoopCount))
+		return nil
+	}
 	if k, ok := device.Lookup(s.runner.Name()); ok && !k.Harness && len(job.Source.Wheels) > 0 {
 		a.invalid(ctx, pool, fmt.Sprintf("source.wheels: the %s runner runs its own built-in code and installs no wheels", s.runner.Name()))
 		return nil

@@ -114,3 +114,24 @@ func TestJobTimeoutIsBoundedByTheWorker(t *testing.T) {
 		t.Fatalf("dead letter %q: want the attempt cut at the worker's 500ms, not the job's 47h", e.Reason)
 	}
 }
+
+// A job cannot lift the worker's cap on iterations (issue 23): one asking
+// for more is invalid on the worker, after one attempt.
+func TestLoopCountIsBoundedByTheWorker(t *testing.T) {
+	t.Parallel()
+	f := newFaultFleet(t)
+	cfg := f.workerConfig(t, "loops-w", 1)
+	cfg.MaxLoopCount = 50
+	testfleet.StartWorker(t, cfg)
+	j := testfleet.SimJobs(t, "loops-1", 1, nil)[0]
+	j.Benchmark.LoopCount, j.Benchmark.WarmupCount = 100, 1
+	j.ID = protocol.JobID(j.Run, j.Cell())
+	testfleet.Submit(t, f.js, f.topo, f.store, "loops-1", protocol.PriorityNormal, []*protocol.Job{j})
+	testfleet.Eventually(t, time.Minute, "the job's result", func() bool {
+		return len(testfleet.Results(t, f.store, "loops-1")) == 1
+	})
+	r := testfleet.Results(t, f.store, "loops-1")[j.ID]
+	if r.Status != protocol.StatusFailed || r.Error == nil || r.Error.Class != protocol.ClassInvalid || !strings.Contains(r.Error.Message, "at most 50 iterations") {
+		t.Fatalf("%s %+v, want invalid: more iterations than the worker runs", r.Status, r.Error)
+	}
+}
