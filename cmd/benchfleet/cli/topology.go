@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -38,7 +40,13 @@ as the admin user once after installing, and again to change a setting
 				return err
 			}
 			defer nc.Close()
-			h, err := topology.Apply(ctx, js, tc)
+			actx, stop := refusedAPI(ctx, nc)
+			h, err := topology.Apply(actx, js, tc)
+			cause := context.Cause(actx)
+			stop()
+			if errors.Is(cause, errNotAdmin) {
+				return a.notAdminErr(cause)
+			}
 			if err != nil {
 				return err
 			}
