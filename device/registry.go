@@ -122,8 +122,9 @@ func CheckJob(j *protocol.Job) error {
 		return Invalid("runner %s serves only pool %s, not %s", k.Name, k.Name, j.Pool)
 	case k.Harness && protocol.IsBuiltinPool(j.Pool):
 		return Invalid("runner %s runs on Tenstorrent pools, not %s", k.Name, j.Pool)
-	case !k.Harness && len(j.Source.Wheels) > 0:
-		return Invalid("source.wheels: the %s runner runs its own built-in code and installs no wheels (wheels are for the harness runners: %v)", k.Name, harnessNames())
+	}
+	if err := k.CheckWheels(j); err != nil {
+		return err
 	}
 	if k.Check != nil {
 		return k.Check(j.Benchmark)
@@ -131,8 +132,17 @@ func CheckJob(j *protocol.Job) error {
 	return nil
 }
 
-// harnessNames lists the registered harness kinds.
-func harnessNames() []string {
+// CheckWheels refuses a job that names wheels for a kind that installs
+// none (a built-in runner runs its own code): *InvalidError or nil.
+func (k Kind) CheckWheels(j *protocol.Job) error {
+	if !k.Harness && len(j.Source.Wheels) > 0 {
+		return Invalid("source.wheels: the %s runner runs its own built-in code and installs no wheels (wheels are for the harness runners: %v)", k.Name, HarnessNames())
+	}
+	return nil
+}
+
+// HarnessNames lists the registered harness kinds.
+func HarnessNames() []string {
 	var out []string
 	for _, k := range Kinds() {
 		if k.Harness {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -95,9 +94,8 @@ func ReadWheelFile(path string) (WheelFile, error) {
 // ParseWheelKey reads a store key builds/sha256/<hex>/<name>.whl as the
 // wheel it names; the sha256 is the key's. Its errors match ErrBadWheel.
 func ParseWheelKey(key string) (protocol.Wheel, error) {
-	rest, ok := strings.CutPrefix(key, protocol.BuildPrefix+"sha256/")
-	sum, name, ok2 := strings.Cut(rest, "/")
-	if !ok || !ok2 || !protocol.ValidSHA256(sum) || !protocol.ValidWheelName(name) {
+	sum, _, ok := protocol.ParseBuildKey(key)
+	if !ok {
 		return protocol.Wheel{}, fmt.Errorf("%w: %q is not a wheel's store key: want %s<sha256 in lowercase hex>/<PEP 427 wheel name>.whl (the key --build-wheel prints)",
 			ErrBadWheel, key, protocol.BuildPrefix+"sha256/")
 	}

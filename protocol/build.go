@@ -32,25 +32,14 @@ func BuildKey(sha256Hex, name string) string {
 }
 
 // ValidSHA256 reports whether s is a sha256 in lowercase hex.
-func ValidSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func ValidSHA256(s string) bool { return len(s) == 64 && lowerHex(s) }
 
 // ValidCommit reports whether s is a full git object name (40 hex digits
 // for SHA-1 repositories, 64 for SHA-256), lowercase: a build's test tree
 // is fetched by it, and a mirror cannot fetch an abbreviation.
-func ValidCommit(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
+func ValidCommit(s string) bool { return (len(s) == 40 || len(s) == 64) && lowerHex(s) }
+
+func lowerHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
@@ -59,10 +48,23 @@ func ValidCommit(s string) bool {
 	return true
 }
 
-// validWheelName: a wheel file name (PEP 427: name-version(-build)?-py-abi-platform.whl)
-// of safe characters.
-func validWheelName(n string) bool {
-	if len(n) > MaxWheelName || !strings.HasSuffix(n, ".whl") || strings.Count(n, "-") < 4 || n[0] == '.' || n[0] == '-' {
+// ParseBuildKey splits a wheel's store key builds/sha256/<hex>/<name>.whl
+// (BuildKey) into the sha256 it names and the wheel's file name; ok is
+// false for any other key.
+func ParseBuildKey(key string) (sha256Hex, name string, ok bool) {
+	rest, ok1 := strings.CutPrefix(key, BuildPrefix+"sha256/")
+	sha256Hex, name, ok2 := strings.Cut(rest, "/")
+	if !ok1 || !ok2 || !ValidSHA256(sha256Hex) || !ValidWheelName(name) {
+		return "", "", false
+	}
+	return sha256Hex, name, true
+}
+
+// ValidWheelName reports whether n is a wheel file name a job may name in
+// source.wheels: PEP 427's name-version(-build)?-python-abi-platform.whl
+// of letters, digits and . _ - +, at most MaxWheelName bytes.
+func ValidWheelName(n string) bool {
+	if n == "" || len(n) > MaxWheelName || !strings.HasSuffix(n, ".whl") || strings.Count(n, "-") < 4 || n[0] == '.' || n[0] == '-' {
 		return false
 	}
 	for i := 0; i < len(n); i++ {
@@ -78,9 +80,8 @@ func (w Wheel) validate(field string) error {
 	if !ValidSHA256(w.SHA256) {
 		return fieldErr(field+".sha256", "must be a sha256 in lowercase hex (got %q)", truncate(w.SHA256, 70))
 	}
-	rest, ok := strings.CutPrefix(w.URL, BuildPrefix+"sha256/")
-	hexPart, name, ok2 := strings.Cut(rest, "/")
-	if !ok || !ok2 || !validWheelName(name) {
+	hexPart, _, ok := ParseBuildKey(w.URL)
+	if !ok {
 		return fieldErr(field+".url", "must be a store key builds/sha256/<hex>/<name>.whl (got %q)", truncate(w.URL, 120))
 	}
 	if hexPart != w.SHA256 {

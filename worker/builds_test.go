@@ -65,29 +65,22 @@ func TestBuildCacheFaultPausesTheHost(t *testing.T) {
 	t.Parallel()
 	buildtest.Python(t)
 	f := newTTFleet(t)
-	repo, commits := buildtest.Repo(t, harnesstest.Files(t, protocol.RunnerForge, "checkout"))
-	dir := t.TempDir()
-	var wheels []protocol.Wheel
-	for _, pkg := range []string{"forge", "loguru"} {
-		p, sum := buildtest.Wheel(t, dir, pkg, "1.0", harnesstest.Files(t, protocol.RunnerForge, "site-packages/"+pkg))
-		wheels = append(wheels, buildtest.PutWheel(t, f.store, p, sum))
-	}
-	const repoName = "tenstorrent/tt-forge-onnx"
-	broken := buildHost(t, f, map[string]string{repoName: filepath.Join(t.TempDir(), "no-such-mirror.git")})
+	repo, commits, wheels := forgeBuild(t, f)
+	broken := buildHost(t, f, map[string]string{forgeRepoName: filepath.Join(t.TempDir(), "no-such-mirror.git")})
 	nc, _ := testfleet.Connect(t, f.srv)
 	wb := testfleet.StartWorker(t, worker.Config{ID: "tt-broken-mirror", Conn: nc, Store: f.store, Slots: broken.slots, Topology: f.tc,
 		Backoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, BuildFaultPause: 2 * time.Second, Log: zerolog.Nop()})
 
 	const run = "build-broken-mirror"
 	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
-	j.Source = protocol.Source{Repo: repoName, Commit: commits[0], Wheels: wheels}
+	j.Source = protocol.Source{Repo: forgeRepoName, Commit: commits[0], Wheels: wheels}
 	j.ID = protocol.JobID(j.Run, j.Cell())
 	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
 	testfleet.Eventually(t, time.Minute, "the broken host paused", func() bool {
 		d := wb.Status().Devices[0]
 		return d.State == protocol.DeviceQuarantined && strings.Contains(d.Reason, "build cache") && strings.Contains(d.Reason, "no-such-mirror")
 	})
-	healthy := buildHost(t, f, map[string]string{repoName: repo})
+	healthy := buildHost(t, f, map[string]string{forgeRepoName: repo})
 	f.start(t, "tt-good-mirror", healthy.slots)
 	r := f.results(t, run, 1)[j.ID]
 	if r.Status != protocol.StatusPassed || r.Worker.ID != "tt-good-mirror" || r.Build == nil || r.Build.Kind != protocol.BuildProvisioned {
@@ -104,25 +97,18 @@ func TestBuildStoreFailureIsNotTheBoards(t *testing.T) {
 	t.Parallel()
 	buildtest.Python(t)
 	f := newTTFleet(t)
-	repo, commits := buildtest.Repo(t, harnesstest.Files(t, protocol.RunnerForge, "checkout"))
-	dir := t.TempDir()
-	var wheels []protocol.Wheel
-	for _, pkg := range []string{"forge", "loguru"} {
-		p, sum := buildtest.Wheel(t, dir, pkg, "1.0", harnesstest.Files(t, protocol.RunnerForge, "site-packages/"+pkg))
-		wheels = append(wheels, buildtest.PutWheel(t, f.store, p, sum))
-	}
-	const repoName = "tenstorrent/tt-forge-onnx"
+	repo, commits, wheels := forgeBuild(t, f)
 	var fails atomic.Int32
 	host := buildHostFetching(t, func(ctx context.Context, key string) (io.ReadCloser, error) {
 		if fails.Add(1) == 1 {
 			return nil, errors.New("store unavailable (the test's first fetch)")
 		}
 		return f.store.Get(ctx, key)
-	}, map[string]string{repoName: repo})
+	}, map[string]string{forgeRepoName: repo})
 	w := f.start(t, "tt-store-blip", host.slots)
 	const run = "build-store-blip"
 	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
-	j.Source = protocol.Source{Repo: repoName, Commit: commits[0], Wheels: wheels}
+	j.Source = protocol.Source{Repo: forgeRepoName, Commit: commits[0], Wheels: wheels}
 	j.ID = protocol.JobID(j.Run, j.Cell())
 	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
 	r := f.results(t, run, 1)[j.ID]
@@ -135,4 +121,20 @@ func TestBuildStoreFailureIsNotTheBoards(t *testing.T) {
 	if d := w.Status().Devices[0]; d.State == protocol.DeviceQuarantined || (d.Health != nil && d.Health.Infra+d.Health.Hangs+d.Health.Resets > 0) {
 		t.Fatalf("the board is blamed for the store's failure: %+v", d)
 	}
+}
+
+// forgeRepoName is the source.repo the build tests' jobs name.
+const forgeRepoName = "tenstorrent/tt-forge-onnx"
+
+// forgeBuild makes the forge tree's repository (one commit) and stores
+// the forge and loguru stand-ins as the build's wheels.
+func forgeBuild(t *testing.T, f *ttFleet) (repo string, commits []string, wheels []protocol.Wheel) {
+	t.Helper()
+	repo, commits = buildtest.Repo(t, harnesstest.Files(t, protocol.RunnerForge, "checkout"))
+	dir := t.TempDir()
+	for _, pkg := range []string{"forge", "loguru"} {
+		p, sum := buildtest.Wheel(t, dir, pkg, "1.0", harnesstest.Files(t, protocol.RunnerForge, "site-packages/"+pkg))
+		wheels = append(wheels, buildtest.PutWheel(t, f.store, p, sum))
+	}
+	return repo, commits, wheels
 }

@@ -307,7 +307,7 @@ func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logg
 			continue
 		}
 		if !kind.Harness {
-			return nil, configErr("%s: Tenstorrent pool %s runs a harness (%v), not the built-in %s runner", key, s.Pool, harnessNames(), runner)
+			return nil, configErr("%s: Tenstorrent pool %s runs a harness (%v), not the built-in %s runner", key, s.Pool, device.HarnessNames(), runner)
 		}
 		if len(s.Devices) == 0 || s.Count != 0 {
 			return nil, configErr("%s: Tenstorrent pool %s takes devices: [\"0\", ...], not count", key, s.Pool)
@@ -344,7 +344,7 @@ func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logg
 			runner = protocol.DefaultHarness
 		}
 		if k, ok := device.Lookup(runner); !ok || !k.Harness {
-			return nil, configErr("config discovery.runner %q: want one of %v", runner, harnessNames())
+			return nil, configErr("config discovery.runner %q: want one of %v", runner, device.HarnessNames())
 		}
 		devs, err := device.Discover(ctx, dcfg)
 		if err != nil {
@@ -403,16 +403,6 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, builds
 		slots = append(slots, Slot{Device: p.Device, Runner: r, Health: p.Health, Sampler: p.Sampler})
 	}
 	return slots, nil
-}
-
-func harnessNames() []string {
-	var out []string
-	for _, k := range device.Kinds() {
-		if k.Harness {
-			out = append(out, k.Name)
-		}
-	}
-	return out
 }
 
 func countPool(slots []PlannedSlot, pool string) int {

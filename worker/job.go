@@ -185,9 +185,11 @@ func (s *slot) handle(msg jetstream.Msg) error {
 		a.invalid(ctx, pool, fmt.Sprintf("benchmark.loop_count + warmup_count %d: this worker runs at most %d iterations a job", n, s.w.cfg.MaxLoopCount))
 		return nil
 	}
-	if k, ok := device.Lookup(s.runner.Name()); ok && !k.Harness && len(job.Source.Wheels) > 0 {
-		a.invalid(ctx, pool, fmt.Sprintf("source.wheels: the %s runner runs its own built-in code and installs no wheels", s.runner.Name()))
-		return nil
+	if k, ok := device.Lookup(s.runner.Name()); ok {
+		if err := k.CheckWheels(job); err != nil {
+			a.invalid(ctx, pool, err.Error())
+			return nil
+		}
 	}
 	// A board that failed this job before passes it to an idle board of
 	// the pool that has not, when there is one (DESIGN §3: a hang leaves

@@ -297,21 +297,14 @@ func sha256Of(t *testing.T, path string) string {
 // itself: it returns the process (killed at the end if still running).
 func startWorkerProcess(t *testing.T, cfg, tmpdir string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := exec.Command(benchfleetBinary(t), "worker", "--config", cfg, "--log-format", "json", "--ack-wait", "10s")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmpdir, "AWS_EC2_METADATA_DISABLED=true"}
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startWorkerCmd(t, cfg, tmpdir)
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
 	})
-	return cmd, &out
+	return cmd, out
 }
 
 // tail is the last n lines of s.

@@ -24,16 +24,7 @@ import (
 // and a clean environment, and stops it when the test ends.
 func startWorkerBinary(t *testing.T, cfg, tmpdir string) (*bytes.Buffer, func()) {
 	t.Helper()
-	bin := benchfleetBinary(t)
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "worker", "--config", cfg, "--log-format", "json", "--ack-wait", "10s")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmpdir,
-		"AWS_EC2_METADATA_DISABLED=true"}
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startWorkerCmd(t, cfg, tmpdir)
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -52,7 +43,23 @@ func startWorkerBinary(t *testing.T, cfg, tmpdir string) (*bytes.Buffer, func())
 		})
 	}
 	t.Cleanup(stop)
-	return &out, stop
+	return out, stop
+}
+
+// startWorkerCmd starts the real `benchfleet worker --config cfg` with
+// TMPDIR set to tmpdir and a clean environment; the caller stops it.
+func startWorkerCmd(t *testing.T, cfg, tmpdir string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(benchfleetBinary(t), "worker", "--config", cfg, "--log-format", "json", "--ack-wait", "10s")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmpdir,
+		"AWS_EC2_METADATA_DISABLED=true"}
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &out
 }
 
 func queryRun(t *testing.T, store, run string) map[string]protocol.Result {
