@@ -45,11 +45,12 @@ func shaped(s string, first, rest *charClass, maxLen int) bool {
 }
 
 var (
-	classAlnum      = classOf("azAZ09")     // [A-Za-z0-9]
-	classID         = classOf("azAZ09|_-")  // [A-Za-z0-9_-]
-	classLower      = classOf("az")         // [a-z]
-	classRunner     = classOf("az09|-")     // [a-z0-9-]
-	classLowerDigit = classOf("az09")       // [a-z0-9]
-	classModel      = classOf("az09|_.-")   // [a-z0-9_.-]
-	classLabelKey   = classOf("azAZ09|_.-") // [A-Za-z0-9_.-]
+	classAlnum      = classOf("azAZ09")       // [A-Za-z0-9]
+	classID         = classOf("azAZ09|_-")    // [A-Za-z0-9_-]
+	classLower      = classOf("az")           // [a-z]
+	classRunner     = classOf("az09|-")       // [a-z0-9-]
+	classLowerDigit = classOf("az09")         // [a-z0-9]
+	classModel      = classOf("az09|_.-")     // [a-z0-9_.-]
+	classLabelKey   = classOf("azAZ09|_.-")   // [A-Za-z0-9_.-]
+	classBoard      = classOf("azAZ09|_.:/-") // [A-Za-z0-9_.:/-]
 )

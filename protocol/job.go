@@ -103,7 +103,23 @@ type Job struct {
 	Source    Source            `json:"source,omitzero"`
 	Limits    Limits            `json:"limits,omitzero"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	// Repeat numbers a confirmation repeat of a job (1..MaxRepeat): the
+	// same cell run again so a suspected regression is judged on several
+	// attempts. It is part of the cell (a repeat has its own id) but not
+	// of the series; 0, the original, leaves the cell as it always was.
+	Repeat int `json:"repeat,omitempty"`
+	// Avoid names boards (a result's device, "<worker>/<device>") the job
+	// would rather not run on: a worker holding one passes the job on for
+	// a few deliveries so another board of the pool can take it, then runs
+	// it itself. A preference, not part of the cell.
+	Avoid []string `json:"avoid,omitempty"`
 }
+
+// MaxRepeat bounds Job.Repeat; MaxAvoid bounds Job.Avoid.
+const (
+	MaxRepeat = 20
+	MaxAvoid  = 16
+)
 
 // Benchmark says what to run, in the upstream harness's terms.
 type Benchmark struct {
@@ -270,6 +286,17 @@ func (j *Job) Validate() error {
 	if p := j.Limits.PCCMin; p < 0 || p > 1 || p != p {
 		return fieldErr("limits.pcc_min", "must be between 0 and 1")
 	}
+	if j.Repeat < 0 || j.Repeat > MaxRepeat {
+		return fieldErr("repeat", "must be between 0 and %d (got %d)", MaxRepeat, j.Repeat)
+	}
+	if len(j.Avoid) > MaxAvoid {
+		return fieldErr("avoid", "must name at most %d boards (got %d)", MaxAvoid, len(j.Avoid))
+	}
+	for _, b := range j.Avoid {
+		if b == "" || len(b) > 2*MaxIDLen+1 || !shaped(b, classAlnum, classBoard, 0) {
+			return fieldErr("avoid", "must hold board names like worker/device (got %q)", truncate(b, 40))
+		}
+	}
 	return ValidateLabels(j.Labels)
 }
 
@@ -424,6 +451,10 @@ func (j *Job) appendCell(b []byte) []byte {
 	b = append(b, j.Limits.Timeout.D().String()...)
 	b = append(b, " pcc_min="...)
 	b = strconv.AppendFloat(b, j.Limits.PCCMin, 'g', -1, 64)
+	if j.Repeat > 0 {
+		b = append(b, " repeat="...)
+		b = strconv.AppendInt(b, int64(j.Repeat), 10)
+	}
 	b = append(b, " source="...)
 	for i, v := range []string{j.Source.Project, j.Source.Repo, j.Source.Commit, j.Source.Branch, j.Source.Build.URL, j.Source.Build.SHA256} {
 		if i > 0 {

@@ -150,6 +150,10 @@ type WorkerRef struct {
 	Version string `json:"version"`
 }
 
+// Board names the board a result ran on as Job.Avoid names it:
+// "<worker id>/<device id>".
+func (r *Result) Board() string { return r.Worker.ID + "/" + r.Device.ID }
+
 // DeviceRef describes the device a job ran on.
 type DeviceRef struct {
 	ID       string `json:"id"`
