@@ -44,6 +44,10 @@ of running it twice; pass --run to force a fresh run. A run with a commit
 and no priority (neither --priority nor the matrix's defaults.priority)
 runs at high priority; nightly sweeps set priority: low in their matrix.
 
+With a store, the jobs go out longest expected first within each priority
+(the median attempt of each series' recent passed results, from the index;
+jobs without history first), and submit says so on stderr.
+
 With --wait and a store (--store), the reports (--junit, --summary-md) show
 each job's change against its baseline; --gate also makes a regression fail
 the run (exit 2). ` + gateHelp + `
