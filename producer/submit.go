@@ -35,6 +35,9 @@ type SubmitResult struct {
 	Attached bool
 	// Published counts the jobs published (0 when attached).
 	Published int
+	// Schedule says in what order the jobs were published (zero when
+	// attached).
+	Schedule Schedule
 }
 
 // Submitter publishes runs.
@@ -47,6 +50,14 @@ type Submitter struct {
 	// with the jobs whose ack has come so far and the total. It is called
 	// from Submit's goroutine and must not block. Nil: no progress.
 	Progress func(stage string, done, total int)
+	// History, when not nil, is the result store Submit reads the series'
+	// past results from to publish a run's jobs longest expected first
+	// within each priority (see Schedule); nil publishes them in matrix
+	// order. The manifest lists them in matrix order either way.
+	History storage.Bucket
+	// Schedule bounds that read; the zero value reads the latest 5 passed
+	// results per series of the last 14 days, for at most 10 s.
+	Schedule ScheduleConfig
 }
 
 // Submit publishes every job of s once and returns when every job is
@@ -115,7 +126,8 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	recorded := make(chan error, 1)
 	go func() { recorded <- rec.prepare(mctx, p.Topo.Runs, man, p.Store != nil) }()
 
-	w := &jobPublisher{p: p, jobs: s.Jobs, created: created}
+	order, sched := p.schedule(ctx, s.Jobs)
+	w := &jobPublisher{p: p, jobs: order, created: created}
 	if err := w.run(ctx); err != nil {
 		cancel()
 		<-recorded
@@ -134,7 +146,7 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 			p.Log.Warn().Err(err).Str("run", s.Run).Msg("manifest not written to the store")
 		}
 	}
-	return &SubmitResult{Manifest: man, Published: w.published}, nil
+	return &SubmitResult{Manifest: man, Published: w.published, Schedule: sched}, nil
 }
 
 // Bounds of Submit's waits during a NATS failover.

@@ -19,7 +19,8 @@ func (a *app) topologyCmd() *cobra.Command {
 		Short: "Create or update every stream, consumer and bucket to the given settings",
 		Long: `Create or update benchfleet's JetStream topology (BENCH_JOBS, BENCH_EVENTS,
 BENCH_DEAD, the job consumers, the bench-workers, bench-runs and
-bench-health buckets) to the queue tuning flags given.
+bench-health buckets) to the queue tuning flags given (--ack-wait, --replicas;
+--max-deliver and --heartbeat are each worker's settings, not taken here).
 
 Producers (submit) and workers only create what is missing and never change
 what exists, so on deploy/nats their users have no update rights: run this
@@ -30,11 +31,13 @@ as the admin user once after installing, and again to change a setting
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := refuseWorkerFlags(cmd); err != nil {
+				return err
+			}
 			tc, err := a.topologyConfig()
 			if err != nil {
 				return err
 			}
-			a.warnWorkerOnlyFlags(cmd)
 			nc, js, err := a.connect(ctx, "benchfleet-topology")
 			if err != nil {
 				return err
@@ -58,7 +61,7 @@ as the admin user once after installing, and again to change a setting
 			return nil
 		},
 	}
-	a.topologyFlags(apply)
+	a.queueFlags(apply)
 	cmd.AddCommand(apply)
 	return cmd
 }

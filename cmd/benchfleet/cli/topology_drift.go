@@ -16,10 +16,8 @@ import (
 // queueEnv is the environment variable of each queue tuning flag
 // (topologyFlags).
 var queueEnv = map[string]string{
-	"ack-wait":    "BENCHFLEET_ACK_WAIT",
-	"replicas":    "BENCHFLEET_REPLICAS",
-	"max-deliver": "BENCHFLEET_MAX_DELIVER",
-	"heartbeat":   "BENCHFLEET_HEARTBEAT",
+	"ack-wait": "BENCHFLEET_ACK_WAIT",
+	"replicas": "BENCHFLEET_REPLICAS",
 }
 
 // givenQueueFlag says how a queue tuning flag was given to cmd: "--ack-wait
@@ -81,21 +79,6 @@ func (a *app) warnTopologyDrift(ctx context.Context, cmd *cobra.Command, js jets
 		fmt.Fprintf(a.stderr, "benchfleet: warning: %s has no effect: the live %s has %s %s%s; %s only creates what is missing and never changes it — "+
 			"change it with `benchfleet topology apply --%s %s` (as the admin user on deploy/nats)\n",
 			given[s], d.Object, s, d.Live, also, cmd.Name(), s, d.Want)
-	}
-}
-
-// warnWorkerOnlyFlags warns on stderr about --max-deliver and --heartbeat
-// given to a command that runs no worker (submit, topology apply): both
-// are the settings of each worker, which the job consumers do not hold.
-func (a *app) warnWorkerOnlyFlags(cmd *cobra.Command) {
-	if g := givenQueueFlag(cmd, "max-deliver"); g != "" {
-		fmt.Fprintf(a.stderr, "benchfleet: warning: %s has no effect on %s: the worker that claims a job counts its deliveries, up to that worker's "+
-			"--max-deliver (BENCHFLEET_MAX_DELIVER where the worker runs; default 4); the job consumers do not hold it, so neither submit nor "+
-			"`benchfleet topology apply` changes it\n", g, cmd.Name())
-	}
-	if g := givenQueueFlag(cmd, "heartbeat"); g != "" {
-		fmt.Fprintf(a.stderr, "benchfleet: warning: %s has no effect on %s: it is each worker's in-progress interval (`benchfleet worker --heartbeat`, "+
-			"BENCHFLEET_HEARTBEAT where the worker runs)\n", g, cmd.Name())
 	}
 }
 

@@ -7,21 +7,19 @@ import (
 )
 
 // Issue 24, item 7: the queue flags of submit do nothing once the topology
-// exists (and --max-deliver never does: the worker counts deliveries).
-// submit says so on stderr, naming each flag, the live value and how to
-// change it; the job still makes the worker's 4 attempts, not 2.
+// exists. submit says so on stderr, naming each flag, the live value and
+// how to change it. (--max-deliver and --heartbeat, the worker's, are
+// refused: TestWorkerSettingsRefusedWhereNoWorkerRuns.)
 func TestSubmitWarnsAboutQueueFlagsItCannotApply(t *testing.T) {
 	t.Parallel()
 	f := startCIFleet(t, 1) // topology made with ack wait 5s, replicas 1; the worker's max deliver is the default 4
 	code, out, errOut := ciRun(t, f.args("submit", "--pool", "sim", "--model", "simnet", "--batch-size", "2", "--loop-count", "4",
 		"--label", "sim.fail=transient", "--run", "drift-1", "--wait", "--timeout", "2m",
-		"--max-deliver", "2", "--ack-wait", "10s", "--replicas", "3", "--heartbeat", "2s")...)
+		"--ack-wait", "10s", "--replicas", "3")...)
 	if code != ExitFailed {
 		t.Fatalf("submit of an always-failing job: exit %d, want %d\n%s\n%s", code, ExitFailed, out, errOut)
 	}
 	for _, want := range []string{
-		"warning: --max-deliver 2 has no effect on submit", "default 4",
-		"warning: --heartbeat 2s has no effect on submit",
 		"warning: --ack-wait 10s has no effect: the live consumer jobs-sim-", "has ack-wait 5s",
 		"`benchfleet topology apply --ack-wait 10s`",
 		"warning: --replicas 3 has no effect: the live stream BENCH_JOBS has replicas 1 (and 5 more)",
@@ -31,7 +29,7 @@ func TestSubmitWarnsAboutQueueFlagsItCannotApply(t *testing.T) {
 			t.Errorf("stderr does not say %q:\n%s", want, errOut)
 		}
 	}
-	// The worker's limit held: 4 attempts, not the 2 asked for.
+	// The worker's limit: 4 attempts.
 	code, out, errOut = ciRun(t, f.args("dlq", "list", "--format", "json")...)
 	if code != 0 {
 		t.Fatalf("dlq list: exit %d\n%s", code, errOut)
@@ -59,16 +57,15 @@ func TestSubmitWarnsAboutQueueFlagsItCannotApply(t *testing.T) {
 	}
 }
 
-// topology apply changes --ack-wait and --replicas, but not --max-deliver
-// or --heartbeat (worker settings): it says so.
-func TestTopologyApplyWarnsAboutWorkerSettings(t *testing.T) {
+// topology apply changes --ack-wait (and --replicas) without a warning.
+func TestTopologyApplyChangesAckWait(t *testing.T) {
 	t.Parallel()
 	f := startCIFleet(t, 1)
-	code, out, errOut := ciRun(t, "topology", "apply", "--nats", f.url, "--ack-wait", "7s", "--max-deliver", "2", "--log-level", "warn")
+	code, out, errOut := ciRun(t, "topology", "apply", "--nats", f.url, "--ack-wait", "7s", "--log-level", "warn")
 	if code != 0 {
 		t.Fatalf("topology apply: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "warning: --max-deliver 2 has no effect on apply") || strings.Contains(errOut, "--ack-wait 7s") {
+	if strings.Contains(errOut, "warning") {
 		t.Errorf("stderr:\n%s", errOut)
 	}
 	// It applied the ack wait: submit with it now sees no difference.
