@@ -179,7 +179,7 @@ func (s *slot) counts() *protocol.HealthCounts {
 
 // watchReleases returns quarantined boards to service when an operator
 // releases them (their bench-health record is no longer quarantined, or
-// is deleted). It runs until ctx ends.
+// is deleted). It runs until ctx ends (counted in w.watchers).
 func (w *Worker) watchReleases(ctx context.Context) error {
 	if w.topo.Health == nil {
 		return nil
@@ -197,7 +197,9 @@ func (w *Worker) watchReleases(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: watch %s: %w", protocol.BucketHealth, err)
 	}
+	w.watchers.Add(1)
 	go func() {
+		defer w.watchers.Done()
 		defer wa.Stop()
 		for {
 			select {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,17 +73,17 @@ func (f *failedBoards) forget(job string) {
 const passOnWait = 2 * time.Second
 
 // passOn gives msg (job) to another slot of from's pool that is idle,
-// waiting for work and has not failed the job; it reports whether one took
+// waiting for work and suits the job (suits); it reports whether one took
 // it. An idle slot caught between fetches is waited for (up to
-// passOnWait): were the job run again here instead, the suspect board
-// would get it while a fresh one was free. The message keeps its delivery
-// count: passing on costs no attempt.
-func (w *Worker) passOn(ctx context.Context, from *slot, msg jetstream.Msg, job string) bool {
+// passOnWait): were the job run here instead, a board the job should not
+// have would get it while a fitter one was free. The message keeps its
+// delivery count: passing on costs no attempt.
+func (w *Worker) passOn(ctx context.Context, from *slot, msg jetstream.Msg, job *protocol.Job) bool {
 	deadline := time.Now().Add(passOnWait)
 	for {
 		anyIdle := false
 		for _, s := range w.slots {
-			if s == from || s.dev.Pool != from.dev.Pool || s.runner.Name() != from.runner.Name() || w.failed.has(job, s.dev.ID) {
+			if s == from || s.dev.Pool != from.dev.Pool || s.runner.Name() != from.runner.Name() || !s.suits(job) {
 				continue
 			}
 			took, idle := s.offer(msg)
@@ -100,6 +101,18 @@ func (w *Worker) passOn(ctx context.Context, from *slot, msg jetstream.Msg, job 
 			return false
 		}
 	}
+}
+
+// suits reports whether s is a board for job: one that neither failed it
+// before nor is one the job avoids.
+func (s *slot) suits(job *protocol.Job) bool {
+	return !s.w.failed.has(job.ID, s.dev.ID) && !s.avoided(job)
+}
+
+// avoided reports whether job avoids s's board (Job.Avoid names boards as
+// "<worker id>/<device id>", as protocol.Result.Board gives them).
+func (s *slot) avoided(job *protocol.Job) bool {
+	return len(job.Avoid) > 0 && slices.Contains(job.Avoid, s.w.cfg.ID+"/"+s.dev.ID)
 }
 
 // failedOnHost records that job failed on every slot of runner r here, so

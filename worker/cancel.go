@@ -24,14 +24,18 @@ type jobCancel struct{ cancel context.CancelCauseFunc }
 // errRunCancelled is the cause given to a job's ctx when its run is cancelled.
 var errRunCancelled = fmt.Errorf("run cancelled")
 
-func watchCancels(ctx context.Context, kv jetstream.KeyValue, log zerolog.Logger) (*cancelWatch, error) {
+// watchCancels starts following the cancel flags until ctx ends, its
+// goroutine counted in wg, and returns once the flags set so far are read.
+func watchCancels(ctx context.Context, kv jetstream.KeyValue, log zerolog.Logger, wg *sync.WaitGroup) (*cancelWatch, error) {
 	cw := &cancelWatch{cancelled: map[string]bool{}, running: map[string]map[*jobCancel]struct{}{}}
 	watcher, err := kv.WatchFiltered(ctx, protocol.CancelKeyFilters(), jetstream.IncludeHistory())
 	if err != nil {
 		return nil, fmt.Errorf("watch cancel flags: %w", err)
 	}
 	ready := make(chan struct{})
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		defer watcher.Stop()
 		for {
 			select {

@@ -47,7 +47,7 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 	}
 	start := time.Now()
 	// With the store, the queued jobs removed from the queue get their
-	// cancelled results from the canceller (issue 12, item 3).
+	// cancelled results from the canceller.
 	code, out, errOut := f.cliRun(t, "runs", "cancel", run, "--store", "file://"+f.store.(*storage.FileBucket).Root())
 	if code != 0 || !strings.Contains(out, "cancelled") {
 		t.Fatalf("runs cancel: exit %d\n%s%s", code, out, errOut)

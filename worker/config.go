@@ -2,7 +2,7 @@
 // the devices of one host from JetStream (one slot per device, strict
 // priority, never prefetching), runs them through a device.Runner with
 // InProgress heartbeats, makes each result durable before the ack, handles
-// the failure classes of DESIGN §3 (invalid → dead letter, benchmark failure
+// its failure classes (invalid → dead letter, benchmark failure
 // → failed result, infrastructure → reset, health check, NakWithDelay, dead
 // letter after MaxDeliver), cancels runs, reports its state to the
 // bench-workers bucket and drains gracefully.

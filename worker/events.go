@@ -52,9 +52,9 @@ func (p *eventPublisher) checkAcks() {
 	}
 }
 
-// close waits (up to timeout) for the acks of the events published so far.
+// shutdown waits (up to timeout) for the acks of the events published so far.
 // No publish may follow.
-func (p *eventPublisher) close(timeout time.Duration) {
+func (p *eventPublisher) shutdown(timeout time.Duration) {
 	close(p.pending)
 	select {
 	case <-p.done:

@@ -118,7 +118,7 @@ func (f *faultFleet) cliRun(t *testing.T, args ...string) (code int, stdout, std
 	return code, out.String(), errb.String()
 }
 
-// dlqEntry is the JSON shape of `dlq list --format json` (DESIGN §7).
+// dlqEntry is the JSON shape of `dlq list --format json`.
 type dlqEntry struct {
 	ID       string          `json:"id"`
 	Pool     string          `json:"pool"`

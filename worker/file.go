@@ -21,7 +21,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// File is the worker's YAML config (DESIGN §7, docs/OPERATIONS.md): what
+// File is the worker's YAML config (docs/OPERATIONS.md): what
 // `benchfleet worker --config` reads. Decoding is strict: an unknown key is
 // an error naming it. PlanSlots and BuildSlots turn it (and a --slots spec)
 // into the worker's slots through the device registry; the runner kinds

@@ -50,7 +50,7 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 	if dead.Attempt != 3 || !strings.Contains(dead.Message, "last of 3 attempts") || !strings.Contains(dead.Message, "timed out after 300ms") {
 		t.Errorf("dead event: attempt %d message %q", dead.Attempt, dead.Message)
 	}
-	// The dead letter leaves one error result (issue 24, item 4).
+	// The dead letter leaves one error result.
 	if rs := testfleet.Results(t, f.store, run); len(rs) != 1 || !rs[job.ID].DeadLettered() || rs[job.ID].Attempt != 3 ||
 		!strings.Contains(rs[job.ID].Error.Message, "last of 3 attempts") {
 		t.Fatalf("a dead-lettered job's results: %+v, want its dead letter's error result of attempt 3", rs)

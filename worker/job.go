@@ -2,19 +2,16 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -41,64 +38,20 @@ type attemptState struct {
 	log     zerolog.Logger
 	started time.Time
 	// hb keeps the claim alive (InProgress) from the delivery's first
-	// moment until it is settled; hbLater: the background settle stops it.
-	hb      *claimKeeper
-	hbLater bool
+	// moment until it is settled.
+	hb *claimKeeper
 	// notes qualify the attempt's result (Result.Notes): limits the
 	// worker imposed.
 	notes []string
 }
 
 // counted is the deliveries MaxDeliver bounds: those the job may be blamed
-// for.
-func (a *attemptState) counted() int { return a.deliveries - a.excused }
+// for (not those excused, nor passes by boards it avoids).
+func (a *attemptState) counted() int { return a.deliveries - a.excused - a.passes() }
 
-// claimKeeper sends InProgress every Heartbeat until stopped.
-type claimKeeper struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// keepClaim starts the claim's heartbeat. It runs from the delivery's first
-// moment, before any store call, dead letter or run: a slow store must not
-// let the claim lapse while this slot holds the job (the job would be
-// delivered to another slot and run twice).
-func (a *attemptState) keepClaim(ctx context.Context) *claimKeeper {
-	hctx, cancel := context.WithCancel(ctx)
-	k := &claimKeeper{cancel: cancel, done: make(chan struct{})}
-	s, msg := a.s, a.msg
-	go func() {
-		defer close(k.done)
-		t := time.NewTicker(s.w.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-hctx.Done():
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					s.w.metrics.heartbeatFailed(HeartbeatInProgress)
-					s.log.Debug().Err(err).Msg("in-progress not sent")
-				}
-			}
-		}
-	}()
-	return k
-}
-
-// release stops the heartbeat without waiting for it.
-func (k *claimKeeper) release() { k.cancel() }
-
-// stop stops the heartbeat and waits until it sends no more.
-func (k *claimKeeper) stop() {
-	k.cancel()
-	<-k.done
-}
-
-// handle processes one delivery. It always settles the message (ack, nak,
-// term) unless the worker is stopping hard, in which case the job is handed
-// back, or passes it to another slot. It returns the infrastructure failure
-// (nil if none) so the slot checks, resets or retires its device.
+// handle processes one delivery: it decides what the delivery comes to
+// (process) and settles it (slot.settle). It returns the infrastructure
+// failure (nil if none) so the slot checks, resets or retires its device.
 func (s *slot) handle(msg jetstream.Msg) error {
 	s.mu.Lock()
 	s.lastJob = ""
@@ -106,11 +59,15 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	a := &attemptState{s: s, msg: msg, raw: msg.Data(), deliveries: 1, log: s.log, started: time.Now().UTC()}
 	ctx := s.w.runCtx
 	a.hb = a.keepClaim(ctx)
-	defer func() {
-		if !a.hbLater {
-			a.hb.stop()
-		}
-	}()
+	o := a.process(ctx)
+	s.settle(a, o)
+	return o.failure
+}
+
+// process checks the delivery and runs its job, and returns what it came
+// to. It settles nothing: the settler does.
+func (a *attemptState) process(ctx context.Context) outcome {
+	s, msg := a.s, a.msg
 	var stored time.Time
 	if meta, err := msg.Metadata(); err == nil {
 		a.deliveries = int(meta.NumDelivered)
@@ -132,8 +89,7 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	}
 	if err != nil {
 		a.job = job // may be partly decoded; used only if its id and run are valid
-		a.invalid(ctx, pool, err.Error())
-		return nil
+		return a.invalid(pool, err.Error())
 	}
 	a.job = job
 	a.excused = s.w.excused.count(job.ID)
@@ -143,12 +99,10 @@ func (s *slot) handle(msg jetstream.Msg) error {
 		// Every failure a worker sees on the last delivery dead-letters
 		// the job itself, with its reason; so a delivery past the limit
 		// means the last attempt ended without the worker settling it.
-		a.dead(ctx, fmt.Sprintf("exhausted %d deliveries: the last attempt ended unsettled (its worker crashed, lost its NATS connection, or was stopped hard and handed the job back)", s.w.cfg.MaxDeliver))
-		return nil
+		return outcome{act: actDead, reason: fmt.Sprintf("exhausted %d deliveries: the last attempt ended unsettled (its worker crashed, lost its NATS connection, or was stopped hard and handed the job back)", s.w.cfg.MaxDeliver)}
 	}
 	if s.w.cancels.isCancelled(job.Run) {
-		a.finish(ctx, a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled before the job started"}), nil)
-		return nil
+		return outcome{act: actRecord, result: a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled before the job started"})}
 	}
 	// A result already there means an earlier attempt finished and only its
 	// ack was lost: record nothing new. A store that does not answer within
@@ -160,58 +114,55 @@ func (s *slot) handle(msg jetstream.Msg) error {
 	// (storage.JobMarkerKey): a republished job is not run again.
 	switch key, found, err := s.w.rec.recorded(ctx, job.Run, job.ID, storage.ResultKey(job.CreatedAt, job.Run, job.ID)); {
 	case err == nil && found && !a.requeuedOverDeadLetter(ctx, key):
-		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
-		a.ack(ctx)
-		return nil
+		return outcome{act: actAck}
 	case err != nil:
 		if !errors.Is(err, errStoreNotAsked) {
 			s.w.metrics.storageError(StorageOpExists)
 		}
 		a.log.Debug().Err(err).Msg("no check for an earlier result; the job runs")
 		if rerr := s.w.rec.canRecord(ctx); rerr != nil {
-			a.handBackUnrecorded(ctx, rerr)
-			return nil
+			return outcome{act: actUnrecordable, cause: rerr}
 		}
 	}
 	if job.Runner != s.runner.Name() {
-		a.invalid(ctx, pool, fmt.Sprintf("runner: pool %s is served by the %s runner, not %q", pool, s.runner.Name(), job.Runner))
-		return nil
+		return a.invalid(pool, fmt.Sprintf("runner: pool %s is served by the %s runner, not %q", pool, s.runner.Name(), job.Runner))
 	}
 	if err := s.runner.Check(job.Benchmark); err != nil {
-		a.invalid(ctx, pool, err.Error())
-		return nil
+		return a.invalid(pool, err.Error())
 	}
 	if n := job.Benchmark.LoopCount + job.Benchmark.WarmupCount; n > s.w.cfg.MaxLoopCount {
-		a.invalid(ctx, pool, fmt.Sprintf("benchmark.loop_count + warmup_count %d: this worker runs at most %d iterations a job", n, s.w.cfg.MaxLoopCount))
-		return nil
+		return a.invalid(pool, fmt.Sprintf("benchmark.loop_count + warmup_count %d: this worker runs at most %d iterations a job", n, s.w.cfg.MaxLoopCount))
 	}
 	if k, ok := device.Lookup(s.runner.Name()); ok {
 		if err := k.CheckWheels(job); err != nil {
-			a.invalid(ctx, pool, err.Error())
-			return nil
+			return a.invalid(pool, err.Error())
 		}
 	}
-	// A board that failed this job before passes it to an idle board of
-	// the pool that has not, when there is one (DESIGN §3: a hang leaves
-	// the board suspect; the job deserves a fresh board).
-	if s.w.failed.has(job.ID, s.dev.ID) && s.w.passOn(ctx, s, msg, job.ID) {
-		a.log.Info().Msg("this board failed the job before: passed it to another board of the pool")
-		return nil
+	// A board that failed this job before (a hang leaves a board suspect:
+	// the job deserves a fresh one), or that the job avoids, passes it to an
+	// idle board of this worker's pool that suits it, when there is one. A
+	// board the job avoids hands it back for other workers' boards for its
+	// first few deliveries, then runs it itself.
+	avoided := s.avoided(job)
+	if (avoided || s.w.failed.has(job.ID, s.dev.ID)) && s.w.passOn(ctx, s, msg, job) {
+		why := "this board failed the job before"
+		if avoided {
+			why = "the job avoids this board"
+		}
+		a.log.Info().Msg(why + ": passed it to another board of the pool")
+		return outcome{act: actPassedOn}
+	}
+	if avoided && a.deliveries <= avoidPasses {
+		return outcome{act: actPass, delay: avoidPassDelay}
 	}
 	return a.run(ctx)
 }
 
-// run executes the job on the device and settles the message by outcome.
-// It returns the infrastructure failure, if any.
-//
-// Once the runner has returned with an outcome to record (passed, failed,
-// cancelled, invalid), the result is made durable, the terminal event
-// published and the message acked in the background (slot.settleLater),
-// so the device takes its next job at once; the ack still follows the
-// durable result, and the job's claim is kept alive (InProgress) until
-// the message is settled. Infrastructure failures are settled here: the
-// slot checks the device before it claims again.
-func (a *attemptState) run(ctx context.Context) error {
+// run executes the job on the device and returns its outcome: a result to
+// record (passed, failed, cancelled, invalid), settled in the slot's
+// window so the device takes its next job at once; or an infrastructure
+// failure, settled before the slot checks its device and claims again.
+func (a *attemptState) run(ctx context.Context) outcome {
 	s, job := a.s, a.job
 	s.mu.Lock()
 	s.lastJob = job.ID
@@ -237,6 +188,11 @@ func (a *attemptState) run(ctx context.Context) error {
 		}
 		return dir, nil
 	}, announce.began)
+	cleanup := func() {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
 
 	timeout := job.Limits.Timeout.D()
 	if timeout <= 0 {
@@ -262,34 +218,6 @@ func (a *attemptState) run(ctx context.Context) error {
 			a.hb.release()
 		}
 	})()
-	// endAttempt ends the attempt: the claim's heartbeat stops and the job's
-	// directory goes.
-	endAttempt := func() {
-		a.hb.stop()
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
-	}
-	later := false // endAttempt is the background finish's to call
-	defer func() {
-		if !later {
-			endAttempt()
-		}
-	}()
-	settle := func(r *protocol.Result, files []storage.ArtifactFile) {
-		if r.Build == nil {
-			r.Build = rec.builtWith(job)
-		}
-		if r.Build != nil && r.Build.SetupS > 0 {
-			r.Phases.SetupS = r.Build.SetupS // one figure for the one setup
-		}
-		later = true
-		a.hbLater = true
-		s.settleLater(func() {
-			defer endAttempt()
-			a.finish(ctx, r, files)
-		})
-	}
 
 	samples := s.sample(tctx)
 	out, runErr := safeRun(device.WithAttempt(tctx, a.attempt), s.runner, job, s.dev, rec)
@@ -302,21 +230,25 @@ func (a *attemptState) run(ctx context.Context) error {
 		telemetry = device.Summarize(samples(), from, to)
 	}
 
-	switch {
-	case ctx.Err() != nil:
-		// The worker is stopping hard: hand the job back, record nothing.
-		a.log.Warn().Msg("worker stopping: job handed back for redelivery")
-		_ = a.msg.Nak()
-		return nil
-	case errors.Is(cause, errRunCancelled):
+	record := func(r *protocol.Result) outcome {
+		if r.Build == nil {
+			r.Build = rec.builtWith(job)
+		}
+		if r.Build != nil && r.Build.SetupS > 0 {
+			r.Phases.SetupS = r.Build.SetupS // one figure for the one setup
+		}
+		return outcome{act: actRecord, result: r, files: files, window: true, cleanup: cleanup}
+	}
+	class, err := classifyRun(out, runErr, cause, ctx.Err() != nil)
+	switch class {
+	case runStopped:
+		// Hand the job back, record nothing.
+		return outcome{act: actHandBack, cleanup: cleanup}
+	case runCancelled:
 		r := a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled while the job was running"})
 		r.Phases = phases
-		settle(r, files)
-		return nil
-	case runErr == nil && out == nil:
-		runErr = device.Infra("runner returned no outcome")
-	}
-	if runErr == nil {
+		return record(r)
+	case runMeasured:
 		r := a.newResult(protocol.StatusPassed, nil)
 		a.fill(r, out, phases)
 		a.telemetry(r, telemetry)
@@ -325,19 +257,18 @@ func (a *attemptState) run(ctx context.Context) error {
 			r.Error = &protocol.ResultError{Class: protocol.ClassBenchmark,
 				Message: fmt.Sprintf("PCC %.6f is below the required %.4f", r.PCC.Value, r.PCC.Min)}
 		}
-		settle(r, files)
-		return nil
-	}
-	var inv *device.InvalidError
-	var bench *device.BenchmarkError
-	switch {
-	case errors.As(runErr, &inv):
+		return record(r)
+	case runInvalid:
+		var inv *device.InvalidError
+		errors.As(err, &inv)
 		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassInvalid, Message: inv.Reason})
 		r.Phases = phases
-		a.deadLetter(ctx, inv.Error())
-		settle(r, files)
-		return nil
-	case errors.As(runErr, &bench):
+		o := record(r)
+		o.reason, o.pool = inv.Error(), job.Pool
+		return o
+	case runBenchmark:
+		var bench *device.BenchmarkError
+		errors.As(err, &bench)
 		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassBenchmark, Message: bench.Reason})
 		a.fill(r, out, phases)
 		if bench.PCCRequired > 0 {
@@ -345,54 +276,70 @@ func (a *attemptState) run(ctx context.Context) error {
 			r.PCC = protocol.PCC{Value: bench.PCC, Min: bench.PCCRequired}
 		}
 		a.telemetry(r, telemetry)
-		settle(r, files)
-		return nil
+		return record(r)
+	case runHostFault:
+		var host *device.HostError
+		errors.As(err, &host)
+		o := a.hostFault(ctx, host)
+		o.cleanup = cleanup
+		return o
 	}
-	// Infrastructure failure. A timeout is a hang: the board is reset.
-	if cause != nil && errors.Is(runErr, context.DeadlineExceeded) {
-		runErr = device.Hang("%v", cause) // "job timed out after ..."
-	}
-	var host *device.HostError
-	if errors.As(runErr, &host) {
-		return a.hostFault(ctx, host)
-	}
-	if !device.IsSetup(runErr) {
+	if !device.IsSetup(err) {
 		s.w.failed.add(job.ID, s.dev.ID)
 	}
-	a.retry(ctx, runErr)
-	return runErr
+	return outcome{act: actRetry, cause: err, delay: s.w.cfg.backoff(a.deliveries), failure: err, cleanup: cleanup}
 }
 
 // maxHostFaults is how many host faults a job may cause (its deliveries
 // count): at the last it is dead-lettered as failing on every host.
 const maxHostFaults = 2
 
-// hostFault handles a run that says its host cannot run the harness. The
+// hostFault decides a run that says its host cannot run the harness. The
 // job under test can say so falsely (print pytest's ImportError and exit
 // 4), so the host leaves service only when the runner's probe (a
 // known-good job) fails too, or, without one, the board's check; the job
 // goes to another host at once, and after maxHostFaults deliveries it is
-// dead-lettered. It returns what the slot's health follows: the fault
-// when confirmed, else nil (the board stays in service).
-func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) error {
+// dead-lettered. The outcome's failure, which the slot's health follows,
+// is the fault when confirmed, else nil (the board stays in service).
+func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) outcome {
 	s := a.s
 	confirmed, why := true, "found by the worker"
 	if !host.Found {
 		confirmed, why = s.confirmHostFault(ctx)
 	}
 	s.w.failedOnHost(a.job.ID, s.runner)
+	var o outcome
 	// A fault the worker found itself is the host's alone: it never
 	// makes the job one that fails on every host.
 	if a.counted() >= maxHostFaults && !host.Found {
-		a.dead(ctx, fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.counted(), host.Reason, why))
+		o = outcome{act: actDead, reason: fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.counted(), host.Reason, why)}
 	} else {
-		a.retryAfter(ctx, fmt.Errorf("%w (%s)", host, why), 0)
+		o = outcome{act: actRetry, cause: fmt.Errorf("%w (%s)", host, why)}
 	}
 	if !confirmed {
 		a.log.Warn().Str("reason", host.Reason).Str("probe", why).Msg("the job says this host cannot run the harness, but the host passes its probe: it stays in service")
-		return nil
+		return o
 	}
-	return &device.HostError{Reason: host.Reason + " (" + why + ")", Found: host.Found}
+	o.failure = &device.HostError{Reason: host.Reason + " (" + why + ")", Found: host.Found}
+	return o
+}
+
+// invalid decides a job that cannot run: a dead letter with the reason,
+// plus a failed result when the job's id and run are themselves valid and
+// the id is its content's (CheckID: a result is never recorded for an id
+// the payload does not own). pool is the subject's.
+func (a *attemptState) invalid(pool, reason string) outcome {
+	reason = "invalid job: " + strings.TrimPrefix(reason, "invalid job: ")
+	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil && protocol.ValidID("run", a.job.Run) == nil && protocol.ValidPool(a.job.Pool) &&
+		a.job.CheckID() == nil {
+		a.log = a.s.log.With().Str("run", a.job.Run).Str("job", a.job.ID).Int("attempt", a.attempt).Logger()
+		if a.job.CreatedAt.IsZero() {
+			a.job.CreatedAt = a.started
+		}
+		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassInvalid, Message: reason})
+		return outcome{act: actRecord, result: r, reason: reason, pool: pool}
+	}
+	return outcome{act: actTerm, reason: reason, pool: pool}
 }
 
 // sample reads the slot's sensors every device.SampleInterval until ctx
@@ -527,283 +474,6 @@ func (a *attemptState) telemetry(r *protocol.Result, t *protocol.Telemetry) {
 		t.PowerChips, r.Device.Chips, t.Source))
 }
 
-// finish makes r durable, publishes the terminal event and acks. If the
-// result cannot be made durable the job is handed back with a delay.
-func (a *attemptState) finish(ctx context.Context, r *protocol.Result, files []storage.ArtifactFile) {
-	if r.Upstream != "" {
-		r.Upstream = storage.ArtifactKey(r.Run, r.Job, r.Attempt, r.Upstream)
-	}
-	// Each store call of the delivery has its own short deadline (the
-	// spool's CallTimeout, or StoreCallTimeout without one): a store that
-	// does not answer is a store that is down.
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	key, spooled, err := a.s.w.cfg.Sink.Deliver(dctx, r, files)
-	cancel()
-	switch {
-	case err == nil && spooled:
-		a.s.w.rec.observe(errResultSpooled)
-	case err == nil || errors.Is(err, storage.ErrExists):
-		a.s.w.rec.observe(nil)
-	case ctx.Err() == nil:
-		a.s.w.rec.observe(err)
-	}
-	switch {
-	case errors.Is(err, storage.ErrExists):
-		a.log.Info().Msg("result already recorded by an earlier attempt; nothing new recorded")
-		a.ack(ctx)
-		a.s.w.excused.forget(r.Job)
-		return
-	case err != nil && ctx.Err() != nil:
-		// The worker is stopping hard: hand the job back, as a running
-		// job is (a redelivery that finds the result after all only acks).
-		a.log.Warn().Err(err).Msg("worker stopping: result not stored; job handed back for redelivery")
-		_ = a.msg.Nak()
-		return
-	case err != nil && unrecordable(err):
-		// Neither the store nor the spool takes results: the host's fault,
-		// not the job's. No dead letter; the slots claim nothing until a
-		// result can be recorded again.
-		a.s.w.metrics.storageError(StorageOpDeliver)
-		a.handBackUnrecorded(ctx, fmt.Errorf("result not stored: %w", err))
-		return
-	case err != nil:
-		// An infrastructure failure like any other (storage down before
-		// spooling): retried with backoff, and on the last delivery
-		// dead-lettered with this reason, not left for the next delivery
-		// to guess at.
-		a.s.w.metrics.storageError(StorageOpDeliver)
-		a.log.Error().Err(err).Msg("result not durable")
-		a.retry(ctx, fmt.Errorf("result not stored: %w", err))
-		return
-	}
-	kind := map[protocol.Status]protocol.EventKind{
-		protocol.StatusPassed: protocol.EventPassed, protocol.StatusCancelled: protocol.EventCancelled,
-	}[r.Status]
-	if kind == "" {
-		kind = protocol.EventFailed
-	}
-	msg := ""
-	if r.Error != nil {
-		msg = r.Error.Message
-	}
-	if spooled {
-		msg = strings.TrimSpace(msg + " " + protocol.SpooledNote)
-	}
-	a.s.w.metrics.recorded(r, spooled)
-	// Ack before the terminal event: a waiter that acts on the event (and,
-	// say, stops the worker) finds the job already settled.
-	a.ack(ctx)
-	a.s.w.failed.forget(r.Job)
-	a.s.w.excused.forget(r.Job)
-	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, ResultSpooled: spooled, Message: msg,
-		SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
-	a.log.Info().Str("status", string(r.Status)).Float64("samples_per_sec", r.Measurements.SamplesPerSec).
-		Float64("pcc", r.PCC.Value).Bool("spooled", spooled).Msg("job finished")
-}
-
-func (a *attemptState) ack(ctx context.Context) {
-	// The result is durable: the ack completes even when the worker is
-	// stopping hard (ctx cancelled), so the job is not delivered again.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := a.msg.DoubleAck(actx); err != nil {
-		// The result is durable; a redelivery will find it and ack.
-		a.log.Warn().Err(err).Msg("ack not confirmed")
-	}
-}
-
-// retry handles an infrastructure failure: redeliver with backoff, or dead
-// letter after MaxDeliver.
-func (a *attemptState) retry(ctx context.Context, cause error) {
-	a.retryAfter(ctx, cause, a.s.w.cfg.backoff(a.deliveries))
-}
-
-// retryAfter redelivers after delay, or dead-letters after MaxDeliver.
-func (a *attemptState) retryAfter(ctx context.Context, cause error, delay time.Duration) {
-	if a.counted() >= a.s.w.cfg.MaxDeliver {
-		what := fmt.Sprintf("the last of %d attempts", a.s.w.cfg.MaxDeliver)
-		if a.attempt != a.deliveries { // re-queued by dlq retry: attempts count on
-			what = fmt.Sprintf("attempt %d, the last of %d since it was re-queued", a.attempt, a.s.w.cfg.MaxDeliver)
-		}
-		a.dead(ctx, fmt.Sprintf("infrastructure failure on %s: %v", what, cause))
-		return
-	}
-	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
-	a.nakAfter(ctx, fmt.Sprintf("%v (retry in %s)", cause, delay), delay)
-}
-
-// handBackUnrecorded hands back a job whose result this host cannot record
-// now (the store does not answer and there is no spool, or the spool
-// refuses writes): a full disk is the host's fault, not the job's, so no
-// dead letter is written and this delivery does not count against
-// MaxDeliver here (excusedDeliveries). Recording is marked blocked, so the
-// worker's slots claim nothing until a result can be recorded again.
-func (a *attemptState) handBackUnrecorded(ctx context.Context, cause error) {
-	s := a.s
-	s.w.rec.block(cause)
-	s.w.excused.add(a.job.ID)
-	delay := s.w.cfg.Backoff
-	a.log.Error().Err(cause).Dur("delay", delay).Msg("this worker cannot record results now: job handed back, no dead letter")
-	a.nakAfter(ctx, fmt.Sprintf("%v: this worker cannot record results now and claims nothing until it can; the job is handed back (retry in %s)", cause, delay), delay)
-}
-
-// nakAfter hands the job back for redelivery after delay, with a retrying
-// event saying why.
-func (a *attemptState) nakAfter(ctx context.Context, why string, delay time.Duration) {
-	a.s.w.metrics.retried(a.job.Pool)
-	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: why})
-	if err := a.msg.NakWithDelay(delay); err != nil {
-		a.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
-	}
-	// The job is back in its queue once the delay is over: the pool's
-	// slots must not skip its priority as empty then.
-	if _, prio, err := protocol.ParseJobSubject(a.msg.Subject()); err == nil {
-		hint, i := a.s.hint, slices.Index(protocol.Priorities, prio)
-		time.AfterFunc(delay, func() { hint.publishedTo(i) })
-	}
-}
-
-// invalid handles a job that cannot run: dead letter with the reason, plus
-// a failed result when the job's id and run are themselves valid and the id
-// is its content's (CheckID: a result is never recorded for an id the
-// payload does not own).
-func (a *attemptState) invalid(ctx context.Context, pool, reason string) {
-	reason = "invalid job: " + strings.TrimPrefix(reason, "invalid job: ")
-	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil && protocol.ValidID("run", a.job.Run) == nil && protocol.ValidPool(a.job.Pool) &&
-		a.job.CheckID() == nil {
-		a.log = a.s.log.With().Str("run", a.job.Run).Str("job", a.job.ID).Int("attempt", a.attempt).Logger()
-		a.deadLetterPool(ctx, pool, reason)
-		if a.job.CreatedAt.IsZero() {
-			a.job.CreatedAt = a.started
-		}
-		r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassInvalid, Message: reason})
-		a.finish(ctx, r, nil)
-		return
-	}
-	a.log.Warn().Str("reason", reason).Msg("invalid job dead-lettered")
-	if err := a.deadLetterPool(ctx, pool, reason); err != nil {
-		a.handBack(ctx, reason, err)
-		return
-	}
-	_ = a.msg.TermWithReason(truncate(reason, 200))
-}
-
-// dead dead-letters a job that ran out of deliveries, records the dead
-// letter's error result (recordDead; a deliberate `dlq retry` can still
-// produce a result that replaces it) and terminates the message.
-func (a *attemptState) dead(ctx context.Context, reason string) {
-	a.log.Error().Str("reason", reason).Msg("job dead-lettered")
-	a.s.w.failed.forget(a.job.ID)
-	a.s.w.excused.forget(a.job.ID)
-	if err := a.deadLetter(ctx, reason); err != nil {
-		a.handBack(ctx, reason, err)
-		return
-	}
-	a.recordDead(ctx, reason)
-	a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: reason})
-	_ = a.msg.TermWithReason(truncate(reason, 200))
-}
-
-// handBack returns a job whose dead letter could not be stored (e.g. while
-// BENCH_DEAD elects a leader): terminating it would lose it, with neither a
-// result nor a dead letter. A later delivery dead-letters it again. When
-// the dead letter can never be stored (too big for the server or the
-// stream even with only the payload's first bytes), handing back would go
-// on forever: then MaxDeliver holds, and after its last delivery the job is
-// terminated with the reason (logged and as a dead event).
-func (a *attemptState) handBack(ctx context.Context, reason string, err error) {
-	if tooBig(err) && a.counted() >= a.s.w.cfg.MaxDeliver {
-		why := fmt.Sprintf("%s; its dead letter is too big to store (%v), so after %d deliveries it is dropped", reason, err, a.deliveries)
-		a.log.Error().Str("reason", why).Msg("job terminated without a dead letter")
-		a.recordDead(ctx, why)
-		a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: why})
-		_ = a.msg.TermWithReason(truncate(why, 200))
-		return
-	}
-	a.log.Warn().Err(err).Msg("dead letter not stored; job handed back to dead-letter it again later")
-	_ = a.msg.NakWithDelay(a.s.w.cfg.backoff(a.attempt))
-}
-
-// errCodeMsgTooBig is JetStream's "message size exceeds maximum allowed".
-const errCodeMsgTooBig jetstream.ErrorCode = 10054
-
-// tooBig reports whether a publish failed because of the message's size,
-// which retrying does not heal.
-func tooBig(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, nats.ErrMaxPayload) || (errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeMsgTooBig)
-}
-
-// deadLetter publishes a dead letter for the job; a nil error means it is
-// stored.
-func (a *attemptState) deadLetter(ctx context.Context, reason string) error {
-	pool := ""
-	if a.job != nil {
-		pool = a.job.Pool
-	}
-	return a.deadLetterPool(ctx, pool, reason)
-}
-
-// deadLetterPool publishes the dead letter. A payload over the job size
-// limit is not embedded whole (it could not fit a message): the dead letter
-// keeps its first protocol.DeadPayloadPrefix bytes, and the reason its size
-// and sha256. If the publish still fails for a big payload, it is retried
-// once with only the prefix.
-func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) error {
-	payload := a.raw
-	if len(payload) > protocol.MaxJobBytes {
-		sum := sha256.Sum256(payload)
-		reason = fmt.Sprintf("%s (payload of %d bytes not kept whole: the first %d bytes are, sha256 %s)",
-			reason, len(payload), protocol.DeadPayloadPrefix, hex.EncodeToString(sum[:]))
-		payload = payload[:protocol.DeadPayloadPrefix]
-	}
-	dl := protocol.DeadLetter{
-		Schema: protocol.SchemaDead, Pool: pool, Reason: truncate(reason, protocol.MaxDeadReason), Attempts: a.attempt,
-		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: payload,
-	}
-	if meta, err := a.msg.Metadata(); err == nil {
-		dl.ID = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
-	}
-	if _, prio, err := protocol.ParseJobSubject(a.msg.Subject()); err == nil && prio.Valid() {
-		dl.Priority = prio
-	}
-	if a.job != nil && protocol.ValidID("id", a.job.ID) == nil {
-		dl.ID = a.job.ID
-		if protocol.ValidID("run", a.job.Run) == nil {
-			dl.Run = a.job.Run
-		}
-	}
-	publish := func() error {
-		data, err := json.Marshal(dl)
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		m := nats.NewMsg(protocol.DeadSubject(pool))
-		m.Data = data
-		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", dl.ID, a.attempt))
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, err = a.s.w.js.PublishMsg(pctx, m)
-		return err
-	}
-	err := publish()
-	if err != nil && len(dl.Payload) > protocol.DeadPayloadPrefix {
-		a.log.Warn().Err(err).Msg("dead letter not published; retrying with the payload's first bytes only")
-		sum := sha256.Sum256(a.raw)
-		dl.Reason = truncate(fmt.Sprintf("%s (payload of %d bytes not kept whole: the first %d bytes are, sha256 %s)",
-			reason, len(a.raw), protocol.DeadPayloadPrefix, hex.EncodeToString(sum[:])), protocol.MaxDeadReason)
-		dl.Payload = a.raw[:protocol.DeadPayloadPrefix]
-		err = publish()
-	}
-	if err != nil {
-		a.log.Error().Err(err).Msg("dead letter not published")
-		return fmt.Errorf("dead letter: %w", err)
-	}
-	a.s.w.metrics.deadLettered(pool)
-	a.s.w.notifyDead(dl, a.job)
-	return nil
-}
-
 // event publishes a job event without waiting for its ack (see
 // eventPublisher); failures are logged, never fatal.
 func (a *attemptState) event(ctx context.Context, e protocol.Event) {
@@ -826,9 +496,14 @@ func (a *attemptState) event(ctx context.Context, e protocol.Event) {
 	a.s.w.events.publish(protocol.WorkerEventSubject(e.Run, e.Job), data, string(e.Kind))
 }
 
+// truncate cuts s to at most n bytes, on a rune boundary: the cut never
+// leaves half a UTF-8 sequence.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

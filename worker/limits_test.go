@@ -93,7 +93,7 @@ func TestHandBackStopsAtMaxDeliver(t *testing.T) {
 }
 
 // A job cannot hold a board longer than the worker allows by asking for a
-// long limits.timeout (issue 23): its attempt ends at the worker's
+// long limits.timeout: its attempt ends at the worker's
 // MaxJobTimeout, and the dead letter says so.
 func TestJobTimeoutIsBoundedByTheWorker(t *testing.T) {
 	t.Parallel()
@@ -115,7 +115,7 @@ func TestJobTimeoutIsBoundedByTheWorker(t *testing.T) {
 	}
 }
 
-// A job cannot lift the worker's cap on iterations (issue 23): one asking
+// A job cannot lift the worker's cap on iterations: one asking
 // for more is invalid on the worker, after one attempt.
 func TestLoopCountIsBoundedByTheWorker(t *testing.T) {
 	t.Parallel()

@@ -19,7 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-// Issue 23, item 7: created_at is not in a job's content id, so a
+// created_at is not in a job's content id, so a
 // producer can republish a finished job with another created_at (and
 // another message id). The worker finds the job's result under its first
 // date and does not run it again: one result, one passed event, and the

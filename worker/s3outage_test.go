@@ -17,7 +17,7 @@ import (
 
 // The S3 server stops while jobs run and starts again: results spool
 // locally meanwhile, and every job ends with exactly one result in the
-// bucket, at the layout of DESIGN §5.
+// bucket, at the layout of storage.ResultKey.
 func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
 	s3 := s3test.Start(t)
 	s3.SetEnv(t) // not parallel: sets the AWS_* environment

@@ -29,7 +29,8 @@ type slot struct {
 	wake      chan struct{}
 	done      chan struct{}
 	// handoff receives a job another slot of the pool passed on because
-	// its own board failed that job before (see Worker.passOn).
+	// its own board failed that job before, or the job avoids it (see
+	// Worker.passOn).
 	handoff chan jetstream.Msg
 	// settling holds a token per job of the slot being settled in the
 	// background (settleLater): at most settleWindow; settles counts them
@@ -40,15 +41,12 @@ type slot struct {
 	// loop starts them (startSettles) once its next claim is made, so the
 	// claim does not share the moment with their writes (loop only).
 	queued []func()
-	// later: the job handle just ran is settling in the background (set
-	// and read by the slot's loop only).
-	later bool
 
 	mu        sync.Mutex
 	state     string
 	job, run  string
 	reason    string
-	completed int64
+	completed int64                  // deliveries settled (slot.settle counts them)
 	waiting   bool                   // idle in loop's select, not fetching: may take a handoff
 	streak    int                    // consecutive infrastructure failures (see maxInfraStreak)
 	lastJob   string                 // the job the last handle ran ("" if it ran none)
@@ -106,52 +104,6 @@ func (s *slot) status() protocol.DeviceStatus {
 		st.Health = &c
 	}
 	return st
-}
-
-// settleWindow bounds the jobs of one slot being settled in the background
-// at once. More than one lets a slot whose jobs are shorter than a result
-// write run ahead, and lets the file store's group commit share one flush
-// among more writes; a slow store still slows the slot down (settleLater
-// waits for room) rather than piling up results in memory.
-const settleWindow = 4
-
-// settleLater queues settle (make the result durable, publish the terminal
-// event, ack) to run in the background, so the device can take its next job
-// while its last ones are being recorded; at most settleWindow at a time
-// per slot. The slot's loop starts it (startSettles) right after its next
-// claim: a fetch made while the last job's writes go out waits behind them
-// on a small host (about 0.6 ms of every gap on 2 cores), and the next job
-// is the device's time while the settle is only bookkeeping. The job
-// counts as done (status Done) once it is settled.
-func (s *slot) settleLater(settle func()) {
-	s.later = true
-	s.startSettles() // none expected: each claim starts them
-	s.settling <- struct{}{}
-	s.settles.Add(1)
-	s.queued = append(s.queued, func() {
-		defer s.settles.Done()
-		defer func() { <-s.settling }()
-		settle()
-		s.mu.Lock()
-		s.completed++
-		s.mu.Unlock()
-		s.w.kickStatus()
-	})
-}
-
-// startSettles starts the settles settleLater queued (slot loop only).
-func (s *slot) startSettles() {
-	for _, f := range s.queued {
-		go f()
-	}
-	s.queued = s.queued[:0]
-}
-
-// settled starts any queued settle and waits until no job of the slot is
-// settling in the background.
-func (s *slot) settled() {
-	s.startSettles()
-	s.settles.Wait()
 }
 
 // loop claims and runs jobs until the worker stops claiming. It returns
@@ -235,13 +187,7 @@ func (s *slot) loop() {
 			}
 		}
 		empty = 0
-		s.later = false
 		failure := s.handle(msg)
-		if !s.later {
-			s.mu.Lock()
-			s.completed++
-			s.mu.Unlock()
-		}
 		if !s.outOfService() {
 			s.setState(protocol.DeviceIdle, "", "", "")
 		}
@@ -280,7 +226,7 @@ func (s *slot) after(failure error) {
 	s.streak++
 	streak := s.streak
 	s.mu.Unlock()
-	if err := s.recover(s.w.runCtx, device.IsHang(failure)); err != nil {
+	if err := s.recoverDevice(s.w.runCtx, device.IsHang(failure)); err != nil {
 		s.quarantine(err)
 		return
 	}
@@ -392,10 +338,10 @@ func (s *slot) confirmHostFault(ctx context.Context) (confirmed bool, why string
 	return false, "no health probe configured and the board check passes"
 }
 
-// recover runs after an infrastructure failure: a health check, and if the
+// recoverDevice runs after an infrastructure failure: a health check, and if the
 // device is bad (or hung: always), a reset followed by a second check (a
 // reset can report success and still leave the device gone).
-func (s *slot) recover(ctx context.Context, hung bool) error {
+func (s *slot) recoverDevice(ctx context.Context, hung bool) error {
 	if !hung {
 		err := s.checkHealth(ctx)
 		if err == nil {

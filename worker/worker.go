@@ -44,9 +44,12 @@ type Worker struct {
 
 	cancels *cancelWatch
 	wg      sync.WaitGroup
-	done    chan struct{}
-	started atomic.Bool
-	startAt time.Time
+	// watchers counts the goroutines of the KV watches (cancel flags,
+	// board releases); they end with runCtx.
+	watchers sync.WaitGroup
+	done     chan struct{}
+	started  atomic.Bool
+	startAt  time.Time
 
 	statusMu   sync.Mutex
 	statusKick chan struct{}
@@ -93,11 +96,24 @@ func New(cfg Config) (*Worker, error) {
 func (w *Worker) ID() string { return w.cfg.ID }
 
 // Start creates the topology if needed, then runs every slot until Stop or
-// ctx ends. It returns once the worker is claiming jobs.
-func (w *Worker) Start(ctx context.Context) error {
+// ctx ends. It returns once the worker is claiming jobs. A Start that fails
+// stops what it started (watchers, subscriptions) before it returns, and
+// may be called again.
+func (w *Worker) Start(ctx context.Context) (err error) {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("worker: already started")
 	}
+	// undo stops what this Start started, last first, should it fail.
+	var undo []func()
+	defer func() {
+		if err == nil {
+			return
+		}
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		w.started.Store(false)
+	}()
 	topo, err := topology.Ensure(ctx, w.js, w.cfg.Topology)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -108,14 +124,17 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.claimCtx, w.stopClaim = context.WithCancel(w.runCtx)
 	// ctx ending is a hard stop.
 	stop := context.AfterFunc(ctx, func() { w.stopRunning() })
-
-	w.cancels, err = watchCancels(w.runCtx, topo.Runs, w.log)
-	if err != nil {
+	undo = append(undo, func() {
 		stop()
+		w.stopRunning()
+		w.watchers.Wait()
+	})
+
+	w.cancels, err = watchCancels(w.runCtx, topo.Runs, w.log, &w.watchers)
+	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	if err := w.watchReleases(w.runCtx); err != nil {
-		stop()
 		return err
 	}
 	// One core subscription per pool wakes idle slots when a job arrives.
@@ -124,12 +143,17 @@ func (w *Worker) Start(ctx context.Context) error {
 		pools[s.dev.Pool] = append(pools[s.dev.Pool], s)
 	}
 	var subs []*nats.Subscription
+	unsubscribe := func() {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+	}
+	undo = append(undo, unsubscribe)
 	poolConsumers := map[string][]jetstream.Consumer{}
 	for pool, ss := range pools {
 		// The slots of a pool share its three consumers (one per priority).
 		consumers, err := w.poolConsumers(ctx, pool)
 		if err != nil {
-			stop()
 			return err
 		}
 		poolConsumers[pool] = consumers
@@ -146,7 +170,6 @@ func (w *Worker) Start(ctx context.Context) error {
 				w.cfg.Heartbeat = aw / 3
 			}
 		}
-		ss := ss
 		sub, err := w.cfg.Conn.Subscribe(protocol.SubjectJobsPrefix+"."+pool+".*", func(m *nats.Msg) {
 			if _, prio, err := protocol.ParseJobSubject(m.Subject); err == nil {
 				hint.publishedTo(slices.Index(protocol.Priorities, prio))
@@ -156,7 +179,6 @@ func (w *Worker) Start(ctx context.Context) error {
 			}
 		})
 		if err != nil {
-			stop()
 			return fmt.Errorf("worker: subscribe %s: %w", pool, err)
 		}
 		subs = append(subs, sub)
@@ -188,11 +210,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	go func() {
 		w.wg.Wait()
 		stopProbe()
-		w.events.close(5 * time.Second)
+		w.events.shutdown(5 * time.Second)
 		stop()
-		for _, sub := range subs {
-			_ = sub.Unsubscribe()
-		}
+		unsubscribe()
+		// Nothing runs any more: the watchers stop too.
+		w.stopRunning()
+		w.watchers.Wait()
 		// The worker is gone: remove its heartbeat so fleet status does not
 		// show it until the TTL.
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
