@@ -104,6 +104,7 @@ type BisectRound struct {
 func (r BisectRound) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "round %d/%d: ", r.N, r.Of)
+	good := 0.0
 	for i, p := range r.Probes {
 		if i > 0 {
 			b.WriteString(", ")
@@ -111,6 +112,7 @@ func (r BisectRound) String() string {
 		switch {
 		case p.Index == 0:
 			b.WriteString("good " + ShortCommit(p.Commit))
+			good = p.Median
 		case r.N == 1:
 			fmt.Fprintf(&b, "bad %s (%d of %d)", ShortCommit(p.Commit), p.Index, r.Commits)
 		default:
@@ -123,6 +125,8 @@ func (r BisectRound) String() string {
 		fmt.Fprintf(&b, " %s samples/s", FmtRate(p.Median))
 		if r.N > 1 {
 			b.WriteString(" -> " + p.Mark.String())
+		} else if p.Index > 0 && good > 0 {
+			fmt.Fprintf(&b, " (%+.1f%%)", 100*(p.Median-good)/good)
 		}
 	}
 	return b.String()
@@ -156,7 +160,8 @@ func (r *BisectReport) WriteText(w io.Writer) {
 	}
 	switch {
 	case r.FirstBad != nil:
-		fmt.Fprintf(w, "first bad commit: %s (%d of %d) %s samples/s\n", r.FirstBad.Commit, r.FirstBad.Index, r.Commits, FmtRate(r.FirstBad.Median))
+		fmt.Fprintf(w, "first bad commit: %s (%d of %d) %s samples/s, its parent %s\n", r.FirstBad.Commit, r.FirstBad.Index, r.Commits,
+			FmtRate(r.FirstBad.Median), r.parent(r.FirstBad.Index))
 	case len(r.Candidates) > 0:
 		fmt.Fprintf(w, "first bad commit: one of %d commits (the others could not be measured):\n", len(r.Candidates))
 		for _, c := range r.Candidates {
@@ -171,10 +176,24 @@ func (r *BisectReport) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "series %s: good %s %s samples/s, bad %s %s samples/s (%+.1f%%)\n", r.Series.Name(),
 		ShortCommit(r.Good.Commit), FmtRate(r.Good.Median), ShortCommit(r.Bad.Commit), FmtRate(r.Bad.Median), 100*change)
-	fmt.Fprintf(w, "%d rounds for %d commits\n", r.Rounds, r.Commits)
+	fmt.Fprintf(w, "%d %s for %d %s\n", r.Rounds, plural(r.Rounds, "round", "rounds"), r.Commits, plural(r.Commits, "commit", "commits"))
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped %s (%d of %d): %s\n", s.Commit, s.Index, r.Commits, s.Reason)
 	}
+}
+
+// parent describes the commit before the index'th as measured: its
+// figure, or that it was not.
+func (r *BisectReport) parent(index int) string {
+	if index == 1 {
+		return fmt.Sprintf("the good commit %s %s samples/s", ShortCommit(r.Good.Commit), FmtRate(r.Good.Median))
+	}
+	for _, p := range r.Probes {
+		if p.Index == index-1 && p.Mark != MarkSkip {
+			return fmt.Sprintf("%s %s samples/s", ShortCommit(p.Commit), FmtRate(p.Median))
+		}
+	}
+	return "not measured"
 }
 
 // Bisect finds the first bad commit of cfg's range. It returns the report
@@ -201,7 +220,7 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 	for i, c := range cfg.Commits {
 		probes[i] = BisectProbe{Commit: c, Index: i + 1}
 		if builds[i], err = commitBuild(ctx, store, c); errors.Is(err, ErrNoBuild) {
-			marks[i], probes[i].Mark, probes[i].Reason = MarkSkip, MarkSkip, err.Error()
+			marks[i], probes[i].Mark, probes[i].Reason = MarkSkip, MarkSkip, skipReason(err)
 			if i < n-1 {
 				rep.Skipped = append(rep.Skipped, probes[i])
 			}
@@ -214,7 +233,8 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 		return nil, fmt.Errorf("the good commit %s: %w", ShortCommit(cfg.Good), err)
 	}
 	if builds[n-1] == nil {
-		return nil, fmt.Errorf("the bad commit %s: %s", ShortCommit(cfg.Bad), probes[n-1].Reason)
+		_, err := commitBuild(ctx, store, cfg.Bad)
+		return nil, fmt.Errorf("the bad commit %s: %w", ShortCommit(cfg.Bad), err)
 	}
 
 	// Round 1: both ends.
@@ -300,6 +320,16 @@ func (c *BisectConfig) check() error {
 		return fmt.Errorf("%w: --good and --bad must be full commits", ErrBisectInput)
 	}
 	return checkRange(c.Good, c.Bad, c.Commits)
+}
+
+// skipReason is why a commit without a build (commitBuild's ErrNoBuild)
+// is skipped: "no stored build" when it has no record, else what is wrong
+// with its record.
+func skipReason(err error) string {
+	if nr := (*noRecordError)(nil); errors.As(err, &nr) {
+		return "no stored build"
+	}
+	return err.Error()
 }
 
 // commitBuild is the stored build of commit, checked: a record naming a

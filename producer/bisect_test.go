@@ -199,7 +199,7 @@ func TestBisectRoundLine(t *testing.T) {
 		{producer.BisectRound{N: 2, Of: 5, Commits: 16, Probes: []producer.BisectProbe{{Commit: c, Index: 8, Median: 123.44, Mark: producer.MarkBad}}},
 			"round 2/5: commit 3f2a9c01b4de (8 of 16) 123.4 samples/s -> bad"},
 		{producer.BisectRound{N: 1, Of: 5, Commits: 16, Probes: []producer.BisectProbe{{Commit: c, Median: 200}, {Commit: c, Index: 16, Median: 100}}},
-			"round 1/5: good 3f2a9c01b4de 200.0 samples/s, bad 3f2a9c01b4de (16 of 16) 100.0 samples/s"},
+			"round 1/5: good 3f2a9c01b4de 200.0 samples/s, bad 3f2a9c01b4de (16 of 16) 100.0 samples/s (-50.0%)"},
 		{producer.BisectRound{N: 3, Of: 6, Commits: 16, Probes: []producer.BisectProbe{{Commit: c, Index: 4, Mark: producer.MarkSkip, Reason: "none of its 3 attempts passed"}}},
 			"round 3/6: commit 3f2a9c01b4de (4 of 16) -> skip: none of its 3 attempts passed"},
 	} {

@@ -34,6 +34,15 @@ var ErrNoBuild = errors.New("no stored build")
 // ReadBuildRecord) about a record that is not a valid one.
 var ErrBadBuildRecord = errors.New("bad build record")
 
+// noRecordError is ReadBuildRecord's error for a commit without a record.
+type noRecordError struct{ key string }
+
+func (e *noRecordError) Error() string {
+	return "no stored build: the store has no " + e.key + " (CI's submit --build-wheel of the commit writes it)"
+}
+
+func (e *noRecordError) Is(target error) bool { return target == ErrNoBuild }
+
 // BuildRecord is the build of one commit: builds/commits/<commit>.json.
 type BuildRecord struct {
 	Schema string `json:"schema"`
@@ -98,7 +107,7 @@ func ReadBuildRecord(ctx context.Context, b storage.Bucket, commit string) (*Bui
 	key := BuildRecordKey(commit)
 	rc, err := b.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("%w: the store has no %s (CI's submit --build-wheel of the commit writes it)", ErrNoBuild, key)
+		return nil, &noRecordError{key: key}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("build record of %s: %w", commit, err)
