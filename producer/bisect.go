@@ -204,7 +204,7 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 	if store == nil {
 		return nil, fmt.Errorf("%w: a bisect needs the store (the builds and the results are there)", ErrBisectInput)
 	}
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	tpl, err := bisectTemplate(ctx, store, cfg)
@@ -303,7 +303,9 @@ func (b *Bisector) progress(r BisectRound) {
 	}
 }
 
-func (c *BisectConfig) check() error {
+// Check checks the config; its errors match ErrBisectInput and name the
+// flag.
+func (c *BisectConfig) Check() error {
 	s := c.Series
 	switch {
 	case s.Model == "" || s.Pool == "" || s.DataFormat == "":
@@ -380,8 +382,8 @@ func bisectTemplate(ctx context.Context, store storage.Bucket, cfg BisectConfig)
 		}
 	}
 	if last == nil {
-		return protocol.Job{}, fmt.Errorf("%w: the store holds no result of series %s (batch %d, %s%s%s) at %s or %s: the bisect runs the job as the series ran it",
-			ErrBisectInput, s.Name(), s.BatchSize, s.DataFormat, optional(", test ", s.Test), optional(", runner ", s.Runner), ShortCommit(cfg.Bad), ShortCommit(cfg.Good))
+		return protocol.Job{}, fmt.Errorf("%w: the store holds no result of series %s%s%s at %s or %s: the bisect runs the job as the series ran it",
+			ErrBisectInput, s.Name(), optional(" test ", s.Test), optional(" runner ", s.Runner), ShortCommit(cfg.Bad), ShortCommit(cfg.Good))
 	}
 	return protocol.Job{Schema: protocol.SchemaJob, Pool: last.Pool, Runner: last.Runner, Priority: protocol.PriorityHigh,
 		Benchmark: last.Benchmark, Source: protocol.Source{Project: last.Source.Project},

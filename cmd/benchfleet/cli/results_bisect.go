@@ -19,8 +19,8 @@ func (a *app) resultsBisectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bisect --model M --batch N --format F --pool P --good SHA --bad SHA (--mirror DIR | --commits FILE)",
 		Short: "Find the first bad commit of a regressed series by measuring the commits' stored builds",
-		Long: `Measures the commits after --good up to --bad on their stored builds until one is left
-(docs/OPERATIONS.md). Exit codes: 0 found; 1 not found; 64 bad flag or input; 69 no NATS.`,
+		Long: `Measures the stored builds of the commits after --good up to --bad, the midpoint first,
+until one is left (docs/OPERATIONS.md). Exit: 0 found; 1 not found; 64 bad input; 69 no NATS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -28,7 +28,9 @@ func (a *app) resultsBisectCmd() *cobra.Command {
 			if c.Threshold, err = producer.ParseThreshold(threshold); err != nil {
 				err = fmt.Errorf("%w: --threshold: %w", producer.ErrBisectInput, err)
 			} else if c.Good, c.Bad, c.Commits, err = producer.BisectRange(ctx, mirror, commits, good, bad); err == nil {
-				err = a.bisect(ctx, c)
+				if err = c.Check(); err == nil {
+					err = a.bisect(ctx, c)
+				}
 			}
 			if errors.Is(err, producer.ErrBisectInput) {
 				return usageErr("%v", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -162,6 +163,31 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "the regression does not reproduce") || !strings.Contains(out, "first bad commit: not found") ||
 		strings.Count(errOut, "round ") != 1 {
 		t.Fatalf("bisect of two slow commits: exit %d, want 1 after one round saying the regression does not reproduce", code)
+	}
+}
+
+// Bad input is a usage error naming what is wrong, before anything is
+// connected to.
+func TestBisectUsageErrors(t *testing.T) {
+	t.Parallel()
+	list := filepath.Join(t.TempDir(), "commits")
+	writeFile(t, list, strings.Repeat("a", 40)+"\n"+strings.Repeat("b", 40)+"\n")
+	series := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--model", "resnet50", "--pool", "n150"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--good", "aaaa", "--bad", "bbbb"}, "give --mirror DIR"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--mirror", "x"}, "give --mirror DIR"},
+		{[]string{"--good", "bbbb", "--bad", "aaaa", "--commits", list}, "no commits between"},
+		{[]string{"--good", "aaaa", "--bad", "cccc", "--commits", list}, `--bad "cccc": not in the list`},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--threshold", "much"}, "--threshold"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch", "8"}, "the series needs --model, --batch, --format and --pool"},
+	} {
+		code, _, errOut := run2(t, append(slices.Clone(series), c.args...)...)
+		if code != 64 || !strings.Contains(errOut, c.want) {
+			t.Errorf("bisect %v: exit %d %q, want 64 saying %q", c.args, code, errOut, c.want)
+		}
 	}
 }
 
