@@ -116,6 +116,12 @@ const (
 	WheelPresent WheelState = "present"
 	// WheelFound: a wheel named by key is in the store.
 	WheelFound WheelState = "found"
+	// BuildRecorded: the build record of a commit (BuildRecord) was
+	// written; Name is the commit, Key the record's key.
+	BuildRecorded WheelState = "recorded"
+	// BuildRecordKept: the commit's build record names another build, and
+	// it stays (WriteBuildRecord).
+	BuildRecordKept WheelState = "record-kept"
 )
 
 // WheelEvent reports progress of StageWheels.
@@ -140,10 +146,16 @@ const bigWheel = 64 << 20
 // error naming the key. A file whose bytes changed after ReadWheelFile
 // hashed them fails its upload, which then stores nothing.
 //
+// Then, for every commit its jobs name with wheels (Source.Commit and
+// Source.Repo set), it records which wheels are that commit's build
+// (WriteBuildRecord: once, the first build stays), so a bisect finds the
+// build of each commit.
+//
 // progress (nil: none) is called from StageWheels's goroutine: one
 // WheelUploading event before an upload and one at every tenth of a file
 // of 64 MiB or more, then WheelUploaded or WheelPresent for every file and
-// WheelFound for every other wheel.
+// WheelFound for every other wheel, then BuildRecorded or BuildRecordKept
+// for every commit whose record was written or kept.
 func StageWheels(ctx context.Context, b storage.Bucket, files []WheelFile, jobs []*protocol.Job, progress func(WheelEvent)) error {
 	if progress == nil {
 		progress = func(WheelEvent) {}
@@ -172,6 +184,29 @@ func StageWheels(ctx context.Context, b storage.Bucket, files []WheelFile, jobs 
 			}
 			staged[w.URL] = true
 			progress(WheelEvent{Name: w.Name(), Key: w.URL, State: WheelFound})
+		}
+	}
+	return recordBuilds(ctx, b, jobs, progress)
+}
+
+// recordBuilds writes the build record of every commit the jobs name
+// wheels of, the first job's wheels for each.
+func recordBuilds(ctx context.Context, b storage.Bucket, jobs []*protocol.Job, progress func(WheelEvent)) error {
+	done := map[string]bool{}
+	for _, j := range jobs {
+		src := j.Source
+		if len(src.Wheels) == 0 || src.Repo == "" || !protocol.ValidCommit(src.Commit) || done[src.Commit] {
+			continue
+		}
+		done[src.Commit] = true
+		wrote, err := WriteBuildRecord(ctx, b, &BuildRecord{Repo: src.Repo, Commit: src.Commit, Wheels: src.Wheels})
+		switch {
+		case errors.Is(err, ErrBuildRecorded):
+			progress(WheelEvent{Name: src.Commit, Key: BuildRecordKey(src.Commit), State: BuildRecordKept})
+		case err != nil:
+			return err
+		case wrote:
+			progress(WheelEvent{Name: src.Commit, Key: BuildRecordKey(src.Commit), State: BuildRecorded})
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ func (a *app) resultsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "results", Short: "Query the history of results in the store"}
 	cmd.AddCommand(a.resultsQueryCmd(), a.resultsShowCmd())
 	cmd.AddCommand(a.resultsExtraCmds()...)
+	cmd.AddCommand(a.resultsBisectCmd())
 	return cmd
 }
 

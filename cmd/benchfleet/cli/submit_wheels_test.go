@@ -125,14 +125,14 @@ func checkUploadOnce(t *testing.T, store string, bucket storage.Bucket) {
 		t.Fatalf("the store holds %d bytes at %s, want the wheel's %d", len(got), key, len(want))
 	}
 	var keys []string
-	for k, err := range bucket.List(t.Context(), protocol.BuildPrefix) {
+	for k, err := range bucket.List(t.Context(), protocol.BuildPrefix+"sha256/") { // builds/commits/ holds the build record
 		if err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, k)
 	}
 	if len(keys) != 1 || keys[0] != key {
-		t.Errorf("builds/ holds %v, want only %s", keys, key)
+		t.Errorf("builds/sha256/ holds %v, want only %s", keys, key)
 	}
 	j := queuedJob(t, js, "wheels-1")
 	if len(j.Source.Wheels) != 1 || j.Source.Wheels[0] != (protocol.Wheel{URL: key, SHA256: sum}) ||

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
+)
+
+func (a *app) resultsBisectCmd() *cobra.Command {
+	var c producer.BisectConfig
+	var good, bad, mirror, commits, threshold string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "bisect --model M --batch N --format F --pool P --good SHA --bad SHA (--mirror DIR | --commits FILE)",
+		Short: "Find the first bad commit of a regressed series by measuring the commits' stored builds",
+		Long: `Measures the stored builds of the commits after --good up to --bad, the midpoint first,
+until one is left (docs/OPERATIONS.md). Exit: 0 found; 1 not found; 64 bad input; 69 no NATS.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if c.Threshold, err = producer.ParseThreshold(threshold); err != nil {
+				err = fmt.Errorf("%w: --threshold: %w", producer.ErrBisectInput, err)
+			} else if c.Good, c.Bad, c.Commits, err = producer.BisectRange(ctx, mirror, commits, good, bad); err == nil {
+				if err = c.Check(); err == nil {
+					err = a.bisect(ctx, c)
+				}
+			}
+			if errors.Is(err, producer.ErrBisectInput) {
+				return usageErr("%v", err)
+			}
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&c.Series.Model, "model", "", "the series' model")
+	fl.IntVar(&c.Series.BatchSize, "batch", 0, "the series' batch size")
+	fl.StringVar(&c.Series.DataFormat, "format", "", "the series' data format (float32, bfloat16)")
+	fl.StringVar(&c.Series.Pool, "pool", "", "the series' pool")
+	fl.StringVar(&c.Series.Test, "test", "", "the series' test id (default: its stored results')")
+	fl.StringVar(&c.Series.Runner, "runner", "", "the series' runner (default: its stored results')")
+	fl.StringVar(&good, "good", "", "the last commit known good (hex, full or abbreviated)")
+	fl.StringVar(&bad, "bad", "", "the commit known bad")
+	fl.StringVar(&mirror, "mirror", "", "a clone or bare mirror of the repository to list the commits from")
+	fl.StringVar(&commits, "commits", "", "a file of the commits, one a line, oldest first (instead of --mirror)")
+	fl.IntVar(&c.Repeats, "repeats", producer.DefaultBisectRepeats, "confirmation repeats of every commit measured")
+	fl.StringVar(&threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), "the least drop of --bad against --good to bisect")
+	fl.DurationVar(&timeout, "timeout", 6*time.Hour, "give up after this long")
+	return cmd
+}
+
+func (a *app) bisect(ctx context.Context, c producer.BisectConfig) error {
+	nc, js, err := a.connect(ctx, "benchfleet-bisect")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	p := &producer.Submitter{JS: js, Log: a.log}
+	if p.Topo, err = topology.Ensure(ctx, js, topology.Config{Log: a.log}); err == nil {
+		p.Store, err = a.openStore(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	defer p.Store.Close()
+	b := &producer.Bisector{Submitter: p, Progress: func(r producer.BisectRound) { fmt.Fprintln(a.stderr, r) }}
+	rep, err := b.Bisect(ctx, c)
+	if rep != nil {
+		rep.WriteText(a.stdout)
+	}
+	return err
+}

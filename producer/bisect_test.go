@@ -1,0 +1,210 @@
+package producer_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/benchfleet/benchfleet/internal/buildkit"
+	"github.com/benchfleet/benchfleet/producer"
+)
+
+// marks parses a row of marks: . untested, g good, b bad, s skip.
+func marks(s string) []producer.Mark {
+	out := make([]producer.Mark, len(s))
+	for i, c := range s {
+		out[i] = map[rune]producer.Mark{'.': producer.Untested, 'g': producer.MarkGood, 'b': producer.MarkBad, 's': producer.MarkSkip}[c]
+	}
+	return out
+}
+
+// The narrowing: the probe is the untested commit nearest the middle of
+// the range between the last good commit and the first bad one; skipped
+// commits are stepped around; with only skipped commits left the first bad
+// commit is one of them or the first bad.
+func TestNarrow(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name       string
+		marks      string
+		probe      int
+		firstBad   int
+		candidates []int
+		left       int
+	}{
+		{"16 commits, only the bad end known", "...............b", 7, -1, nil, 4},
+		{"the 8th good", ".......g.......b", 11, -1, nil, 3},
+		{"the 12th bad", ".......g...b...b", 9, -1, nil, 2},
+		{"the 10th good", ".......g.g.b...b", 10, -1, nil, 1},
+		{"found: the 11th", ".......g.gbb...b", -1, 10, nil, 0},
+		{"one commit, the bad one", "b", -1, 0, nil, 0},
+		{"two commits", ".b", 0, -1, nil, 1},
+		{"the first commit is the first bad", "b..b", -1, 0, nil, 0},
+		{"a skipped midpoint: the older neighbour", ".......s.......b", 6, -1, nil, 4},
+		{"a skipped midpoint and older one: the newer", "......ss.......b", 8, -1, nil, 4},
+		{"a run of skips around the middle", ".....sssss.....b", 4, -1, nil, 4},
+		{"only skips left between good and bad", "ggssb", -1, -1, []int{2, 3, 4}, 0},
+		{"a skip just before the first bad", "gsb", -1, -1, []int{1, 2}, 0},
+		{"every commit but the bad one skipped", "sssb", -1, -1, []int{0, 1, 2, 3}, 0},
+		{"an inconsistent good after the first bad is ignored", "..b.g.b", 0, -1, nil, 2},
+		{"no bad commit: nothing to find", "....", -1, -1, nil, 0},
+		{"empty", "", -1, -1, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := producer.Narrow(marks(c.marks))
+			if got.Probe != c.probe || got.FirstBad != c.firstBad || !slices.Equal(got.Candidates, c.candidates) || got.Left != c.left {
+				t.Errorf("Narrow(%q) = %+v, want probe %d first bad %d candidates %v left %d", c.marks, got, c.probe, c.firstBad, c.candidates, c.left)
+			}
+		})
+	}
+}
+
+// Played out, the narrowing names a planted first bad commit within
+// ceil(log2 n) probes for every place it may be and every n up to 64, and
+// a skipped commit costs at most one probe more.
+func TestNarrowFindsEveryPlantedCommit(t *testing.T) {
+	t.Parallel()
+	for n := 1; n <= 64; n++ {
+		for bad := range n {
+			for _, skip := range []int{-1, n / 2, bad - 1} {
+				if skip == n-1 || skip == bad {
+					continue
+				}
+				m := make([]producer.Mark, n)
+				m[n-1] = producer.MarkBad
+				if skip >= 0 {
+					m[skip] = producer.MarkSkip
+				}
+				limit := producer.Narrow(m).Left
+				probes := 0
+				for {
+					nw := producer.Narrow(m)
+					if nw.Probe < 0 {
+						switch {
+						case nw.FirstBad == bad:
+						case skip == bad-1 && slices.Equal(nw.Candidates, []int{skip, bad}):
+						default:
+							t.Fatalf("n %d bad %d skip %d: %+v, want first bad %d", n, bad, skip, nw, bad)
+						}
+						break
+					}
+					probes++
+					if nw.Probe >= bad {
+						m[nw.Probe] = producer.MarkBad
+					} else {
+						m[nw.Probe] = producer.MarkGood
+					}
+				}
+				if probes > limit+1 || (skip < 0 && probes > limit) {
+					t.Fatalf("n %d bad %d skip %d: %d probes, want at most %d", n, bad, skip, probes, limit)
+				}
+			}
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		v    float64
+		want producer.Mark
+	}{{100, producer.MarkGood}, {80, producer.MarkGood}, {75, producer.MarkGood}, {74.9, producer.MarkBad}, {50, producer.MarkBad}, {40, producer.MarkBad}} {
+		if got := producer.Classify(c.v, 100, 50); got != c.want {
+			t.Errorf("Classify(%v, good 100, bad 50) = %s, want %s", c.v, got, c.want)
+		}
+	}
+}
+
+// The range from a real git repository: the commits after good up to bad,
+// oldest first, good and bad given abbreviated; a bad commit that is not a
+// descendant of good, and a malformed commit, are input errors.
+func TestGitRange(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/usr/bin/git"); err != nil {
+		t.Skip("no git")
+	}
+	var commits []map[string]string
+	for i := range 6 {
+		commits = append(commits, map[string]string{fmt.Sprintf("f%d", i): "x"})
+	}
+	dir, ids, err := buildkit.MakeRepo(t.TempDir(), commits...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad, got, err := producer.GitRange(t.Context(), dir, ids[1][:8], ids[5][:10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good != ids[1] || bad != ids[5] || !slices.Equal(got, ids[2:6]) {
+		t.Fatalf("GitRange = %s %s %v, want %s %s %v", good, bad, got, ids[1], ids[5], ids[2:6])
+	}
+	for _, c := range []struct{ good, bad, want string }{
+		{ids[4], ids[2], "no commits between"},
+		{"--all", ids[2], "want a commit in lowercase hex"},
+		{"deadbeef", ids[2], "not a commit of"},
+	} {
+		if _, _, _, err := producer.GitRange(t.Context(), dir, c.good, c.bad); !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("GitRange(%s, %s) = %v, want an input error saying %q", c.good, c.bad, err, c.want)
+		}
+	}
+}
+
+func TestListRange(t *testing.T) {
+	t.Parallel()
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, fmt.Sprintf("abcd%d%035x", i, i))
+	}
+	list := []byte("# main, oldest first\n" + strings.Join(ids, "\n") + "\n\n")
+	good, bad, got, err := producer.ListRange(list, ids[0][:5], ids[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good != ids[0] || bad != ids[3] || !slices.Equal(got, ids[1:4]) {
+		t.Fatalf("ListRange = %s %s %v, want %v", good, bad, got, ids[1:4])
+	}
+	for _, c := range []struct {
+		list      string
+		good, bad string
+		want      string
+	}{
+		{string(list), ids[3], ids[1], "no commits between"},
+		{string(list), "abcd", ids[1], "more than one listed commit"},
+		{string(list), "f00d", ids[1], "not in the list"},
+		{"abc\n", "abc", "abc", "want a full commit"},
+	} {
+		if _, _, _, err := producer.ListRange([]byte(c.list), c.good, c.bad); !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ListRange(%s, %s) = %v, want an input error saying %q", c.good, c.bad, err, c.want)
+		}
+	}
+	if _, _, _, err := producer.BisectRange(t.Context(), "", filepath.Join(t.TempDir(), "none"), "a", "b"); !errors.Is(err, producer.ErrBisectInput) {
+		t.Errorf("BisectRange of a missing file: %v, want an input error", err)
+	}
+	if _, _, _, err := producer.BisectRange(t.Context(), "", "", "a", "b"); !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), "--mirror") {
+		t.Errorf("BisectRange of neither: %v, want an input error naming --mirror", err)
+	}
+}
+
+func TestBisectRoundLine(t *testing.T) {
+	t.Parallel()
+	c := strings.Repeat("3f2a9c01b4de", 4)[:40]
+	for _, r := range []struct {
+		round producer.BisectRound
+		want  string
+	}{
+		{producer.BisectRound{N: 2, Of: 5, Commits: 16, Probes: []producer.BisectProbe{{Commit: c, Index: 8, Median: 123.44, Mark: producer.MarkBad}}},
+			"round 2/5: commit 3f2a9c01b4de (8 of 16) 123.4 samples/s -> bad"},
+		{producer.BisectRound{N: 1, Of: 5, Commits: 16, Probes: []producer.BisectProbe{{Commit: c, Median: 200}, {Commit: c, Index: 16, Median: 100}}},
+			"round 1/5: good 3f2a9c01b4de 200.0 samples/s, bad 3f2a9c01b4de (16 of 16) 100.0 samples/s (-50.0%)"},
+		{producer.BisectRound{N: 3, Of: 6, Commits: 16, Probes: []producer.BisectProbe{{Commit: c, Index: 4, Mark: producer.MarkSkip, Reason: "none of its 3 attempts passed"}}},
+			"round 3/6: commit 3f2a9c01b4de (4 of 16) -> skip: none of its 3 attempts passed"},
+	} {
+		if got := r.round.String(); got != r.want {
+			t.Errorf("round line\n got %q\nwant %q", got, r.want)
+		}
+	}
+}
