@@ -5,51 +5,40 @@ package faulttest
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/bench"
 )
 
-var chaosLine = regexp.MustCompile(`^jobs (\d+) results (\d+) lost (\d+) duplicates (\d+) redelivered (\d+)$`)
-
-// runChaos runs `benchfleet bench chaos` with args and checks its one line:
-// nothing lost, nothing recorded twice, and (with kills) some job
-// redelivered after a SIGKILL.
-func runChaos(t *testing.T, jobs, kills int, args ...string) {
+// runChaos runs the chaos bench (bench.RunChaos, whose workers are the
+// real binary) and checks its report: nothing lost, nothing recorded
+// twice, and (with kills) some job redelivered after a SIGKILL.
+func runChaos(t *testing.T, cfg bench.ChaosConfig) {
 	t.Helper()
-	bin := Binary(t)
-	args = append([]string{"bench", "chaos", "--jobs", strconv.Itoa(jobs), "--kills", strconv.Itoa(kills),
-		"--data", t.TempDir(), "--log-format", "json"}, args...)
-	p := Start(t, bin, args...)
-	<-p.Done()
-	out := p.Output()
-	var line []string
-	for _, l := range strings.Split(out, "\n") {
-		if m := chaosLine.FindStringSubmatch(l); m != nil {
-			line = m
-		}
+	cfg.Exe, cfg.Dir = Binary(t), t.TempDir()
+	rep, err := bench.RunChaos(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("bench chaos: %v (data in %s)", err, cfg.Dir)
 	}
-	if line == nil {
-		t.Fatalf("no result line from bench chaos (%v):\n%s", p.Err(), tail(out, 4000))
+	var line, details strings.Builder
+	rep.Print(&line, &details)
+	t.Logf("%s%s", line.String(), details.String())
+	if rep.Jobs != cfg.Jobs || !rep.OK() {
+		t.Errorf("bench chaos: %s want jobs %d lost 0 duplicates 0", line.String(), cfg.Jobs)
 	}
-	t.Logf("benchfleet %s\n%s", strings.Join(args, " "), line[0])
-	n := func(i int) int { v, _ := strconv.Atoi(line[i]); return v }
-	if n(1) != jobs || n(3) != 0 || n(4) != 0 {
-		t.Errorf("bench chaos: %s, want jobs %d lost 0 duplicates 0", line[0], jobs)
+	if rep.Results != cfg.Jobs {
+		t.Logf("%d jobs were dead-lettered instead of recorded", cfg.Jobs-rep.Results)
 	}
-	if n(2) != jobs {
-		t.Logf("%d jobs were dead-lettered instead of recorded", jobs-n(2))
+	if cfg.Kills > 0 && rep.Redelivered == 0 {
+		t.Errorf("bench chaos: %s no job redelivered after %d SIGKILLs of busy workers", line.String(), cfg.Kills)
 	}
-	if kills > 0 && n(5) == 0 {
-		t.Errorf("bench chaos: %s: no job redelivered after %d SIGKILLs of busy workers", line[0], kills)
-	}
-	if err := p.Err(); err != nil {
-		t.Errorf("bench chaos exited with %v", err)
-	}
-	if t.Failed() {
-		t.Logf("output:\n%s", tail(out, 4000))
+	if rep.Kills != cfg.Kills {
+		t.Errorf("bench chaos: %d kills, want %d", rep.Kills, cfg.Kills)
 	}
 }
 
@@ -57,7 +46,8 @@ func runChaos(t *testing.T, jobs, kills int, args ...string) {
 // ends with exactly one result.
 func TestChaosShort(t *testing.T) {
 	t.Parallel()
-	runChaos(t, 60, 2, "--workers", "2", "--slots-per-worker", "2", "--job-duration", "300ms", "--ack-wait", "2s")
+	runChaos(t, bench.ChaosConfig{Jobs: 60, Kills: 2, Workers: 2, Slots: 2, JobDuration: 300 * time.Millisecond, AckWait: 2 * time.Second,
+		MaxDeliver: 4, Log: zerolog.Nop()})
 }
 
 // The long soak: BENCHFLEET_SOAK=1 go test ./internal/faulttest -run Soak -timeout 30m
@@ -68,7 +58,8 @@ func TestChaosSoak(t *testing.T) {
 	}
 	jobs, kills := envInt(t, "BENCHFLEET_SOAK_JOBS", 3000), envInt(t, "BENCHFLEET_SOAK_KILLS", 30)
 	start := time.Now()
-	runChaos(t, jobs, kills, "--workers", "4", "--slots-per-worker", "4", "--job-duration", "300ms", "--ack-wait", "2s")
+	runChaos(t, bench.ChaosConfig{Jobs: jobs, Kills: kills, Workers: 4, Slots: 4, JobDuration: 300 * time.Millisecond, AckWait: 2 * time.Second,
+		MaxDeliver: 4, Log: zerolog.Nop()})
 	t.Logf("soak took %s", time.Since(start).Round(time.Second))
 }
 

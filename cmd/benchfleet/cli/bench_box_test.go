@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
-	"github.com/benchfleet/benchfleet/internal/benchbox"
+	"github.com/benchfleet/benchfleet/internal/bench"
 )
 
 // `bench dispatch --box` runs every job plain and boxed and prints each
@@ -21,8 +21,8 @@ import (
 // wall-clock assertions: the shape of the output and positive figures.
 func TestBenchDispatchBox(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(benchbox.DefaultPython); err != nil {
-		msg := "bench dispatch --box needs " + benchbox.DefaultPython + ": " + err.Error()
+	if _, err := os.Stat(bench.DefaultPython); err != nil {
+		msg := "bench dispatch --box needs " + bench.DefaultPython + ": " + err.Error()
 		if os.Getenv("BENCHFLEET_REQUIRE_PYTEST") == "1" {
 			t.Fatal(msg)
 		}

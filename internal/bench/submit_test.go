@@ -1,11 +1,9 @@
-package cli
+package bench
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,40 +17,28 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// `bench submit` prints both rates and their ratio per round and the
-// median, and the run it submitted last is really there (and only it: each
-// round starts from empty streams): every job in BENCH_JOBS under its content id
-// and message id, the manifest in bench-runs and in the store, a queued
-// event per job. No wall-clock assertions: only the shape of the output.
-func TestBenchSubmit(t *testing.T) {
+// `bench submit` measures both rates and their ratio per round, and the
+// run it submitted last is really there (and only it: each round starts
+// from empty streams): every job in BENCH_JOBS under its content id and
+// message id, the manifest in bench-runs and in the store, no event. No
+// wall-clock assertions.
+func TestRunSubmit(t *testing.T) {
 	t.Parallel()
 	const n = 1200 // over ManifestChunkJobs, so the manifest is chunked
 	dir := t.TempDir()
-	code, out, errOut := ciRun(t, "bench", "submit", "--jobs", strconv.Itoa(n), "--rounds", "2", "--data", dir)
-	if code != ExitOK {
-		t.Fatalf("bench submit: exit %d\n%s%s", code, out, errOut)
+	rep, err := RunSubmit(t.Context(), SubmitConfig{Jobs: n, Rounds: 2, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
 	}
-	num := `[0-9]+(\.[0-9]+)?`
-	for _, re := range []string{
-		`(?m)^round 1  raw jetstream +` + strconv.Itoa(n) + ` msgs +` + num + `s +` + num + ` msgs/s$`,
-		`(?m)^round 2  benchfleet +` + strconv.Itoa(n) + ` jobs +` + num + `s +` + num + ` jobs/s`,
-		`(?m)^round 2  ratio benchfleet/raw rate ` + num + ` \(time ` + num + `x\)`,
-		`(?m)^ratio benchfleet/raw rate ` + num + ` \(median of 2 rounds; min ` + num + `, max ` + num + `\)$`,
-	} {
-		if !regexp.MustCompile(re).MatchString(out) {
-			t.Errorf("output does not match %s:\n%s", re, out)
+	if len(rep.Rounds) != 2 {
+		t.Fatalf("%d rounds, want 2", len(rep.Rounds))
+	}
+	for i, r := range rep.Rounds {
+		if r.Queued != n || r.Raw <= 0 || r.Fleet <= 0 || !(r.Ratio > 0) {
+			t.Errorf("round %d: %+v, want %d queued and positive figures", i+1, r, n)
 		}
 	}
-	m := regexp.MustCompile(`(?m)^ratio benchfleet/raw rate (` + num + `)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no ratio in\n%s", out)
-	}
-	if r, err := strconv.ParseFloat(m[1], 64); err != nil || r <= 0 {
-		t.Errorf("ratio %q: want a positive number", m[1])
-	}
-	if !strings.Contains(errOut, "submitting a run of") {
-		t.Errorf("no progress on stderr:\n%s", errOut)
-	}
+	spreadWithin(t, rep.Spread, rep.Rounds[0].Ratio, rep.Rounds[1].Ratio)
 
 	// Reopen the bench's server data and look at what it left.
 	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(dir, "nats")})
@@ -71,15 +57,12 @@ func TestBenchSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("manifest: %v", err)
 	}
-	if len(man.Jobs) != n {
-		t.Fatalf("manifest has %d jobs, want %d", len(man.Jobs), n)
-	}
 	want := map[string]bool{}
 	for _, j := range man.Jobs {
 		want[j.ID] = true
 	}
-	if len(want) != n {
-		t.Fatalf("manifest has %d distinct job ids, want %d", len(want), n)
+	if len(man.Jobs) != n || len(want) != n {
+		t.Fatalf("manifest has %d jobs, %d distinct ids; want %d", len(man.Jobs), len(want), n)
 	}
 	// A work-queue stream takes no ordered consumer: read it by sequence.
 	info, err := topo.Jobs.Info(ctx)
@@ -127,7 +110,9 @@ func TestBenchSubmit(t *testing.T) {
 	}
 
 	// A second run into the same data is refused (it would only re-attach).
-	if code, _, errOut := ciRun(t, "bench", "submit", "--jobs", "10", "--data", dir); code != ExitUsage || !strings.Contains(errOut, "--data") {
-		t.Errorf("bench submit into used --data: exit %d, want %d naming --data: %s", code, ExitUsage, errOut)
+	_, err = RunSubmit(t.Context(), SubmitConfig{Jobs: 10, Rounds: 1, Dir: dir})
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Errorf("a second run into the same data: %v, want a ConfigError naming --data", err)
 	}
 }

@@ -1,4 +1,4 @@
-package benchbox
+package bench
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// script is the minimal harness: it stands where the runner runs
+// boxScript is the minimal harness: it stands where the runner runs
 // "<python> -m pytest ...", prints forge's warmup and timed loops
 // (sleeping ITER_MS per iteration), the PCC line forge prints on a pass,
 // and writes a forge-shaped report whose total_samples and total_time are
 // what it printed and measured (the runner checks both). %PYTHON% and
-// %ITER_MS% are filled in by writeHarness.
-const script = `#!%PYTHON%
+// %ITER_MS% are filled in by writeBoxHarness.
+const boxScript = `#!%PYTHON%
 # benchfleet bench dispatch --box: a minimal forge harness (standard library only).
 import json, sys, time
 argv = sys.argv[1:]
@@ -43,10 +43,10 @@ with open(flag("--output-file", None), "w") as f:
     json.dump(report, f)
 `
 
-// writeHarness writes the harness under dir: an empty checkout and the
+// writeBoxHarness writes the harness under dir: an empty checkout and the
 // script (run by python, each iteration sleeping iter), both readable and
 // searchable by every user, as a job user other than the worker needs.
-func writeHarness(dir, python string, iter time.Duration) (checkout, exe string, err error) {
+func writeBoxHarness(dir, python string, iter time.Duration) (checkout, exe string, err error) {
 	checkout = filepath.Join(dir, "checkout")
 	exe = filepath.Join(dir, "bin", "python")
 	for _, d := range []string{checkout, filepath.Dir(exe)} {
@@ -57,7 +57,7 @@ func writeHarness(dir, python string, iter time.Duration) (checkout, exe string,
 			return "", "", fmt.Errorf("harness script: %w", err)
 		}
 	}
-	body := strings.NewReplacer("%PYTHON%", python, "%ITER_MS%", fmt.Sprintf("%g", float64(iter)/float64(time.Millisecond))).Replace(script)
+	body := strings.NewReplacer("%PYTHON%", python, "%ITER_MS%", fmt.Sprintf("%g", float64(iter)/float64(time.Millisecond))).Replace(boxScript)
 	if err := os.WriteFile(exe, []byte(body), 0o755); err != nil {
 		return "", "", fmt.Errorf("harness script: %w", err)
 	}

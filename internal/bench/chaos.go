@@ -1,11 +1,4 @@
-// Package chaos is benchfleet's chaos harness (`benchfleet bench chaos`): it
-// proves the delivery contract (at-least-once delivery, exactly-once
-// results) with real processes. It starts an embedded NATS server and a
-// file store, starts worker processes (the benchfleet binary's `worker`
-// subcommand with sim slots), submits sim jobs, SIGKILLs random busy workers
-// at random moments (restarting each), waits until every job has a result
-// or a dead letter, and counts lost and duplicated results.
-package chaos
+package bench
 
 import (
 	"bufio"
@@ -13,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -36,8 +30,14 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// Config is one chaos run.
-type Config struct {
+// ChaosConfig configures `bench chaos`, which proves the delivery contract
+// (at-least-once delivery, exactly-once results) with real processes: it
+// starts an embedded NATS server and a file store, starts worker processes
+// (the benchfleet binary's `worker` subcommand with sim slots), submits sim
+// jobs, SIGKILLs random busy workers at random moments (restarting each),
+// waits until every job has a result or a dead letter, and counts lost and
+// duplicated results.
+type ChaosConfig struct {
 	// Jobs sim jobs over Workers worker processes of Slots sim slots each.
 	Jobs, Workers, Slots int
 	// Kills SIGKILLs of random busy workers during the run (each restarted).
@@ -50,7 +50,7 @@ type Config struct {
 	MaxDeliver int
 	// Timeout gives up waiting (0: from the job count, kills and ack wait).
 	Timeout time.Duration
-	// Seed of kill times and victims.
+	// Seed of kill times and victims. Default (0): from the clock.
 	Seed uint64
 	// Dir holds NATS data, the store and worker logs (required).
 	Dir string
@@ -60,54 +60,82 @@ type Config struct {
 	Log zerolog.Logger
 }
 
-// Validate names the first field out of range.
-func (f *Config) Validate() error {
+// Validate fills the defaults and names the first field out of range.
+func (f *ChaosConfig) Validate() error {
+	if f.Seed == 0 {
+		f.Seed = uint64(time.Now().UnixNano())
+	}
 	switch {
 	case f.Jobs < 1 || f.Jobs > 100_000:
-		return fmt.Errorf("jobs %d: must be between 1 and 100000", f.Jobs)
+		return configErr("jobs %d: must be between 1 and 100000", f.Jobs)
 	case f.Workers < 1 || f.Workers > 64:
-		return fmt.Errorf("workers %d: must be between 1 and 64", f.Workers)
+		return configErr("workers %d: must be between 1 and 64", f.Workers)
 	case f.Slots < 1 || f.Slots > 64:
-		return fmt.Errorf("slots per worker %d: must be between 1 and 64", f.Slots)
+		return configErr("slots per worker %d: must be between 1 and 64", f.Slots)
 	case f.Kills < 0 || f.Kills > 1000:
-		return fmt.Errorf("kills %d: must be between 0 and 1000", f.Kills)
+		return configErr("kills %d: must be between 0 and 1000", f.Kills)
 	case f.JobDuration < 0 || f.JobDuration > time.Hour:
-		return fmt.Errorf("job duration %s: must be between 0 and 1h", f.JobDuration)
+		return configErr("job duration %s: must be between 0 and 1h", f.JobDuration)
 	case f.AckWait < time.Second:
-		return fmt.Errorf("ack wait %s: must be at least 1s", f.AckWait)
+		return configErr("ack wait %s: must be at least 1s", f.AckWait)
 	case f.MaxDeliver < 1 || f.MaxDeliver > 100:
-		return fmt.Errorf("max deliver %d: must be between 1 and 100", f.MaxDeliver)
+		return configErr("max deliver %d: must be between 1 and 100", f.MaxDeliver)
 	case f.Timeout < 0:
-		return fmt.Errorf("timeout %s: must not be negative", f.Timeout)
+		return configErr("timeout %s: must not be negative", f.Timeout)
 	}
 	return nil
 }
 
-// Report is what a chaos run counted.
-type Report struct {
+// ChaosReport is what a chaos run counted.
+type ChaosReport struct {
+	// Jobs submitted; Results recorded (one per job at most); Lost: jobs
+	// with neither a result nor a dead letter; Duplicates: results written
+	// more than once (every write is witnessed by the writer's terminal
+	// event and its "job finished" log line); Redelivered: results of
+	// attempt > 1.
 	Jobs, Results, Lost, Duplicates, Redelivered int
-	Kills, UnexpectedExits, Dead, Caught         int
-	LostJobs, DupJobs                            []string
-	Elapsed                                      time.Duration
+	// Kills sent; UnexpectedExits of workers the run did not kill; Dead
+	// letters of the run; Caught duplicate deliveries the write-once
+	// result refused.
+	Kills, UnexpectedExits, Dead, Caught int
+	// LostJobs are the lost jobs' ids; DupJobs say which attempts wrote a
+	// duplicated result.
+	LostJobs, DupJobs []string
+	Elapsed           time.Duration
+	// Seed is the run's (ChaosConfig.Seed, or the clock's).
+	Seed uint64
 }
 
-// Run runs one chaos run in cfg.Dir and reports what it counted. An error
-// is a failure of the harness itself; lost or duplicated results are in
-// the report.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+// OK says that no job was lost or recorded twice.
+func (rep *ChaosReport) OK() bool { return rep.Lost == 0 && rep.Duplicates == 0 }
+
+// Print writes the report as `bench chaos` prints it: its one line to out,
+// the details (seed, kills, dead letters, lost and duplicated jobs) to
+// details.
+func (rep *ChaosReport) Print(out, details io.Writer) {
+	fmt.Fprintf(out, "jobs %d results %d lost %d duplicates %d redelivered %d\n",
+		rep.Jobs, rep.Results, rep.Lost, rep.Duplicates, rep.Redelivered)
+	fmt.Fprintf(details, "chaos: seed %d; %d kills, %d unexpected worker exits; %d dead letters; %d duplicate deliveries caught (result already recorded); %s\n",
+		rep.Seed, rep.Kills, rep.UnexpectedExits, rep.Dead, rep.Caught, rep.Elapsed.Round(10*time.Millisecond))
+	for _, job := range rep.LostJobs {
+		fmt.Fprintf(details, "chaos: lost job %s\n", job)
+	}
+	for _, d := range rep.DupJobs {
+		fmt.Fprintf(details, "chaos: duplicate result for %s\n", d)
+	}
+}
+
+// RunChaos runs one chaos run in cfg.Dir and reports what it counted. An
+// error is a failure of the harness itself; lost or duplicated results are
+// in the report.
+func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed>>1|1))
 	c := &chaosRun{f: &cfg, dir: cfg.Dir, exe: cfg.Exe, rng: rng, log: cfg.Log.With().Str("component", "chaos").Logger()}
-	rep, err := c.run(ctx)
-	c.cleanup()
-	if err != nil {
-		return nil, err
-	}
-	return &Report{Jobs: rep.jobs, Results: rep.results, Lost: rep.lost, Duplicates: rep.duplicates, Redelivered: rep.redelivered,
-		Kills: rep.kills, UnexpectedExits: rep.unexpectedExits, Dead: rep.dead, Caught: rep.caught,
-		LostJobs: rep.lostJobs, DupJobs: rep.dupJobs, Elapsed: rep.elapsed}, nil
+	defer c.cleanup()
+	return c.run(ctx)
 }
 
 // chaosWorker is one worker subprocess slot of the chaos run: the process
@@ -124,7 +152,7 @@ type chaosWorker struct {
 }
 
 type chaosRun struct {
-	f   *Config
+	f   *ChaosConfig
 	dir string
 	exe string
 	rng *rand.Rand
@@ -135,13 +163,6 @@ type chaosRun struct {
 	workers  []*chaosWorker
 }
 
-type chaosReport struct {
-	jobs, results, lost, duplicates, redelivered int
-	kills, unexpectedExits, dead, caught         int
-	lostJobs, dupJobs                            []string
-	elapsed                                      time.Duration
-}
-
 func (c *chaosRun) cleanup() {
 	for i := len(c.cleanups) - 1; i >= 0; i-- {
 		c.cleanups[i]()
@@ -149,7 +170,7 @@ func (c *chaosRun) cleanup() {
 	c.cleanups = nil
 }
 
-func (c *chaosRun) run(ctx context.Context) (*chaosReport, error) {
+func (c *chaosRun) run(ctx context.Context) (*ChaosReport, error) {
 	f := c.f
 	start := time.Now()
 	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(c.dir, "nats"), Name: "benchfleet-chaos"})
@@ -296,8 +317,8 @@ wait:
 
 // count builds the report from the store, the dead letters, the events
 // and the worker logs.
-func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store storage.Bucket, run string, jobs []*protocol.Job, kills int, start time.Time) (*chaosReport, error) {
-	rep := &chaosReport{jobs: len(jobs), kills: kills, elapsed: time.Since(start)}
+func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store storage.Bucket, run string, jobs []*protocol.Job, kills int, start time.Time) (*ChaosReport, error) {
+	rep := &ChaosReport{Jobs: len(jobs), Kills: kills, Elapsed: time.Since(start), Seed: c.f.Seed}
 	results, bad, err := storage.QueryJSON(ctx, store, storage.Filter{Run: run})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: read results: %w", err)
@@ -309,10 +330,10 @@ func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store stor
 	for _, r := range results {
 		byJob[r.Job] = r
 		if r.Attempt > 1 {
-			rep.redelivered++
+			rep.Redelivered++
 		}
 	}
-	rep.results = len(byJob)
+	rep.Results = len(byJob)
 	dead := map[string]bool{}
 	err = chaosReadStream(ctx, js, protocol.StreamDead, protocol.SubjectDeadPrefix+".>", func(data []byte) {
 		var dl protocol.DeadLetter
@@ -323,7 +344,7 @@ func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store stor
 	if err != nil {
 		return nil, err
 	}
-	rep.dead = len(dead)
+	rep.Dead = len(dead)
 
 	// writers[job] holds every attempt seen writing the job's result: the
 	// stored one, every terminal event (published only after a write) and
@@ -348,20 +369,20 @@ func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store stor
 		return nil, err
 	}
 	for _, w := range c.workers {
-		rep.unexpectedExits += w.exits
-		if err := chaosScanLog(w.log.Name(), run, wrote, &rep.caught); err != nil {
+		rep.UnexpectedExits += w.exits
+		if err := chaosScanLog(w.log.Name(), run, wrote, &rep.Caught); err != nil {
 			return nil, err
 		}
 	}
 	for _, j := range jobs {
 		if byJob[j.ID] == nil && !dead[j.ID] {
-			rep.lost++
-			rep.lostJobs = append(rep.lostJobs, j.ID)
+			rep.Lost++
+			rep.LostJobs = append(rep.LostJobs, j.ID)
 		}
 		if n := len(writers[j.ID]); n > 1 {
-			rep.duplicates += n - 1
+			rep.Duplicates += n - 1
 			ws := slices.Sorted(maps.Keys(writers[j.ID]))
-			rep.dupJobs = append(rep.dupJobs, j.ID+" written by "+strings.Join(ws, ", "))
+			rep.DupJobs = append(rep.DupJobs, j.ID+" written by "+strings.Join(ws, ", "))
 		}
 	}
 	return rep, nil

@@ -1,5 +1,32 @@
-// Package benchbuilds measures the build cache (`benchfleet bench
-// builds`), each figure against a baseline measured in the same run:
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/build"
+	"github.com/benchfleet/benchfleet/device/harness"
+	"github.com/benchfleet/benchfleet/internal/buildkit"
+	"github.com/benchfleet/benchfleet/protocol"
+)
+
+// Defaults of BuildsConfig.
+const (
+	DefaultBuildsJobs   = 20
+	DefaultBuildsRounds = 3
+)
+
+// BuildsConfig configures `bench builds`: the build cache (device/build),
+// each figure against a baseline measured in the same run:
 //
 //   - a cold setup (a fresh cache: the repository's mirror, the commit's
 //     tree, an environment with the job's wheel) against the same
@@ -12,37 +39,7 @@
 // The build is made at run time: a git repository (real git) holding a
 // minimal forge-shaped perf test, and a wheel holding the module it
 // imports. Nothing reaches a package index.
-package benchbuilds
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
-	"time"
-
-	"github.com/rs/zerolog"
-
-	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/device/build"
-	"github.com/benchfleet/benchfleet/device/harness"
-	"github.com/benchfleet/benchfleet/internal/buildkit"
-	"github.com/benchfleet/benchfleet/protocol"
-)
-
-// Defaults of Config.
-const (
-	DefaultJobs   = 20
-	DefaultRounds = 3
-	DefaultPython = "/usr/bin/python3"
-)
-
-// Config configures one measurement.
-type Config struct {
+type BuildsConfig struct {
 	// Jobs is how many jobs of each build (cached, host) run. Default 20;
 	// at most 1000.
 	Jobs int
@@ -60,12 +57,12 @@ type Config struct {
 }
 
 // Validate fills the defaults and names the first field out of range.
-func (c *Config) Validate() error {
+func (c *BuildsConfig) Validate() error {
 	if c.Jobs == 0 {
-		c.Jobs = DefaultJobs
+		c.Jobs = DefaultBuildsJobs
 	}
 	if c.Rounds == 0 {
-		c.Rounds = DefaultRounds
+		c.Rounds = DefaultBuildsRounds
 	}
 	if c.Python == "" {
 		c.Python = DefaultPython
@@ -75,17 +72,17 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case c.Jobs < 1 || c.Jobs > 1000:
-		return fmt.Errorf("--jobs %d: want 1..1000", c.Jobs)
+		return configErr("--jobs %d: want 1..1000", c.Jobs)
 	case c.Rounds < 1 || c.Rounds > 20:
-		return fmt.Errorf("--rounds %d: want 1..20", c.Rounds)
+		return configErr("--rounds %d: want 1..20", c.Rounds)
 	case !filepath.IsAbs(c.Python):
-		return fmt.Errorf("--python %q: want an absolute path", c.Python)
+		return configErr("--python %q: want an absolute path", c.Python)
 	}
 	return nil
 }
 
-// Report is one measurement's figures.
-type Report struct {
+// BuildsReport is what `bench builds` measured.
+type BuildsReport struct {
 	// ByHand and Cold are the rounds' setup times: venv and pip run by
 	// hand, and a cold Provision (mirror, tree and environment). Lean is
 	// the by-hand setup without a pip of the environment's own (venv
@@ -97,44 +94,32 @@ type Report struct {
 	Host, Hit []time.Duration
 	// HitSetup are the hits' own setup times (the lease).
 	HitSetup []time.Duration
+	Steal    Steal
 }
 
 // ColdRatio is the median cold setup over the median setup by hand.
-func (r *Report) ColdRatio() float64 {
+func (r *BuildsReport) ColdRatio() float64 {
 	return Median(r.Cold).Seconds() / Median(r.ByHand).Seconds()
 }
 
 // LeanRatio is the median cold setup over the median lean setup by hand.
-func (r *Report) LeanRatio() float64 {
+func (r *BuildsReport) LeanRatio() float64 {
 	return Median(r.Cold).Seconds() / Median(r.Lean).Seconds()
 }
 
 // HitCost is what a cache hit adds to a job: the median job of the
 // cached build less the median job of the host's.
-func (r *Report) HitCost() time.Duration { return Median(r.Hit) - Median(r.Host) }
-
-// Median of ds (0 for none).
-func Median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func (r *BuildsReport) HitCost() time.Duration { return Median(r.Hit) - Median(r.Host) }
 
 // The build's parts: a forge-shaped perf test that imports benchwheel (the
 // wheel's module; the host's build has the same module in its checkout).
 const (
-	repoName = "bench/builds"
-	testID   = "forge/test/benchmark/test_bench.py::test_bench"
-	module   = "ITER_MS = 2.0\n"
+	buildsRepo   = "bench/builds"
+	buildsTestID = "forge/test/benchmark/test_bench.py::test_bench"
+	buildsModule = "ITER_MS = 2.0\n"
 )
 
-var tree = map[string]string{
+var buildsTree = map[string]string{
 	"pytest.ini": "[pytest]\nmarkers =\n    perf: a perf benchmark\n",
 	"conftest.py": `def pytest_addoption(parser):
     for name in ("--batch-size", "--loop-count", "--warmup-count", "--data-format", "--output-file"):
@@ -169,12 +154,13 @@ def test_bench(request):
 `,
 }
 
-// Run measures. The work is done in a temporary directory under
+// RunBuilds measures. The work is done in a temporary directory under
 // os.TempDir() (searchable by the job user), removed at the end.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func RunBuilds(ctx context.Context, cfg BuildsConfig) (*BuildsReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	steal := stealMeter()
 	dir, err := os.MkdirTemp("", "benchfleet-bench-builds-")
 	if err != nil {
 		return nil, err
@@ -197,25 +183,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("bench builds: %w", err)
 		}
 	}
-	repo, commits, err := buildkit.MakeRepo(dirs["repo"], tree)
+	repo, commits, err := buildkit.MakeRepo(dirs["repo"], buildsTree)
 	if err != nil {
 		return nil, fmt.Errorf("bench builds: %w", err)
 	}
-	wheelPath, sum, err := buildkit.WriteWheel(dirs["wheels"], "benchwheel", "1.0", map[string]string{"benchwheel.py": module})
+	wheelPath, sum, err := buildkit.WriteWheel(dirs["wheels"], "benchwheel", "1.0", map[string]string{"benchwheel.py": buildsModule})
 	if err != nil {
 		return nil, fmt.Errorf("bench builds: %w", err)
 	}
 	wheel := protocol.Wheel{URL: protocol.BuildKey(sum, filepath.Base(wheelPath)), SHA256: sum}
-	for name, body := range tree {
+	for name, body := range buildsTree {
 		if err := writeFile(filepath.Join(dirs["host"], name), body); err != nil {
 			return nil, fmt.Errorf("bench builds: host checkout: %w", err)
 		}
 	}
-	if err := writeFile(filepath.Join(dirs["host"], "benchwheel.py"), module); err != nil {
+	if err := writeFile(filepath.Join(dirs["host"], "benchwheel.py"), buildsModule); err != nil {
 		return nil, fmt.Errorf("bench builds: host checkout: %w", err)
 	}
 	newCache := func(d string) (*build.Cache, error) {
-		return build.New(build.Config{Dir: d, Repos: map[string]string{repoName: repo}, Log: cfg.Log,
+		return build.New(build.Config{Dir: d, Repos: map[string]string{buildsRepo: repo}, Log: cfg.Log,
 			Fetch: func(_ context.Context, key string) (io.ReadCloser, error) {
 				if key != wheel.URL {
 					return nil, os.ErrNotExist
@@ -224,8 +210,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			},
 			NotFound: func(err error) bool { return errors.Is(err, os.ErrNotExist) }})
 	}
-	req := device.BuildRequest{Python: cfg.Python, Repo: repoName, Commit: commits[0], Wheels: []protocol.Wheel{wheel}}
-	rep := &Report{}
+	req := device.BuildRequest{Python: cfg.Python, Repo: buildsRepo, Commit: commits[0], Wheels: []protocol.Wheel{wheel}}
+	rep := &BuildsReport{}
 
 	// Cold setups against the same venv and pip by hand, interleaved.
 	for i := range cfg.Rounds {
@@ -270,8 +256,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	dev := device.Device{ID: "bench0", Pool: "n150", Runner: protocol.RunnerForge, Chips: 1, Visible: "0000:00:00.0", Healthy: true}
 	job := func(i int, hit bool) *protocol.Job {
 		j := &protocol.Job{Schema: protocol.SchemaJob, Run: "bench-builds", Pool: "n150", Runner: protocol.RunnerForge, Priority: protocol.PriorityNormal,
-			Benchmark: protocol.Benchmark{Test: testID, Model: "bench", BatchSize: 1, LoopCount: 5, WarmupCount: 1, DataFormat: protocol.FormatBfloat16},
-			Source:    protocol.Source{Repo: repoName, Commit: commits[0]}}
+			Benchmark: protocol.Benchmark{Test: buildsTestID, Model: "bench", BatchSize: 1, LoopCount: 5, WarmupCount: 1, DataFormat: protocol.FormatBfloat16},
+			Source:    protocol.Source{Repo: buildsRepo, Commit: commits[0]}}
 		if hit {
 			j.Source.Wheels = []protocol.Wheel{wheel}
 		}
@@ -280,7 +266,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// One job makes the build (the miss is the cold figure's); every
 	// timed one is a hit.
-	if _, err := r.Run(ctx, job(-1, true), dev, &recorder{}); err != nil {
+	if _, err := r.Run(ctx, job(-1, true), dev, &buildRecorder{}); err != nil {
 		return nil, fmt.Errorf("bench builds: the first job of the build: %w", err)
 	}
 	for i := range cfg.Jobs {
@@ -288,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			fmt.Fprintf(cfg.Progress, "jobs %d/%d of each build\n", i, cfg.Jobs)
 		}
 		for _, hit := range []bool{i%2 == 0, i%2 != 0} {
-			rec := &recorder{}
+			rec := &buildRecorder{}
 			start := time.Now()
 			if _, err := r.Run(ctx, job(i, hit), dev, rec); err != nil {
 				return nil, fmt.Errorf("bench builds: job %d (cached build %t): %w", i, hit, err)
@@ -305,6 +291,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.HitSetup = append(rep.HitSetup, time.Duration(rec.build.SetupS*float64(time.Second)))
 		}
 	}
+	rep.Steal = steal()
 	return rep, nil
 }
 
@@ -337,10 +324,27 @@ func writeFile(path, body string) error {
 	return os.WriteFile(path, []byte(body), 0o644)
 }
 
-// recorder keeps what the runner says it built.
-type recorder struct{ build *protocol.BuildInfo }
+// buildRecorder keeps what the runner says it built.
+type buildRecorder struct{ build *protocol.BuildInfo }
 
-func (*recorder) Phase(string)                 {}
-func (*recorder) Log(string)                   {}
-func (*recorder) Artifact(string, string)      {}
-func (r *recorder) Build(b protocol.BuildInfo) { r.build = &b }
+func (*buildRecorder) Phase(string)                 {}
+func (*buildRecorder) Log(string)                   {}
+func (*buildRecorder) Artifact(string, string)      {}
+func (r *buildRecorder) Build(b protocol.BuildInfo) { r.build = &b }
+
+// Print writes the report as `bench builds` prints it.
+func (rep *BuildsReport) Print(w io.Writer) {
+	for i := range rep.Cold {
+		fmt.Fprintf(w, "round %d  by hand %6.3fs  by hand without pip %6.3fs  cold setup %6.3fs  ratio %.3f\n", i+1,
+			rep.ByHand[i].Seconds(), rep.Lean[i].Seconds(), rep.Cold[i].Seconds(), rep.Cold[i].Seconds()/rep.ByHand[i].Seconds())
+	}
+	fmt.Fprintf(w, "cold setup / by hand: %.3f (median %.3fs / %.3fs, %d rounds; the issue's bound: ≤ 1.3)\n",
+		rep.ColdRatio(), Median(rep.Cold).Seconds(), Median(rep.ByHand).Seconds(), len(rep.Cold))
+	fmt.Fprintf(w, "cold setup / by hand without a pip of its own (venv --without-pip, the base's pip installs): %.3f (median %.3fs / %.3fs): what the cache adds over the same work (mirror, tree, checks)\n",
+		rep.LeanRatio(), Median(rep.Cold).Seconds(), Median(rep.Lean).Seconds())
+	fmt.Fprintf(w, "jobs: host build median %.1f ms, cached build median %.1f ms (its setup median %.3f ms), %d of each\n",
+		Ms(Median(rep.Host)), Ms(Median(rep.Hit)), Ms(Median(rep.HitSetup)), len(rep.Host))
+	fmt.Fprintf(w, "a cache hit adds %+.1f ms to a job (median; the issue's bound: ≤ 50 ms), ratio %.3f\n",
+		Ms(rep.HitCost()), Median(rep.Hit).Seconds()/Median(rep.Host).Seconds())
+	rep.Steal.print(w)
+}

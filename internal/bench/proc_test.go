@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseProcStatCPU(t *testing.T) {
+	t.Parallel()
 	// A command with spaces and a ')' in it; utime 250, stime 17 ticks.
 	stat := "4242 (bench (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 17 0 0 20 0 9 0 123 456 789"
 	got, err := parseProcStatCPU(stat)

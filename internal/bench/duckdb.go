@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"bytes"
@@ -18,15 +18,15 @@ import (
 //go:embed duckdb_query.mjs
 var duckdbScript []byte
 
-// duckDB runs the reference query of bench query --duckdb through node and
-// @duckdb/node-api (installed by scripts/install-duckdb.sh).
-type duckDB struct {
-	node, dir, glob string
+// DuckDB runs the reference query of `bench query --duckdb` through node
+// and @duckdb/node-api (installed by scripts/install-duckdb.sh).
+type DuckDB struct {
+	node, dir string
 }
 
-// findDuckDB locates node and the DuckDB package: BENCHFLEET_DUCKDB_DIR, or
+// FindDuckDB locates node and the DuckDB package: BENCHFLEET_DUCKDB_DIR, or
 // .tools/duckdb of the repository the working directory is in.
-func findDuckDB() (*duckDB, error) {
+func FindDuckDB() (*DuckDB, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, fmt.Errorf("--duckdb needs node on PATH (Debian: apt-get install -y nodejs npm): %w", err)
@@ -45,14 +45,15 @@ func findDuckDB() (*duckDB, error) {
 	}
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "node_modules", "@duckdb", "node-api", "package.json")); err == nil {
-			return &duckDB{node: node, dir: d}, nil
+			return &DuckDB{node: node, dir: d}, nil
 		}
 	}
 	return nil, fmt.Errorf("--duckdb: @duckdb/node-api not found (run scripts/install-duckdb.sh, or set BENCHFLEET_DUCKDB_DIR)")
 }
 
-// query runs f repeat times and returns the row count and each run's time.
-func (d *duckDB) query(ctx context.Context, f storage.Filter, repeat int) (int, []float64, error) {
+// query runs f over the part files matching glob repeat times and returns
+// the row count and each run's time in seconds.
+func (d *DuckDB) query(ctx context.Context, glob string, f storage.Filter, repeat int) (int, []float64, error) {
 	script, err := os.CreateTemp("", "benchfleet-duckdb-*.mjs")
 	if err != nil {
 		return 0, nil, err
@@ -64,7 +65,7 @@ func (d *duckDB) query(ctx context.Context, f storage.Filter, repeat int) (int, 
 	}
 	script.Close()
 	cmd := exec.CommandContext(ctx, d.node, script.Name())
-	cmd.Env = append(os.Environ(), "BF_DUCKDB_DIR="+d.dir, "BF_GLOB="+d.glob, "BF_WHERE="+duckWhere(f),
+	cmd.Env = append(os.Environ(), "BF_DUCKDB_DIR="+d.dir, "BF_GLOB="+glob, "BF_WHERE="+duckWhere(f),
 		fmt.Sprintf("BF_REPEAT=%d", repeat))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
