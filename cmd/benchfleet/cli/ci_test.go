@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -21,34 +21,12 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-// ciRun runs the command line in process like Run, with the `results gate`
-// and `results compare` commands attached even where the results command
-// does not list them yet, and returns the exit code and output.
-func ciRun(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb}
-	root := a.rootCmd()
-	for _, c := range root.Commands() {
-		if c.Name() != "results" {
-			continue
-		}
-		has := map[string]bool{}
-		for _, sub := range c.Commands() {
-			has[sub.Name()] = true
-		}
-		for _, g := range a.resultsGateCmds() {
-			if !has[g.Name()] {
-				c.AddCommand(g)
-			}
-		}
-	}
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	code := exitStatus(root.ExecuteContext(t.Context()), &errb)
-	return code, out.String(), errb.String()
-}
+// inproc is the command line run in process, for the tests inside
+// package cli; ciRun its Output.
+var (
+	inproc = clitest.CLI{Main: Run}
+	ciRun  = inproc.Output
+)
 
 // ciFleet is an embedded NATS server, a file store and a worker with sim
 // slots, all in process.

@@ -40,9 +40,7 @@ func TestDLQListShapeAndRetryErrors(t *testing.T) {
 		}
 	}
 	run := func(args ...string) (int, string, string) {
-		var out, errb strings.Builder
-		code := cli.Run(t.Context(), append([]string{"--nats", srv.ClientURL(), "--log-format", "json"}, args...), &out, &errb)
-		return code, out.String(), errb.String()
+		return cmdline.Output(t, append([]string{"--nats", srv.ClientURL(), "--log-format", "json"}, args...)...)
 	}
 	code, out, errOut := run("dlq", "list", "--format", "json")
 	if code != 0 {

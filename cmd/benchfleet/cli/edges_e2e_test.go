@@ -52,7 +52,7 @@ func TestSubmitWaitInterruptSaysHowToFollow(t *testing.T) {
 // channel yields the exit code.
 func runAsync(ctx context.Context, out, errb *syncBuffer, args ...string) <-chan int {
 	done := make(chan int, 1)
-	go func() { done <- cli.Run(ctx, args, out, errb) }()
+	go func() { done <- cmdline.Run(ctx, out, errb, args...) }()
 	return done
 }
 
@@ -104,7 +104,7 @@ func runBounded(t *testing.T, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var out, errb syncBuffer
-	code := cli.Run(ctx, args, &out, &errb)
+	code := cmdline.Run(ctx, &out, &errb, args...)
 	return code, out.String(), errb.String()
 }
 

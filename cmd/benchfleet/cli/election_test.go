@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/internal/faulttest"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 )
 
@@ -27,7 +26,7 @@ import (
 // once per test process.
 func natsServerBinary(t *testing.T) string {
 	t.Helper()
-	return faulttest.Build(t, "github.com/nats-io/nats-server/v2")
+	return clitest.Build(t, "github.com/nats-io/nats-server/v2")
 }
 
 // natsNode is one nats-server process of a test cluster.
@@ -249,12 +248,12 @@ func TestWorkerStartsDuringLeaderElection(t *testing.T) {
 		}
 	}
 	wctx, stop := context.WithCancel(t.Context())
-	var out, errb syncBuf
+	var out, errb clitest.Buffer
 	done := make(chan int, 1)
 	start := time.Now()
 	go func() {
-		done <- Run(wctx, []string{"worker", "--nats", clusterURLs(nodes), "--replicas", "3", "--store", "file://" + t.TempDir(),
-			"--slots", "sim=1", "--id", "elected", "--state-dir", t.TempDir(), "--log-level", "warn"}, &out, &errb)
+		done <- inproc.Run(wctx, &out, &errb, "worker", "--nats", clusterURLs(nodes), "--replicas", "3", "--store", "file://"+t.TempDir(),
+			"--slots", "sim=1", "--id", "elected", "--state-dir", t.TempDir(), "--log-level", "warn")
 	}()
 	defer func() { stop(); <-done }()
 	for !strings.Contains(errb.String(), "serving") {
@@ -269,24 +268,6 @@ func TestWorkerStartsDuringLeaderElection(t *testing.T) {
 		}
 	}
 	t.Logf("worker serving %s after the BENCH_JOBS leader %s was killed", time.Since(start).Round(time.Millisecond), info.Cluster.Leader)
-}
-
-// syncBuf is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Issue 27, item 2: a NATS server that cannot be reached at all is exit 69

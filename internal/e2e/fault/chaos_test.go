@@ -1,6 +1,6 @@
 //go:build unix
 
-package faulttest
+package fault
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 )
 
 var chaosLine = regexp.MustCompile(`^jobs (\d+) results (\d+) lost (\d+) duplicates (\d+) redelivered (\d+)$`)
@@ -19,10 +21,10 @@ var chaosLine = regexp.MustCompile(`^jobs (\d+) results (\d+) lost (\d+) duplica
 // redelivered after a SIGKILL.
 func runChaos(t *testing.T, jobs, kills int, args ...string) {
 	t.Helper()
-	bin := Binary(t)
+	bin := clitest.Binary(t)
 	args = append([]string{"bench", "chaos", "--jobs", strconv.Itoa(jobs), "--kills", strconv.Itoa(kills),
 		"--data", t.TempDir(), "--log-format", "json"}, args...)
-	p := Start(t, bin, args...)
+	p := clitest.Start(t, bin, args...)
 	<-p.Done()
 	out := p.Output()
 	var line []string
@@ -32,7 +34,7 @@ func runChaos(t *testing.T, jobs, kills int, args ...string) {
 		}
 	}
 	if line == nil {
-		t.Fatalf("no result line from bench chaos (%v):\n%s", p.Err(), tail(out, 4000))
+		t.Fatalf("no result line from bench chaos (%v):\n%s", p.Err(), clitest.Tail(out, 4000))
 	}
 	t.Logf("benchfleet %s\n%s", strings.Join(args, " "), line[0])
 	n := func(i int) int { v, _ := strconv.Atoi(line[i]); return v }
@@ -49,7 +51,7 @@ func runChaos(t *testing.T, jobs, kills int, args ...string) {
 		t.Errorf("bench chaos exited with %v", err)
 	}
 	if t.Failed() {
-		t.Logf("output:\n%s", tail(out, 4000))
+		t.Logf("output:\n%s", clitest.Tail(out, 4000))
 	}
 }
 
@@ -60,7 +62,7 @@ func TestChaosShort(t *testing.T) {
 	runChaos(t, 60, 2, "--workers", "2", "--slots-per-worker", "2", "--job-duration", "300ms", "--ack-wait", "2s")
 }
 
-// The long soak: BENCHFLEET_SOAK=1 go test ./internal/faulttest -run Soak -timeout 30m
+// The long soak: BENCHFLEET_SOAK=1 go test ./internal/e2e/fault -run Soak -timeout 30m
 // (BENCHFLEET_SOAK_JOBS and BENCHFLEET_SOAK_KILLS change its size).
 func TestChaosSoak(t *testing.T) {
 	if os.Getenv("BENCHFLEET_SOAK") == "" {

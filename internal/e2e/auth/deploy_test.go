@@ -1,7 +1,4 @@
-// Package authtest checks deploy/nats: the three-node configuration with
-// TLS and least-privilege users, loaded into real embedded servers, and
-// every authentication method of internal/natsconn.
-package authtest
+package auth
 
 import (
 	"bytes"
@@ -21,7 +18,6 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
@@ -32,7 +28,7 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-const deployDir = "../../deploy/nats"
+const deployDir = "../../../deploy/nats"
 
 var passwords = map[string]string{"producer": "pw-producer", "untrusted": "pw-untrusted", "worker": "pw-worker", "reader": "pw-reader", "admin": "pw-admin", "sys": "pw-sys"}
 
@@ -257,7 +253,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
-		code := cli.Run(ctx, append([]string{"--nats", readerURL, "--tls-ca", p.ca, "--inbox-prefix", "_INBOX_reader", "--log-format", "json"}, args...), &out, &errb)
+		code := cmdline.Run(ctx, &out, &errb, append([]string{"--nats", readerURL, "--tls-ca", p.ca, "--inbox-prefix", "_INBOX_reader", "--log-format", "json"}, args...)...)
 		return code, out.String() + errb.String()
 	}
 	if code, out := clirun("runs", "list", "--format", "json"); code != 0 || !strings.Contains(out, run) {

@@ -1,4 +1,4 @@
-package authtest
+package auth
 
 import (
 	"bytes"
@@ -82,7 +82,7 @@ func TestInboxPrefixDefaultsToUser(t *testing.T) {
 		t.Setenv("NATS_USER", c.user)
 		t.Setenv("NATS_PASSWORD", "pw-"+c.user)
 		var out, errb bytes.Buffer
-		if code := cli.Run(ctx, append(strings.Fields(c.cmd), "--nats", url), &out, &errb); code != cli.ExitOK {
+		if code := cmdline.Run(ctx, &out, &errb, append(strings.Fields(c.cmd), "--nats", url)...); code != cli.ExitOK {
 			t.Errorf("%s as %s, no --inbox-prefix: exit %d\n%s%s", c.cmd, c.user, code, out.String(), errb.String())
 		}
 	}
@@ -114,8 +114,8 @@ func TestWrongInboxPrefixFailsNamingTheFix(t *testing.T) {
 	t.Setenv("NATS_PASSWORD", "pw-producer")
 	t.Setenv("NATS_INBOX_PREFIX", "_INBOX_reader")
 	var out, errb bytes.Buffer
-	code := cli.Run(ctx, []string{"submit", "--nats", url, "--store", "file://" + t.TempDir(), "--pool", "sim", "--model", "simnet",
-		"--batch-size", "2", "--loop-count", "4", "--run", "inbox-1", "--wait", "--timeout", "20s"}, &out, &errb)
+	code := cmdline.Run(ctx, &out, &errb, "submit", "--nats", url, "--store", "file://"+t.TempDir(), "--pool", "sim", "--model", "simnet",
+		"--batch-size", "2", "--loop-count", "4", "--run", "inbox-1", "--wait", "--timeout", "20s")
 	if code == cli.ExitOK {
 		t.Fatalf("submit with the reader's inbox: exit 0\n%s%s", out.String(), errb.String())
 	}
