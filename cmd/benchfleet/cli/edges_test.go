@@ -394,7 +394,9 @@ func TestFirstHourMessages(t *testing.T) {
 	}
 }
 
-// Issue 12, item 11: --token (env NATS_TOKEN) authenticates, as the README says.
+// --token (env NATS_TOKEN) authenticates, as the README says: a wrong
+// token is refused by the server and the error says the token was (a
+// token that never reached the server would be refused as no credentials).
 func TestTokenFlag(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -408,8 +410,10 @@ func TestTokenFlag(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	url := srv.ClientURL()
-	if code, _, errOut := ciRun(t, "fleet", "status", "--nats", url, "--token", "wrong"); code == ExitOK {
-		t.Errorf("a wrong token connected: %s", errOut)
+	code, _, errOut := ciRun(t, "fleet", "status", "--nats", url, "--token", "wrong")
+	if code != ExitFailed || !strings.Contains(errOut, "Authorization Violation") ||
+		!strings.Contains(errOut, "the server refused the token (NATS_TOKEN, --token)") {
+		t.Errorf("a wrong token: exit %d, want %d with the server's authorization error naming the token:\n%s", code, ExitFailed, errOut)
 	}
 	if code, _, errOut := ciRun(t, "submit", "--nats", url, "--token", "s3cret-token", "--pool", "sim", "--model", "simnet",
 		"--batch-size", "1", "--loop-count", "1", "--run", "tok"); code != ExitOK {

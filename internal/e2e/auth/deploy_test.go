@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
@@ -262,8 +264,18 @@ func TestDeployClusterPermissions(t *testing.T) {
 	if code, out := clirun("dlq", "list", "--format", "json"); code != 0 {
 		t.Errorf("reader dlq list: exit %d\n%s", code, out)
 	}
-	if code, out := clirun("runs", "cancel", run); code == 0 {
-		t.Errorf("the reader cancelled a run:\n%s", out)
+	// The reader cannot cancel: the server refuses its write of the run's
+	// cancel flag (a permissions violation), `runs cancel` fails at that
+	// write (exit 1, not a usage or connection error), and no flag is set.
+	if err := producer.Cancel(shortCtx(t), topoR.Runs, run); err == nil {
+		t.Error("the reader set a run's cancel flag")
+	}
+	waitViolation(t, logR, "$KV.bench-runs."+protocol.CancelKey(run))
+	if code, out := clirun("runs", "cancel", run); code != cli.ExitFailed || !strings.Contains(out, "benchfleet: cancel "+run+": ") {
+		t.Errorf("reader runs cancel: exit %d, want %d failing at the cancel itself:\n%s", code, cli.ExitFailed, out)
+	}
+	if _, err := topoR.Runs.Get(shortCtx(t), protocol.CancelKey(run)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("after the reader's cancel, the cancel flag: %v, want not found", err)
 	}
 
 	// Worker with its nkey: runs and acks the job.
