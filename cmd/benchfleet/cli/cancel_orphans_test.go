@@ -12,7 +12,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// Issue 27, item 5: `runs cancel` counts as "being stopped" only the jobs
+// `runs cancel` counts as "being stopped" only the jobs
 // of live workers. A job last claimed by a worker that was killed (no
 // heartbeat left, or a stale one) is nobody's to stop: it is counted apart,
 // as cancelled when redelivered.

@@ -17,8 +17,7 @@ import (
 // `dlq list --format json` prints exactly [{id, run, pool, priority,
 // worker, reason, attempts, time, payload}] with payload the original
 // message (a JSON value, or a string when it was not JSON) and run,
-// priority and worker "" when unknown (issue 27, item 5: they were
-// dropped); `dlq retry` of an unknown id or of a job that is itself
+// priority and worker "" when unknown; `dlq retry` of an unknown id or of a job that is itself
 // invalid is a usage error.
 func TestDLQListShapeAndRetryErrors(t *testing.T) {
 	t.Parallel()

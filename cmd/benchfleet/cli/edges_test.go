@@ -25,7 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// Issue 12, item 1: re-submitting a run id with a different spec is a usage
+// Re-submitting a run id with a different spec is a usage
 // error that says what differs; the same spec still re-attaches.
 func TestResubmitDifferentSpecExits64(t *testing.T) {
 	t.Parallel()
@@ -56,7 +56,7 @@ func TestResubmitDifferentSpecExits64(t *testing.T) {
 	}
 }
 
-// Issue 12, item 2: cancelling a finished run changes nothing and says so.
+// Cancelling a finished run changes nothing and says so.
 func TestCancelFinishedRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	f := startCIFleet(t, 1)
@@ -82,7 +82,7 @@ func TestCancelFinishedRunChangesNothing(t *testing.T) {
 	}
 }
 
-// Issue 12, item 3: cancelling removes the run's queued jobs from
+// Cancelling removes the run's queued jobs from
 // BENCH_JOBS, also those of pools no worker serves, and ends them.
 func TestCancelRemovesQueuedJobs(t *testing.T) {
 	t.Parallel()
@@ -129,7 +129,7 @@ func TestCancelRemovesQueuedJobs(t *testing.T) {
 	}
 }
 
-// Issue 12, item 4: submitting to a pool no live worker serves warns on
+// Submitting to a pool no live worker serves warns on
 // stderr, naming the pool; a served pool does not.
 func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 	t.Parallel()
@@ -153,7 +153,7 @@ func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 	}
 }
 
-// Issue 12, item 8: a hand-written job with only the required fields,
+// A hand-written job with only the required fields,
 // published straight to BENCH_JOBS (as with natscli), runs with the
 // documented defaults: priority from the subject, warmup min(32, loop),
 // bfloat16, the pool's runner.
@@ -189,7 +189,7 @@ func TestHandWrittenJobGetsDefaults(t *testing.T) {
 	}
 }
 
-// Issue 12, item 7: a failed result's unmeasured figures are absent: null
+// A failed result's unmeasured figures are absent: null
 // in the JSON and in the Parquet index, "-" in tables (and empty in CSV).
 func TestUnmeasuredIsAbsentEverywhere(t *testing.T) {
 	t.Parallel()
@@ -270,7 +270,7 @@ func TestUnmeasuredIsAbsentEverywhere(t *testing.T) {
 	}
 }
 
-// Issue 12, item 11: a job re-queued by `dlq retry` that fails again says
+// A job re-queued by `dlq retry` that fails again says
 // which attempt it died on, not "the last of 4" beside 8 attempts.
 func TestDLQRetryAttemptsInReason(t *testing.T) {
 	t.Parallel()
@@ -314,7 +314,7 @@ func TestDLQRetryAttemptsInReason(t *testing.T) {
 	}
 }
 
-// Issue 12, item 11: runs list shows every run's state; a cancelled job is
+// `runs list` shows every run's state; a cancelled job is
 // counted as cancelled, not failed.
 func TestRunsListStateAndCancelledCount(t *testing.T) {
 	t.Parallel()
@@ -343,7 +343,7 @@ func TestRunsListStateAndCancelledCount(t *testing.T) {
 	}
 }
 
-// Issue 12, item 11: the small surprises of the first hour.
+// The small surprises of the first hour.
 func TestFirstHourMessages(t *testing.T) {
 	t.Parallel()
 	f := startCIFleet(t, 1)

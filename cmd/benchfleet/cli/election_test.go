@@ -130,7 +130,7 @@ func natsConnect(t *testing.T, nodes []*natsNode) *nats.Conn {
 	return nc
 }
 
-// Issue 27, item 2: the nats-server process leading BENCH_JOBS is killed
+// The nats-server process leading BENCH_JOBS is killed
 // (SIGKILL: no leadership hand-over, the cluster must notice and elect) and
 // `submit` starts at once. Its topology check retries, each lookup with a
 // short deadline, until the new leader answers, and the submit succeeds
@@ -185,7 +185,7 @@ func TestSubmitDuringLeaderElection(t *testing.T) {
 	t.Logf("BENCH_JOBS leader %s killed; submit succeeded in %s\n%s%s", leader.name, took.Round(time.Millisecond), out, errOut)
 }
 
-// Issue 27, item 2: two of three nodes are killed, so the cluster has no
+// Two of three nodes are killed, so the cluster has no
 // quorum and elects no leader. `submit` keeps trying until its deadline
 // (30 s), then exits 69 ("could not reach"), not 1 ("a job failed"), with a
 // message that says why.
@@ -222,7 +222,7 @@ func TestSubmitWithoutQuorumExitsUnavailable(t *testing.T) {
 	t.Logf("exit %d after %s: %s", code, took.Round(time.Millisecond), strings.TrimSpace(errOut))
 }
 
-// Issue 27, item 2: `worker` started while the BENCH_JOBS leader's node is
+// `worker` started while the BENCH_JOBS leader's node is
 // freshly killed serves once the new leader is elected (within 30 s)
 // instead of failing its topology check.
 func TestWorkerStartsDuringLeaderElection(t *testing.T) {
@@ -270,7 +270,7 @@ func TestWorkerStartsDuringLeaderElection(t *testing.T) {
 	t.Logf("worker serving %s after the BENCH_JOBS leader %s was killed", time.Since(start).Round(time.Millisecond), info.Cluster.Leader)
 }
 
-// Issue 27, item 2: a NATS server that cannot be reached at all is exit 69
+// A NATS server that cannot be reached at all is exit 69
 // too ("could not reach"), not 1.
 func TestSubmitUnreachableNATSExitsUnavailable(t *testing.T) {
 	t.Parallel()

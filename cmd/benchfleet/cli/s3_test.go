@@ -17,7 +17,7 @@ import (
 )
 
 // `benchfleet dev --store s3://…` runs jobs whose results land in the
-// bucket at the layout of DESIGN §5, and `results query --store s3://…`
+// bucket at the layout of docs/SCHEMA.md, and `results query --store s3://…`
 // returns them.
 func TestDevWithS3Store(t *testing.T) {
 	gw := s3test.Start(t)

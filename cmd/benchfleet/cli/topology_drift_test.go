@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 24, item 7: the queue flags of submit do nothing once the topology
+// The queue flags of submit do nothing once the topology
 // exists (and --max-deliver never does: the worker counts deliveries).
 // submit says so on stderr, naming each flag, the live value and how to
 // change it; the job still makes the worker's 4 attempts, not 2.

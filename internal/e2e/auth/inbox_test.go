@@ -50,7 +50,7 @@ func inboxServer(t *testing.T) (string, map[string]string) {
 	return accountsServer(t), users
 }
 
-// Issue 23, finding 10: with no --inbox-prefix, a named user gets
+// With no --inbox-prefix, a named user gets
 // _INBOX_<user>, the one inbox deploy/nats lets it subscribe to: every
 // user of accounts.conf connects and gets a JetStream reply, through
 // natsconn and through the command line (NATS_USER, no prefix).
@@ -88,7 +88,7 @@ func TestInboxPrefixDefaultsToUser(t *testing.T) {
 	}
 }
 
-// Issue 23, finding 10: an inbox prefix the server refuses the user fails
+// An inbox prefix the server refuses the user fails
 // the command at once with the prefix to give (--inbox-prefix
 // _INBOX_<user>, NATS_INBOX_PREFIX), not with "context deadline exceeded"
 // when a request's deadline passes. An explicit prefix wins over the
