@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
@@ -28,8 +26,8 @@ var (
 	ciRun  = inproc.Output
 )
 
-// ciFleet is an embedded NATS server, a file store and a worker with sim
-// slots, all in process.
+// ciFleet is testfleet's fleet with one worker of sim slots, under the
+// short names these tests use.
 type ciFleet struct {
 	url      string
 	storeURL string
@@ -41,19 +39,9 @@ const ciAckWait = 5 * time.Second
 
 func startCIFleet(t *testing.T, slots int) *ciFleet {
 	t.Helper()
-	srv := testfleet.Server(t)
-	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	nc, js := testfleet.Connect(t, srv.ClientURL())
-	tc := topology.Config{AckWait: ciAckWait}
-	testfleet.Topology(t, js, tc)
-	w := testfleet.StartWorker(t, worker.Config{ID: "ci-worker", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", slots),
-		Topology: tc, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
-	return &ciFleet{url: srv.ClientURL(), storeURL: "file://" + dir, store: store, worker: w}
+	f := testfleet.New(t, testfleet.Options{AckWait: ciAckWait})
+	w := testfleet.StartWorker(t, f.WorkerConfig(t, "ci-worker", testfleet.SimSlots("sim", slots)))
+	return &ciFleet{url: f.URL, storeURL: f.StoreURL, store: f.Store, worker: w}
 }
 
 func (f *ciFleet) args(args ...string) []string {
