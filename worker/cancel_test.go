@@ -49,8 +49,10 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 	// With the store, the queued jobs removed from the queue get their
 	// cancelled results from the canceller.
 	out, err := producer.CancelRun(t.Context(), f.js, f.topo, producer.CancelRequest{Run: run, Store: f.store})
-	if err != nil || out.Finished || out.Removed != 3 {
-		t.Fatalf("cancel: %+v, %v; want 3 queued jobs removed", out, err)
+	// A slot freed by the cancel may claim a queued job before CancelRun
+	// removes it (then the worker drops it): the results below count both.
+	if err != nil || out.Finished {
+		t.Fatalf("cancel: %+v, %v; want the run cancelled", out, err)
 	}
 	var results map[string]*protocol.Result
 	testfleet.Eventually(t, 10*time.Second, "a cancelled result for every job", func() bool {
