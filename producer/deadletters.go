@@ -15,7 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// DeadEntry is one dead letter as `dlq list` shows it (DESIGN §7's JSON
+// DeadEntry is one dead letter as `dlq list` shows it (the JSON
 // shape: id, pool, reason, attempts, time, payload; and run, priority and
 // worker, "" when the dead letter does not know them: a payload that did
 // not parse has no run or priority, a job dead-lettered before any worker

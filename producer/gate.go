@@ -15,7 +15,7 @@ import (
 // Verdict is the regression gate's judgement of one job.
 type Verdict string
 
-// The gate's verdicts (DESIGN §7).
+// The gate's verdicts, as `results gate --format json` prints them.
 const (
 	// VerdictOK: within the threshold or the noise band of the baseline.
 	VerdictOK Verdict = "ok"
@@ -239,7 +239,7 @@ func median(xs []float64) float64 {
 }
 
 // GateRow is the gate's verdict on one job of a run. Its JSON form is the
-// `results gate --format json` contract (DESIGN §7): baseline and change
+// `results gate --format json` contract (the verdicts above): baseline and change
 // are null when the series has no baseline results.
 type GateRow struct {
 	Job        string   `json:"job"`

@@ -187,7 +187,7 @@ func TestEvaluate(t *testing.T) {
 	failed.Status = protocol.StatusFailed
 	later := histResult("hlater", "net", "main", now.Add(time.Hour), 1)
 	self := histResult("run1", "net", "main", now, 1)
-	// Passed only at a PCC a job set too low to mean anything (issue 23):
+	// Passed only at a PCC a job set too low to mean anything:
 	// it records, but no baseline holds it.
 	lax := histResult("hlax", "net", "main", now.Add(-30*time.Minute), 5000)
 	lax.PCC = protocol.PCC{Value: 0.01, Min: 1e-9, Passed: true}
@@ -238,7 +238,7 @@ func TestEvaluate(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("history read %d times, want once per model and pool (2)", calls)
 	}
-	// The JSON shape is the DESIGN §7 contract.
+	// The JSON shape is the contract scripts read.
 	data, _ := json.Marshal(v[2])
 	if string(data) != `{"job":"jc","model":"new","pool":"sim","batch_size":4,"data_format":"bfloat16","baseline":null,"value":10,"change":null,"verdict":"insufficient-history"}` {
 		t.Errorf("json: %s", data)

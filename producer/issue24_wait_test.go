@@ -14,7 +14,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// Issue 24, item 2: a job reported ended whose result does not reach the
+// A job reported ended whose result does not reach the
 // store read is told to OnMissing once, after ResultGrace; a job with no
 // terminal event is not.
 func TestWaitTellsOfAResultMissingAfterItsEvent(t *testing.T) {
@@ -57,7 +57,7 @@ func TestWaitTellsOfAResultMissingAfterItsEvent(t *testing.T) {
 	}
 }
 
-// Issue 24, item 4: a dead letter's result ends the job, until a re-queue
+// A dead letter's result ends the job, until a re-queue
 // (`dlq retry`'s queued event) sets it aside; the later attempt's result,
 // which replaces it in the store, ends the job again.
 func TestWaitSetsADeadLettersResultAsideOnRequeue(t *testing.T) {

@@ -48,7 +48,7 @@ func TestPoolsService(t *testing.T) {
 	}
 }
 
-// Issue 23, finding 10: a ServiceWatch on a real bench-workers bucket says
+// A ServiceWatch on a real bench-workers bucket says
 // once that a pool's only board is quarantined (not again on the next
 // heartbeat), again when the reason changes, and when the board is back;
 // what was said already (by submit) is not repeated.

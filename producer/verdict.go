@@ -8,7 +8,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// Exit codes of a run's verdict (DESIGN §7): the CLI exits with them.
+// Exit codes of a run's verdict (README, "exit code"): the CLI exits with them.
 const (
 	ExitPassed     = 0
 	ExitFailed     = 1

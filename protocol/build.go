@@ -5,7 +5,7 @@ import (
 )
 
 // Builds in the store. A wheel the job measures is stored once under its
-// content: BuildPrefix + "sha256/<hex>/<file name>" (DESIGN §6), written
+// content: BuildPrefix + "sha256/<hex>/<file name>" (docs/SCHEMA.md, "Storage layout"), written
 // once and never overwritten, so the key names its bytes.
 const (
 	BuildPrefix = "builds/"

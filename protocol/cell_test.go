@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// cellByFmt is the form job ids have hashed since issue 10, written with
-// fmt as it first was: Cell must keep producing exactly it, or every id of
+// cellByFmt is the form job ids hash (the whole content but the id,
+// created_at and priority), written with fmt as it first was: Cell must keep producing exactly it, or every id of
 // a run submitted before would change.
 func cellByFmt(j *Job) string {
 	keys := make([]string, 0, len(j.Labels))

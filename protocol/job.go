@@ -423,8 +423,7 @@ func (j *Job) Cell() string {
 //	+ fmt.Sprintf(" source=%q,%q,%q,%q,%q,%q", project, repo, commit, branch, build url, build sha256)
 //	+ fmt.Sprintf(" label.%s=%q", k, v) for each label in key order
 //
-// writes (the form job ids have hashed since issue 10; TestCellForm keeps
-// it so), without fmt's reflection: a cell is made for every job a submit
+// writes (the form every job id hashes; TestCellForm keeps it so), without fmt's reflection: a cell is made for every job a submit
 // publishes and every job a worker checks.
 func (j *Job) appendCell(b []byte) []byte {
 	b = append(b, "pool="...)

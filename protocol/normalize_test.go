@@ -7,7 +7,7 @@ import (
 )
 
 // A queued job gets the defaults submit gives; the required fields stay
-// required (issue 12, item 8).
+// required.
 func TestDecodeQueuedJobDefaults(t *testing.T) {
 	stored := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	j, err := DecodeQueuedJob([]byte(`{"id":"j1","run":"r1","benchmark":{"model":"mlp","batch_size":4,"loop_count":100}}`),

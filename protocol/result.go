@@ -260,8 +260,8 @@ func nonZero[T int64 | float64](v T) *T {
 // add some) but requiring a benchfleet.result schema.
 //
 // History queries decode one document per result they return, so this is
-// their hot path: it uses goccy/go-json (a drop-in encoding/json decoder,
-// about 3x faster here) on documents encoding/json's scanner finds valid,
+// their hot path: it uses goccy/go-json (a faster drop-in encoding/json
+// decoder) on documents encoding/json's scanner finds valid,
 // and encoding/json decides every other document and every one goccy
 // rejects or panics on, so errors read as they did. FuzzDecodeResult checks
 // that it accepts only what encoding/json accepts and reads the documents

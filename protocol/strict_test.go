@@ -9,7 +9,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// DecodeJob is strict as DESIGN §4 promises: exactly one object (nothing
+// DecodeJob is strict as docs/SCHEMA.md promises: exactly one object (nothing
 // after it, not even a stray } or ]), keys as spelled in the schema (no
 // case folding), no key twice, no control characters in label values.
 func TestDecodeJobStrict(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// Issue 27, item 5: a Put killed mid-write leaves its .tmp-* file; only
+// A Put killed mid-write leaves its .tmp-* file; only
 // those older than the cutoff are removed, never a key and never the
 // temporary file of a Put that may still be running.
 func TestFileBucketRemoveStaleTemps(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// The index (DESIGN §5) is Hive-partitioned Parquet under index/v1/:
+// The index (docs/schema-parquet.md) is Hive-partitioned Parquet under index/v1/:
 //
 //	index/v1/date=<YYYY-MM-DD>/part-<id>.parquet
 //

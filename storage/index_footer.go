@@ -17,8 +17,8 @@ import (
 //
 // parquet-go decodes a file's whole footer when it opens it: the schema,
 // chunk metadata and statistics of every column. For a query that reads 10
-// of a part's 61 columns that decoding was most of the cost of a partition
-// (a 10 KB footer, ~0.4 ms per part). So the part is shown to parquet-go
+// of a part's 61 columns that decoding is most of the cost of a partition.
+// So the part is shown to parquet-go
 // with its footer rewritten to describe only the named columns, in their
 // order in the file; the pages stay where they are (a footer's offsets are
 // absolute), and column indexes refer to the projected schema. The kept

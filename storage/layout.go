@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Layout prefixes (DESIGN §5). Every key of a benchfleet store starts with
+// Layout prefixes (docs/SCHEMA.md, "Storage layout"). Every key of a benchfleet store starts with
 // one of them.
 const (
 	PrefixRuns      = "runs/"

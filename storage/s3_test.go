@@ -298,7 +298,7 @@ func (b *lockedBuf) String() string {
 }
 
 // On S3 a query over compacted dates costs the same number of requests
-// however many results the dates hold (issue 15): per date one listing of its
+// however many results the dates hold: per date one listing of its
 // index folder and one read of its part, plus the folder listings; a late
 // result adds its one read, not a listing. The JSON scan's requests grow
 // with the results.

@@ -9,7 +9,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// Issue 24, item 4: a dead letter's result is written once, and only the
+// A dead letter's result is written once, and only the
 // result of a later attempt replaces it; queries see the replacement also
 // where the date was compacted.
 func TestDeliverReplacesOnlyADeadLettersResult(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// Issue 23, item 7: created_at is not in a job's content id, so a
+// Created_at is not in a job's content id, so a
 // finished job can be republished with another one. Its second delivery
 // (another date, the same attempt number) records nothing: one result per
 // job whatever its created_at, and its artifact is not overwritten.

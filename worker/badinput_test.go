@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/cpu"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -230,11 +232,11 @@ func TestBadJobsAreDeadLettered(t *testing.T) {
 		r := testfleet.Results(t, f.store, "bad-after")[okJobs[0].ID]
 		return r != nil && r.Status == protocol.StatusPassed
 	})
-	// Re-queueing an invalid job is refused with a usage error.
+	// Re-queueing an invalid job is refused.
 	for _, e := range entries {
 		if _, err := protocol.DecodeJob(payloadBytes(t, e.Payload)); err != nil && !strings.HasPrefix(e.ID, "seq-") {
-			if code, _, errOut := f.cliRun(t, "dlq", "retry", e.ID); code != 64 || !strings.Contains(errOut, "invalid") {
-				t.Errorf("dlq retry of invalid job %s: exit %d (%s), want 64", e.ID, code, errOut)
+			if _, err := producer.RetryDead(t.Context(), f.js, e.ID); !errors.Is(err, producer.ErrDeadJobInvalid) {
+				t.Errorf("dlq retry of invalid job %s: %v, want ErrDeadJobInvalid", e.ID, err)
 			}
 			break
 		}

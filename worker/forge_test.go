@@ -78,6 +78,7 @@ func harnessJob(t *testing.T, run, runner, test string, batch, loop int, labels 
 }
 
 type ttFleet struct {
+	*testfleet.Fleet
 	srv   string
 	js    jetstream.JetStream
 	topo  *topology.Handles
@@ -87,18 +88,15 @@ type ttFleet struct {
 
 func newTTFleet(t *testing.T) *ttFleet {
 	t.Helper()
-	srv := testfleet.Server(t)
-	f := &ttFleet{srv: srv.ClientURL(), tc: topology.Config{AckWait: 10 * time.Second}, store: newStore(t)}
-	_, f.js = testfleet.Connect(t, f.srv)
-	f.topo = testfleet.Topology(t, f.js, f.tc)
-	return f
+	f := testfleet.New(t, testfleet.Options{AckWait: 10 * time.Second})
+	return &ttFleet{Fleet: f, srv: f.URL, js: f.JS, topo: f.Topo, tc: f.Topology, store: f.Store}
 }
 
 func (f *ttFleet) start(t *testing.T, id string, slots []worker.Slot) *worker.Worker {
 	t.Helper()
-	nc, _ := testfleet.Connect(t, f.srv)
-	return testfleet.StartWorker(t, worker.Config{ID: id, Conn: nc, Store: f.store, Slots: slots, Topology: f.tc,
-		Backoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+	cfg := f.WorkerConfig(t, id, slots)
+	cfg.Backoff, cfg.MaxBackoff = 200*time.Millisecond, 0
+	return testfleet.StartWorker(t, cfg)
 }
 
 func (f *ttFleet) results(t *testing.T, run string, n int) map[string]*protocol.Result {

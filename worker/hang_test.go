@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -68,9 +69,8 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 		t.Fatalf("dlq payload is not the original job: %v", err)
 	}
 
-	code, out, errOut := f.cliRun(t, "dlq", "retry", job.ID)
-	if code != 0 || !strings.Contains(out, job.ID) {
-		t.Fatalf("dlq retry: exit %d\n%s%s", code, out, errOut)
+	if retried, err := producer.RetryDead(t.Context(), f.js, job.ID); err != nil || retried.ID != job.ID {
+		t.Fatalf("dlq retry: %v", err)
 	}
 	var r *protocol.Result
 	testfleet.Eventually(t, 20*time.Second, "the retried job's result", func() bool {

@@ -21,7 +21,7 @@ const (
 
 // classify turns how the harness ended into nil (passed, with a report to
 // read) or the typed error the worker dispatches on. It decides from what
-// pytest printed, not the exit code alone (shared/UPSTREAM.md §1):
+// pytest printed, not the exit code alone:
 //
 //   - a signal: SIGABRT is the upstream watchdog aborting a hung test, a
 //     hang (the board is reset); any other signal is a crash;

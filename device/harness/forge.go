@@ -10,7 +10,7 @@ import (
 )
 
 // Forge is the tt-forge-onnx perf harness, forge/test/benchmark/ in
-// tenstorrent/tt-forge-onnx (shared/UPSTREAM.md §1): tests marked "perf",
+// tenstorrent/tt-forge-onnx (harnesstest/trees/tt-forge-onnx): tests marked "perf",
 // options --batch-size, --loop-count, --warmup-count (positive integers)
 // and --data-format (float32 | bfloat16), a report with a top-level pcc.
 type Forge struct{}

@@ -1,5 +1,5 @@
 // Package harness runs the upstream Tenstorrent benchmark harnesses
-// (pytest perf tests, DESIGN §1, shared/UPSTREAM.md §1–2) as supervised
+// (their pytest perf tests) as supervised
 // subprocesses, invoked the way each harness's own CI invokes them:
 //
 //	<python> -m pytest -svv <selection> <checkout>/<test> <profile options> \

@@ -54,7 +54,7 @@ var (
 // num is a decimal number as Python prints a float.
 const num = `-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?`
 
-// Lines pytest prints that classify an exit (shared/UPSTREAM.md §1; pytest's
+// Lines pytest prints that classify an exit (pytest's
 // config/__init__.py and main.py). They are matched at the start of a line:
 // the harness echoes job input (the node id) only after "ERROR: not found: ",
 // and node ids cannot hold newlines, so a job cannot forge one.

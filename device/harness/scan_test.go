@@ -23,7 +23,7 @@ func scanLines(lines ...string) *Scan {
 	return sc
 }
 
-// The accuracy lines each harness prints (shared/UPSTREAM.md §1, §2):
+// The accuracy lines each harness prints (harnesstest/trees names the upstream files):
 // forge's pass line without the PCC it required, tt-xla's with it (the
 // lowest when several outputs are checked), and the failed checks' texts
 // inside pytest's assertion report.
@@ -69,7 +69,7 @@ func TestScanReadsEachHarnessAccuracyLine(t *testing.T) {
 	}
 }
 
-// How pytest ended, as the real pytest prints it (shared/UPSTREAM.md §2a),
+// How pytest ended, as the real pytest prints it,
 // decides whose fault it is.
 func TestClassifyBlamesTheHostForImportErrors(t *testing.T) {
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 )
 
 // TTXLA is the tt-xla benchmark harness, tests/benchmark/ in
-// tenstorrent/tt-xla (shared/UPSTREAM.md §2). It differs from forge's:
+// tenstorrent/tt-xla (harnesstest/trees/tt-xla). It differs from forge's:
 //   - no marker selects the tests on main (CI lists node ids in
 //     .github/workflows/perf-bench-matrix.json), and CI runs
 //     `pytest -svv --confcutdir=tests/benchmark <id>`, so tests/conftest.py

@@ -3,14 +3,9 @@
 package bench
 
 import (
-	"os"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/internal/faulttest"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	faulttest.RemoveBinary() // the binary TestRunWorkerCPU built
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/faulttest"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 )
 
 // `bench worker-cpu` runs the real worker as a subprocess through a short
@@ -20,7 +20,7 @@ func TestRunWorkerCPU(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	t.Parallel()
-	rep, err := RunWorkerCPU(t.Context(), WorkerCPUConfig{JobDuration: time.Second, Exe: faulttest.Binary(t)})
+	rep, err := RunWorkerCPU(t.Context(), WorkerCPUConfig{JobDuration: time.Second, Exe: clitest.Binary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,3 +177,123 @@ func Results(t testing.TB, store storage.Bucket, run string) map[string]*protoco
 	}
 	return out
 }
+
+// Options shape a Fleet. Zero values take the defaults given.
+type Options struct {
+	// AckWait is the topology's ack wait (default 3s: a crashed worker's
+	// job comes back soon).
+	AckWait time.Duration
+	// Store is where results go (default a file store under t.TempDir()).
+	Store storage.Bucket
+}
+
+// Fleet is the one fleet fixture: an embedded NATS server with the
+// topology created, a client, and a store; workers are started on it with
+// StartWorker and WorkerConfig.
+type Fleet struct {
+	Server   *server.Server
+	URL      string
+	Conn     *nats.Conn
+	JS       jetstream.JetStream
+	Topo     *topology.Handles
+	Topology topology.Config
+	Store    storage.Bucket
+	// StoreURL is the store's URL for the command line; "" for a Store
+	// given in Options that is not a file store.
+	StoreURL string
+}
+
+// New starts a Fleet; everything is stopped at cleanup.
+func New(t testing.TB, o Options) *Fleet {
+	t.Helper()
+	if o.AckWait == 0 {
+		o.AckWait = 3 * time.Second
+	}
+	f := &Fleet{Server: Server(t), Topology: topology.Config{AckWait: o.AckWait}, Store: o.Store}
+	f.URL = f.Server.ClientURL()
+	if f.Store == nil {
+		dir := t.TempDir()
+		b, err := storage.NewFileBucket(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		f.Store = b
+	}
+	if fb, ok := f.Store.(*storage.FileBucket); ok {
+		f.StoreURL = "file://" + fb.Root()
+	}
+	f.Conn, f.JS = Connect(t, f.URL)
+	f.Topo = Topology(t, f.JS, f.Topology)
+	return f
+}
+
+// WorkerConfig is a worker named id on its own connection with slots,
+// fast retries and idle polls, and no log.
+func (f *Fleet) WorkerConfig(t testing.TB, id string, slots []worker.Slot) worker.Config {
+	t.Helper()
+	nc, _ := Connect(t, f.URL)
+	return worker.Config{ID: id, Conn: nc, Store: f.Store, Topology: f.Topology, Slots: slots,
+		Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond,
+		Log: zerolog.Nop()}
+}
+
+// Pending is the number of queued, unclaimed jobs of pool at prio, and of
+// claimed ones not yet acknowledged.
+func (f *Fleet) Pending(t testing.TB, pool string, prio protocol.Priority) (pending uint64, ackPending int) {
+	t.Helper()
+	c, err := f.JS.Consumer(t.Context(), protocol.StreamJobs, protocol.ConsumerName(pool, prio))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.NumPending, info.NumAckPending
+}
+
+// Events reads every event of run so far from BENCH_EVENTS.
+func (f *Fleet) Events(t testing.TB, run string) []protocol.Event {
+	t.Helper()
+	return Events(t, f.JS, run)
+}
+
+// Events reads every event of run so far from BENCH_EVENTS through js.
+func Events(t testing.TB, js jetstream.JetStream, run string) []protocol.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{protocol.RunEventsFilter(run)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []protocol.Event
+	for pending := info.NumPending; pending > 0; {
+		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			e, err := protocol.DecodeEvent(m.Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, *e)
+			if meta, err := m.Metadata(); err == nil {
+				pending = meta.NumPending
+			}
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out
+}

@@ -33,7 +33,7 @@ func plainJS(t *testing.T) jetstream.JetStream {
 	return js
 }
 
-// Issue 23, finding 1: a bucket made by nats.go allows roll-ups; Ensure
+// A bucket made by nats.go allows roll-ups; Ensure
 // warns about it, Apply closes it, and then a put with `Nats-Rollup: all`
 // is refused and every key stays.
 func TestApplyBucketsRefuseRollups(t *testing.T) {
@@ -92,7 +92,7 @@ func TestApplyBucketsRefuseRollups(t *testing.T) {
 	}
 }
 
-// Issue 23, finding 8: the job and event streams have size limits, and
+// The job and event streams have size limits, and
 // the job stream refuses new jobs when full instead of dropping queued ones.
 func TestApplyStreamLimits(t *testing.T) {
 	t.Parallel()

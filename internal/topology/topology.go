@@ -1,5 +1,5 @@
 // Package topology creates benchfleet's JetStream streams, consumers and KV
-// buckets (DESIGN §3). Apply (an operator's `benchfleet topology apply`, as
+// buckets (docs/ARCHITECTURE.md, "NATS topology"). Apply (an operator's `benchfleet topology apply`, as
 // the admin user) creates or updates every object; Ensure (producers and
 // workers) only creates what is missing and never changes what exists, so
 // their credentials need no update rights.

@@ -55,7 +55,7 @@ func leaderlessJS(t *testing.T, drop int64) (jetstream.JetStream, *atomic.Int64)
 	return js, &seen
 }
 
-// Issue 27, item 2: requests sent while JetStream has no leader are never
+// Requests sent while JetStream has no leader are never
 // answered. Ensure gives each call its own short deadline and tries again,
 // so it succeeds soon after the leader is back instead of waiting its whole
 // deadline behind the first unanswered request.

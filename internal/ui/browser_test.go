@@ -323,7 +323,7 @@ func textOf(b *drive, sel string) string {
 	return evalJS[string](b, `(document.querySelector(`+string(q)+`) || {textContent: ''}).textContent`)
 }
 
-// The dashboard as a user reads it (issue 24, item 9): a board's done and
+// The dashboard as a user reads it: a board's done and
 // failures counts come from its stored results, so a worker restart does
 // not reset them; the fleet summary says "1 worker"; a cancelled run's jobs
 // read cancelled at the gate, their reasons cut at a word with the whole

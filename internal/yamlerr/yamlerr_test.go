@@ -13,7 +13,7 @@ type doc struct {
 	Pools []string `yaml:"pools"`
 }
 
-// Issue 12, item 11: messages name the line and key, never a Go type.
+// Messages name the line and key, never a Go type.
 func TestCleanNamesNoGoTypes(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"name: x\nslot: 3\n", `line 2: unknown key "slot"`},
@@ -33,7 +33,7 @@ func TestCleanNamesNoGoTypes(t *testing.T) {
 	}
 }
 
-// Issue 24, item 8: a syntax error names the line the problem is on, not
+// A syntax error names the line the problem is on, not
 // the line of the mapping or list it is in (the parent key's).
 func TestCleanSourceNamesTheOffendingLine(t *testing.T) {
 	for _, c := range []struct{ in, want string }{

@@ -235,7 +235,7 @@ func svgTicks(t *testing.T, data []byte) (map[string][]float64, []string) {
 	return ys, xs
 }
 
-// Issue 12, item 12: the picture reads like a performance engineer's chart:
+// The picture reads like a performance engineer's chart:
 // one panel per model (not 21 series in one stack and legend), each y axis
 // fitted to its passed results (not from 0) so a 13% drop is a step, failed
 // points marked but never setting the range, several x ticks over a short

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/device/harness"
-	"github.com/benchfleet/benchfleet/internal/recordcheck"
+	"github.com/benchfleet/benchfleet/internal/recordtest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -136,7 +136,7 @@ func TestExportFromUpstreamReport(t *testing.T) {
 			t.Errorf("measurement %s = %v, want %v", name, values[name], v)
 		}
 	}
-	recordcheck.Validate(t, buf.Bytes())
+	recordtest.Validate(t, buf.Bytes())
 }
 
 // Without a report (a failed run, a built-in runner) the record is built
@@ -171,7 +171,7 @@ func TestExportWithoutReport(t *testing.T) {
 		*f.GitRepoName != "tt-forge/tt-forge-onnx" || f.GitCommitHash != nil {
 		t.Fatalf("failed result export: %s", lines[1])
 	}
-	recordcheck.Validate(t, buf.Bytes())
+	recordtest.Validate(t, buf.Bytes())
 }
 
 func TestFileName(t *testing.T) {

@@ -1,13 +1,10 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 )
@@ -16,13 +13,9 @@ import (
 // here must be rejected before any connection is made.
 func badInputRun(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	// A closed port: a case that reaches the network fails differently.
-	full := append([]string{"--nats", "nats://127.0.0.1:1", "--log-format", "json"}, args...)
-	code := cli.Run(ctx, full, &out, &errb)
-	return code, out.String() + errb.String()
+	code, out, errOut := cmdline.Output(t, append([]string{"--nats", "nats://127.0.0.1:1", "--log-format", "json"}, args...)...)
+	return code, out + errOut
 }
 
 // Bad flags and matrix files make `submit` exit 64 with a message naming

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -12,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -21,37 +19,15 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-// ciRun runs the command line in process like Run, with the `results gate`
-// and `results compare` commands attached even where the results command
-// does not list them yet, and returns the exit code and output.
-func ciRun(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb}
-	root := a.rootCmd()
-	for _, c := range root.Commands() {
-		if c.Name() != "results" {
-			continue
-		}
-		has := map[string]bool{}
-		for _, sub := range c.Commands() {
-			has[sub.Name()] = true
-		}
-		for _, g := range a.resultsGateCmds() {
-			if !has[g.Name()] {
-				c.AddCommand(g)
-			}
-		}
-	}
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	code := exitStatus(root.ExecuteContext(t.Context()), &errb)
-	return code, out.String(), errb.String()
-}
+// inproc is the command line run in process, for the tests inside
+// package cli; ciRun its Output.
+var (
+	inproc = clitest.CLI{Main: Run}
+	ciRun  = inproc.Output
+)
 
-// ciFleet is an embedded NATS server, a file store and a worker with sim
-// slots, all in process.
+// ciFleet is testfleet's fleet with one worker of sim slots, under the
+// short names these tests use.
 type ciFleet struct {
 	url      string
 	storeURL string
@@ -63,19 +39,9 @@ const ciAckWait = 5 * time.Second
 
 func startCIFleet(t *testing.T, slots int) *ciFleet {
 	t.Helper()
-	srv := testfleet.Server(t)
-	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	nc, js := testfleet.Connect(t, srv.ClientURL())
-	tc := topology.Config{AckWait: ciAckWait}
-	testfleet.Topology(t, js, tc)
-	w := testfleet.StartWorker(t, worker.Config{ID: "ci-worker", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", slots),
-		Topology: tc, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
-	return &ciFleet{url: srv.ClientURL(), storeURL: "file://" + dir, store: store, worker: w}
+	f := testfleet.New(t, testfleet.Options{AckWait: ciAckWait})
+	w := testfleet.StartWorker(t, f.WorkerConfig(t, "ci-worker", testfleet.SimSlots("sim", slots)))
+	return &ciFleet{url: f.URL, storeURL: f.StoreURL, store: f.Store, worker: w}
 }
 
 func (f *ciFleet) args(args ...string) []string {

@@ -10,7 +10,7 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-// deviceJSON is the JSON shape of `benchfleet devices` (DESIGN §7).
+// deviceJSON is the JSON shape of `benchfleet devices`, which scripts read.
 type deviceJSON struct {
 	ID      string `json:"id"`
 	Pool    string `json:"pool"`

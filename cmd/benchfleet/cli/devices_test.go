@@ -12,7 +12,7 @@ import (
 )
 
 // `benchfleet devices` lists discovered Tenstorrent boards (stand-in
-// tt-smi) and built-in slots in the JSON shape of DESIGN §7.
+// tt-smi) and built-in slots in the JSON shape scripts read ({id, pool, arch, chips, path, healthy}).
 func TestDevicesJSON(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

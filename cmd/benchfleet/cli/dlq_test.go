@@ -17,8 +17,7 @@ import (
 // `dlq list --format json` prints exactly [{id, run, pool, priority,
 // worker, reason, attempts, time, payload}] with payload the original
 // message (a JSON value, or a string when it was not JSON) and run,
-// priority and worker "" when unknown (issue 27, item 5: they were
-// dropped); `dlq retry` of an unknown id or of a job that is itself
+// priority and worker "" when unknown; `dlq retry` of an unknown id or of a job that is itself
 // invalid is a usage error.
 func TestDLQListShapeAndRetryErrors(t *testing.T) {
 	t.Parallel()
@@ -40,9 +39,7 @@ func TestDLQListShapeAndRetryErrors(t *testing.T) {
 		}
 	}
 	run := func(args ...string) (int, string, string) {
-		var out, errb strings.Builder
-		code := cli.Run(t.Context(), append([]string{"--nats", srv.ClientURL(), "--log-format", "json"}, args...), &out, &errb)
-		return code, out.String(), errb.String()
+		return cmdline.Output(t, append([]string{"--nats", srv.ClientURL(), "--log-format", "json"}, args...)...)
 	}
 	code, out, errOut := run("dlq", "list", "--format", "json")
 	if code != 0 {

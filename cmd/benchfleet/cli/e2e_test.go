@@ -15,34 +15,19 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
-	"github.com/benchfleet/benchfleet/internal/faulttest"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
+	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// benchfleetBinary builds the real binary once per test process.
-func benchfleetBinary(t *testing.T) string {
-	t.Helper()
-	return faulttest.Binary(t)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// run calls cli.Run in process and returns the exit code and output.
-func run(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Run(t.Context(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
+// The kit's names under the short names this package's tests use.
+var (
+	cmdline          = clitest.CLI{Main: cli.Run} // the command line in process
+	run              = cmdline.Output
+	benchfleetBinary = clitest.Binary // the real binary, built once per test process
+	freePort         = testfleet.FreePort
+)
 
 // `benchfleet dev` in one process, `benchfleet submit --wait` in another,
 // then `results query` finds the result in the dev store.

@@ -16,7 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 )
 
-// Issue 12, item 5: Ctrl-C on `submit --wait` says the run goes on and how
+// Ctrl-C on `submit --wait` says the run goes on and how
 // to follow it, and exits 130.
 func TestSubmitWaitInterruptSaysHowToFollow(t *testing.T) {
 	t.Parallel()
@@ -52,11 +52,11 @@ func TestSubmitWaitInterruptSaysHowToFollow(t *testing.T) {
 // channel yields the exit code.
 func runAsync(ctx context.Context, out, errb *syncBuffer, args ...string) <-chan int {
 	done := make(chan int, 1)
-	go func() { done <- cli.Run(ctx, args, out, errb) }()
+	go func() { done <- cmdline.Run(ctx, out, errb, args...) }()
 	return done
 }
 
-// Issue 12, item 6: `dev --listen` on a busy port fails at once naming the
+// `dev --listen` on a busy port fails at once naming the
 // address; a second dev on one data directory, and a second worker on one
 // spool, fail and say who holds it.
 func TestDevBusyPortAndDataDirLock(t *testing.T) {
@@ -104,11 +104,11 @@ func runBounded(t *testing.T, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var out, errb syncBuffer
-	code := cli.Run(ctx, args, &out, &errb)
+	code := cmdline.Run(ctx, &out, &errb, args...)
 	return code, out.String(), errb.String()
 }
 
-// Issue 12, item 9: without S3 credentials the error says which are
+// Without S3 credentials the error says which are
 // missing and how to give them, not the SDK's provider chain; a query of
 // an unreachable store says it cannot reach it and nothing of spooling.
 func TestS3MissingCredentialsAndUnreachableStore(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/internal/faulttest"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 )
 
@@ -27,7 +26,7 @@ import (
 // once per test process.
 func natsServerBinary(t *testing.T) string {
 	t.Helper()
-	return faulttest.Build(t, "github.com/nats-io/nats-server/v2")
+	return clitest.Build(t, "github.com/nats-io/nats-server/v2")
 }
 
 // natsNode is one nats-server process of a test cluster.
@@ -131,7 +130,7 @@ func natsConnect(t *testing.T, nodes []*natsNode) *nats.Conn {
 	return nc
 }
 
-// Issue 27, item 2: the nats-server process leading BENCH_JOBS is killed
+// The nats-server process leading BENCH_JOBS is killed
 // (SIGKILL: no leadership hand-over, the cluster must notice and elect) and
 // `submit` starts at once. Its topology check retries, each lookup with a
 // short deadline, until the new leader answers, and the submit succeeds
@@ -186,7 +185,7 @@ func TestSubmitDuringLeaderElection(t *testing.T) {
 	t.Logf("BENCH_JOBS leader %s killed; submit succeeded in %s\n%s%s", leader.name, took.Round(time.Millisecond), out, errOut)
 }
 
-// Issue 27, item 2: two of three nodes are killed, so the cluster has no
+// Two of three nodes are killed, so the cluster has no
 // quorum and elects no leader. `submit` keeps trying until its deadline
 // (30 s), then exits 69 ("could not reach"), not 1 ("a job failed"), with a
 // message that says why.
@@ -223,7 +222,7 @@ func TestSubmitWithoutQuorumExitsUnavailable(t *testing.T) {
 	t.Logf("exit %d after %s: %s", code, took.Round(time.Millisecond), strings.TrimSpace(errOut))
 }
 
-// Issue 27, item 2: `worker` started while the BENCH_JOBS leader's node is
+// `worker` started while the BENCH_JOBS leader's node is
 // freshly killed serves once the new leader is elected (within 30 s)
 // instead of failing its topology check.
 func TestWorkerStartsDuringLeaderElection(t *testing.T) {
@@ -249,12 +248,12 @@ func TestWorkerStartsDuringLeaderElection(t *testing.T) {
 		}
 	}
 	wctx, stop := context.WithCancel(t.Context())
-	var out, errb syncBuf
+	var out, errb clitest.Buffer
 	done := make(chan int, 1)
 	start := time.Now()
 	go func() {
-		done <- Run(wctx, []string{"worker", "--nats", clusterURLs(nodes), "--replicas", "3", "--store", "file://" + t.TempDir(),
-			"--slots", "sim=1", "--id", "elected", "--state-dir", t.TempDir(), "--log-level", "warn"}, &out, &errb)
+		done <- inproc.Run(wctx, &out, &errb, "worker", "--nats", clusterURLs(nodes), "--replicas", "3", "--store", "file://"+t.TempDir(),
+			"--slots", "sim=1", "--id", "elected", "--state-dir", t.TempDir(), "--log-level", "warn")
 	}()
 	defer func() { stop(); <-done }()
 	for !strings.Contains(errb.String(), "serving") {
@@ -271,25 +270,7 @@ func TestWorkerStartsDuringLeaderElection(t *testing.T) {
 	t.Logf("worker serving %s after the BENCH_JOBS leader %s was killed", time.Since(start).Round(time.Millisecond), info.Cluster.Leader)
 }
 
-// syncBuf is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// Issue 27, item 2: a NATS server that cannot be reached at all is exit 69
+// A NATS server that cannot be reached at all is exit 69
 // too ("could not reach"), not 1.
 func TestSubmitUnreachableNATSExitsUnavailable(t *testing.T) {
 	t.Parallel()

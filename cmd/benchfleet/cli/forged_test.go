@@ -72,7 +72,12 @@ func TestForgedPassedEventDoesNotPass(t *testing.T) {
 	if strings.Contains(out, "gate PASS") {
 		t.Errorf("gate PASS printed for a run without results:\n%s", out)
 	}
-	if data, err := os.ReadFile(junitPath); err == nil && !strings.Contains(string(data), "<failure") && !strings.Contains(string(data), "<error") {
+	// A timed-out wait still writes its JUnit report: a missing file fails.
+	data, err := os.ReadFile(junitPath)
+	if err != nil {
+		t.Fatalf("the JUnit report: %v", err)
+	}
+	if !strings.Contains(string(data), "<failure") && !strings.Contains(string(data), "<error") {
 		t.Errorf("JUnit shows no failure for a job without a result:\n%s", data)
 	}
 }

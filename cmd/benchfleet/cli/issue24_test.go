@@ -15,7 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// Issue 24, item 8: a mistyped flag names the flag meant.
+// A mistyped flag names the flag meant.
 func TestMistypedFlagSaysDidYouMean(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -39,7 +39,7 @@ func TestMistypedFlagSaysDidYouMean(t *testing.T) {
 	}
 }
 
-// Issue 24, item 8: no flag's --help shows a phrase as its argument name
+// No flag's --help shows a phrase as its argument name
 // (pflag takes a `quoted` word of the usage as the name: `dev --help`
 // showed "--ui benchfleet serve").
 func TestFlagArgumentNamesAreWords(t *testing.T) {
@@ -64,7 +64,7 @@ func TestFlagArgumentNamesAreWords(t *testing.T) {
 	}
 }
 
-// Issue 24, item 8: a wrong pool says what is wrong first; the job cell
+// A wrong pool says what is wrong first; the job cell
 // it is wrong in follows.
 func TestWrongPoolSaysTheProblemFirst(t *testing.T) {
 	t.Parallel()
@@ -75,7 +75,7 @@ func TestWrongPoolSaysTheProblemFirst(t *testing.T) {
 	}
 }
 
-// Issue 24, item 8: a YAML syntax error names the offending line, not its
+// A YAML syntax error names the offending line, not its
 // parent key's.
 func TestMatrixSyntaxErrorNamesTheOffendingLine(t *testing.T) {
 	t.Parallel()
@@ -90,7 +90,7 @@ func TestMatrixSyntaxErrorNamesTheOffendingLine(t *testing.T) {
 	}
 }
 
-// Issue 24, item 8: topology apply names every stream and bucket it made.
+// `topology apply` names every stream and bucket it made.
 func TestTopologyApplyNamesEverything(t *testing.T) {
 	t.Parallel()
 	srv := testfleet.Server(t)
@@ -121,7 +121,7 @@ func TestTopologyApplyNamesEverything(t *testing.T) {
 	}
 }
 
-// Issue 24, item 8: runs watch of a finished run prints its current state
+// `runs watch` of a finished run prints its current state
 // first, not the state after the first of its results was read.
 func TestRunsWatchOfFinishedRunPrintsCurrentState(t *testing.T) {
 	t.Parallel()
@@ -143,7 +143,7 @@ func TestRunsWatchOfFinishedRunPrintsCurrentState(t *testing.T) {
 	}
 }
 
-// Issue 24, item 3: a wait that times out calls its unfinished jobs
+// A wait that times out calls its unfinished jobs
 // unfinished (table, gate line, Markdown), the Markdown heading says TIMED
 // OUT as the exit code 3 does, and the "no live worker serves pool"
 // warning is in the summary too.
@@ -194,7 +194,7 @@ func TestTimedOutWaitSaysUnfinished(t *testing.T) {
 	}
 }
 
-// Issue 24, item 2: a waiter reading another store than the worker's says
+// A waiter reading another store than the worker's says
 // so (stderr and the summary) once a job is reported ended and its result
 // does not appear.
 func TestWaitOnAnotherStoreSaysSo(t *testing.T) {
@@ -227,7 +227,7 @@ func TestWaitOnAnotherStoreSaysSo(t *testing.T) {
 	}
 }
 
-// Issue 24, item 2: read-only commands fail on a file store that does not
+// Read-only commands fail on a file store that does not
 // exist instead of creating it and finding nothing.
 func TestReadOnlyCommandsNeedAnExistingFileStore(t *testing.T) {
 	t.Parallel()
@@ -257,7 +257,7 @@ func TestReadOnlyCommandsNeedAnExistingFileStore(t *testing.T) {
 	}
 }
 
-// Issue 24, item 4: a dead-lettered job leaves one error result (its
+// A dead-lettered job leaves one error result (its
 // reason and attempts), which results query --status error, results report
 // and runs show count; a dlq retry's result replaces it, still one result.
 func TestDeadLetterLeavesOneErrorResult(t *testing.T) {

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -95,10 +94,9 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 	var errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"worker", "--nats", srv.ClientURL(), "--store", "file://" + storeDir,
+		done <- cmdline.Run(ctx, io.Discard, &errOut, "worker", "--nats", srv.ClientURL(), "--store", "file://"+storeDir,
 			"--slots", "sim=4", "--id", "metrics-worker", "--spool", filepath.Join(dir, "spool"),
-			"--work-dir", filepath.Join(dir, "work"), "--metrics-listen", addr, "--ack-wait", "5s", "--log-level", "warn"},
-			io.Discard, &errOut)
+			"--work-dir", filepath.Join(dir, "work"), "--metrics-listen", addr, "--ack-wait", "5s", "--log-level", "warn")
 	}()
 	t.Cleanup(func() {
 		cancel()

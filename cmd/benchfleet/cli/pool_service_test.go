@@ -13,7 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// Issue 23, finding 10: `submit --wait` on a pool whose every board is out
+// `submit --wait` on a pool whose every board is out
 // of service (one quarantined, one on a draining worker) says so, naming
 // each board and why, once on stderr and in the summary; `runs watch` of
 // the run says it too.

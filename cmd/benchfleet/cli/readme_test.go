@@ -23,7 +23,7 @@ func readmeSection(t *testing.T, readme, name string) string {
 	return rest
 }
 
-// Issue 24, item 1: the README's tour runs the built binary (go run turns
+// The README's tour runs the built binary (go run turns
 // the exit codes 2, 3 and 130 into 1, and says why), its first command is
 // still `go run ./cmd/benchfleet demo`, its exit-code table has every code
 // the command line returns, and its command table every command and

@@ -30,7 +30,7 @@ import (
 // -ldflags "-X github.com/benchfleet/benchfleet/cmd/benchfleet/cli.Version=v1.2.3".
 var Version = "dev"
 
-// Exit codes (DESIGN §7).
+// Exit codes (the README's table).
 const (
 	ExitOK      = 0
 	ExitFailed  = 1

@@ -1,25 +1,23 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // `benchfleet dev --store s3://…` runs jobs whose results land in the
-// bucket at the layout of DESIGN §5, and `results query --store s3://…`
+// bucket at the layout of docs/SCHEMA.md, and `results query --store s3://…`
 // returns them.
 func TestDevWithS3Store(t *testing.T) {
 	gw := s3test.Start(t)
@@ -32,8 +30,8 @@ func TestDevWithS3Store(t *testing.T) {
 	devDone := make(chan int, 1)
 	var devOut syncBuffer
 	go func() {
-		devDone <- cli.Run(ctx, []string{"dev", "--data", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-			"--slots", "sim=2", "--store", store, "--log-format", "json"}, &devOut, &devOut)
+		devDone <- cmdline.Run(ctx, &devOut, &devOut, "dev", "--data", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--slots", "sim=2", "--store", store, "--log-format", "json")
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -91,20 +89,5 @@ func s3Keys(t *testing.T, gw *s3test.Server, prefix string) []string {
 	return keys
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is safe to read while a command run in process writes to it.
+type syncBuffer = clitest.Buffer

@@ -19,7 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-// Issue 27, item 3: a job whose worker spooled its result (the store did
+// A job whose worker spooled its result (the store did
 // not take it) is over, but its result is not in the store. The waiter
 // (`submit --wait`, `runs show`) and the dashboard say "N results spooled
 // on worker W" and where, instead of "running" forever; the worker's

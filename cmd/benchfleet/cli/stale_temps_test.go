@@ -10,7 +10,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 )
 
-// Issue 27, item 5: a write killed mid-way (SIGKILL) leaves a .tmp-* file
+// A write killed mid-way (SIGKILL) leaves a .tmp-* file
 // in a file store that nothing removed. `results compact` removes those
 // older than an hour, and so does a worker at start; younger ones (a write
 // that may still run) stay.

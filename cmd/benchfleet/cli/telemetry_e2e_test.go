@@ -17,7 +17,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/internal/recordcheck"
+	"github.com/benchfleet/benchfleet/internal/recordtest"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -114,7 +114,7 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recordcheck.Validate(t, data)
+	recordtest.Validate(t, data)
 	var rec export.BenchmarkRun
 	if err := json.Unmarshal(bytes.TrimSpace(data), &rec); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 24, item 7: the queue flags of submit do nothing once the topology
+// The queue flags of submit do nothing once the topology
 // exists. submit says so on stderr, naming each flag, the live value and
 // how to change it. (--max-deliver and --heartbeat, the worker's, are
 // refused: TestWorkerSettingsRefusedWhereNoWorkerRuns.)

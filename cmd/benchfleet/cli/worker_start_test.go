@@ -83,7 +83,7 @@ func startWorker(t *testing.T, args ...string) (stop func() int, errOut *syncBuf
 	return stop, &errb
 }
 
-// Issue 27, item 3: a worker restarted with another --spool (or none)
+// A worker restarted with another --spool (or none)
 // while its earlier spool still holds results refuses to start, naming
 // that folder and how to drain it; `spool drain` uploads them; then the
 // restart goes ahead.
@@ -137,7 +137,7 @@ func openStore(t *testing.T, dir string) storage.Bucket {
 	return b
 }
 
-// Issue 27, item 5: a worker whose --id a live worker holds refuses to
+// A worker whose --id a live worker holds refuses to
 // start (two workers with one id overwrite each other's heartbeat); the
 // record of this host's earlier process that was killed (its pid gone), or
 // a stale record, does not stop it.

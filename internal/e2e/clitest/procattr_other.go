@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package faulttest
+package clitest
 
 import "syscall"
 

@@ -1,29 +1,96 @@
 //go:build unix
 
-// Package faulttest proves the delivery contract of DESIGN §3 with real
-// parts: the real benchfleet binary as worker subprocesses killed with
-// SIGKILL, a three-node nats-server cluster losing its stream leader, and
-// `benchfleet bench chaos`. This file holds the helpers; the tests beside
-// it are the proofs.
-package faulttest
+// Package clitest is the kit for tests that drive benchfleet as a user
+// does: the real binary, built once per test process (Binary), other Go
+// programs the module pins (Build, e.g. nats-server), subprocesses whose
+// output goes to a log file (Start), and the command line run in process
+// (CLI). A test package that uses it calls Main from its TestMain.
+package clitest
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/benchfleet/benchfleet/storage"
 )
+
+// Main is a TestMain: it runs the tests with what workers remember between
+// starts (BENCHFLEET_STATE_DIR, by default under $HOME) in a folder of the
+// test process's own, then removes that folder and the programs Binary and
+// Build made, and exits with the tests' code.
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "benchfleet-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("BENCHFLEET_STATE_DIR", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	removeBuilt()
+	os.Exit(code)
+}
+
+// CLI runs the command line in process: Main with Args before each call's
+// own. Main is cli.Run; the kit takes it as a value rather than importing
+// the CLI, so the CLI's own tests (package cli) can use the kit too, and a
+// test that only needs the binary does not link the CLI.
+type CLI struct {
+	Main func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	Args []string
+}
+
+// With is c with args added after its Args.
+func (c CLI) With(args ...string) CLI {
+	c.Args = append(append([]string(nil), c.Args...), args...)
+	return c
+}
+
+// Run runs the command line with args, its output going to stdout and
+// stderr, until it returns or ctx ends, and returns the exit code. It is
+// the one in-process runner of the tests.
+func (c CLI) Run(ctx context.Context, stdout, stderr io.Writer, args ...string) int {
+	return c.Main(ctx, append(append([]string(nil), c.Args...), args...), stdout, stderr)
+}
+
+// Output runs the command line (Run) with t's context and returns the exit
+// code and what it wrote.
+func (c CLI) Output(t testing.TB, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = c.Run(t.Context(), &out, &errb, args...)
+	return code, out.String(), errb.String()
+}
+
+// Buffer is an io.Writer safe to read (String) while a command run in
+// another goroutine writes to it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String is what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
 
 // built holds the programs Build made, by package path.
 var built struct {
@@ -39,7 +106,7 @@ type builtBin struct {
 }
 
 // Binary builds the real benchfleet binary once per test process and
-// returns its path. Call RemoveBinary from TestMain after m.Run.
+// returns its path. The test package's TestMain calls Main, which removes it.
 func Binary(t testing.TB) string {
 	t.Helper()
 	return Build(t, "github.com/benchfleet/benchfleet/cmd/benchfleet")
@@ -47,8 +114,8 @@ func Binary(t testing.TB) string {
 
 // Build builds the Go program pkg (a package path the module resolves,
 // e.g. github.com/nats-io/nats-server/v2 at the version go.mod pins) once
-// per test process and returns its path. Call RemoveBinary from TestMain
-// after m.Run.
+// per test process, in a temporary folder under os.TempDir, and returns its
+// path. The test package's TestMain calls Main, which removes the folder.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
 	built.mu.Lock()
@@ -64,7 +131,7 @@ func Build(t testing.TB, pkg string) string {
 	b.once.Do(func() {
 		built.mu.Lock()
 		if built.dir == "" {
-			built.dir, b.err = os.MkdirTemp("", "benchfleet-faulttest-")
+			built.dir, b.err = os.MkdirTemp("", "benchfleet-bin-")
 		}
 		dir := built.dir
 		built.mu.Unlock()
@@ -87,8 +154,8 @@ func Build(t testing.TB, pkg string) string {
 	return b.path
 }
 
-// RemoveBinary deletes the programs built by Binary and Build, if any.
-func RemoveBinary() {
+// removeBuilt deletes the programs built by Binary and Build, if any.
+func removeBuilt() {
 	built.mu.Lock()
 	defer built.mu.Unlock()
 	if built.dir != "" {
@@ -130,7 +197,7 @@ func Start(t testing.TB, bin string, args ...string) *Process {
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
-			t.Logf("log of %s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), tail(p.Output(), 4000))
+			t.Logf("log of %s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), Tail(p.Output(), 4000))
 		}
 	})
 	return p
@@ -160,77 +227,10 @@ func (p *Process) Output() string {
 	return string(b)
 }
 
-func tail(s string, n int) string {
+// Tail is the last n bytes of s, marked as cut when it was.
+func Tail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return "...\n" + s[len(s)-n:]
-}
-
-// CountingBucket wraps a Bucket and counts what happens to result keys, so
-// a test can tell duplicate deliveries (fine: at-least-once) from duplicate
-// results (never: exactly-once results).
-type CountingBucket struct {
-	storage.Bucket
-
-	mu        sync.Mutex
-	written   map[string]int
-	conflicts int
-	found     int
-	inflight  atomic.Int64
-}
-
-// NewCountingBucket wraps b.
-func NewCountingBucket(b storage.Bucket) *CountingBucket {
-	return &CountingBucket{Bucket: b, written: map[string]int{}}
-}
-
-// Put implements storage.Bucket, counting conditional creates of result
-// keys: those that wrote, and those refused with ErrExists.
-func (c *CountingBucket) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) error {
-	// A result is visible to readers before Put returns; Counts waits for
-	// writes in flight so a just-visible result is counted.
-	c.inflight.Add(1)
-	defer c.inflight.Add(-1)
-	err := c.Bucket.Put(ctx, key, r, opts...)
-	if strings.HasPrefix(key, storage.PrefixResults) && storage.ApplyPutOptions(opts).IfAbsent {
-		c.mu.Lock()
-		switch {
-		case err == nil:
-			c.written[key]++
-		case errors.Is(err, storage.ErrExists):
-			c.conflicts++
-		}
-		c.mu.Unlock()
-	}
-	return err
-}
-
-// Exists implements storage.Bucket, counting result keys found already
-// there (a duplicate delivery caught before running or uploading).
-func (c *CountingBucket) Exists(ctx context.Context, key string) (bool, error) {
-	ok, err := c.Bucket.Exists(ctx, key)
-	if ok && err == nil && strings.HasPrefix(key, storage.PrefixResults) {
-		c.mu.Lock()
-		c.found++
-		c.mu.Unlock()
-	}
-	return ok, err
-}
-
-// Counts reports, for result keys: written maps each key to how many
-// conditional creates wrote it (more than 1 would be a duplicate result);
-// conflicts is how many were refused with ErrExists; found is how many
-// existence checks found a result already there.
-func (c *CountingBucket) Counts() (written map[string]int, conflicts, found int) {
-	for deadline := time.Now().Add(10 * time.Second); c.inflight.Load() > 0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := make(map[string]int, len(c.written))
-	for k, v := range c.written {
-		w[k] = v
-	}
-	return w, c.conflicts, c.found
 }

@@ -1,4 +1,4 @@
-package authtest
+package auth
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func TestTopologyApplyAsProducerSaysRunItAsAdmin(t *testing.T) {
 		t.Setenv("NATS_USER", user)
 		t.Setenv("NATS_PASSWORD", "pw-"+user)
 		var out, errb bytes.Buffer
-		code := cli.Run(ctx, []string{"topology", "apply", "--nats", url, "--log-level", "error"}, &out, &errb)
+		code := cmdline.Run(ctx, &out, &errb, "topology", "apply", "--nats", url, "--log-level", "error")
 		return code, out.String() + errb.String()
 	}
 	if code, out := apply("admin"); code != cli.ExitOK {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package faulttest
+package fault
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package authtest
+package auth
 
 import (
 	"archive/zip"
@@ -23,8 +23,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/sim"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/embedded"
-	"github.com/benchfleet/benchfleet/internal/faulttest"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -126,7 +126,7 @@ func (l *lockedBuffer) String() string {
 // all with the passwords from NATS_PASSWORD and no path edited.
 func TestSingleNodeConfigAsShipped(t *testing.T) {
 	s := startSingle(t, "")
-	bin := faulttest.Binary(t)
+	bin := clitest.Binary(t)
 	url := s.ClientURL()
 	store := "file://" + t.TempDir()
 	as := func(user string) []string {
@@ -255,7 +255,7 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := faulttest.Binary(t)
+	bin := clitest.Binary(t)
 	binDir := t.TempDir()
 	if err := os.Symlink(bin, filepath.Join(binDir, "benchfleet")); err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 		t.Fatalf("topology apply as admin: %v\n%s", err, out)
 	}
 
-	data, err := os.ReadFile("../../deploy/ci/github-actions.yml")
+	data, err := os.ReadFile("../../../deploy/ci/github-actions.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 			// the README says to copy them, and a wheel its build made.
 			work := t.TempDir()
 			for _, m := range []string{"matrix-ci.yaml", "matrix-nightly.yaml"} {
-				b, err := os.ReadFile(filepath.Join("../../deploy/ci", m))
+				b, err := os.ReadFile(filepath.Join("../../../deploy/ci", m))
 				if err != nil {
 					t.Fatal(err)
 				}

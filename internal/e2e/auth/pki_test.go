@@ -1,4 +1,4 @@
-package authtest
+package auth
 
 import (
 	"crypto/ecdsa"

@@ -1,6 +1,6 @@
-// Package recordcheck validates exports against a model of Tenstorrent's
+// Package recordtest validates exports against a model of Tenstorrent's
 // CompleteBenchmarkRun record, for tests of every package.
-package recordcheck
+package recordtest
 
 import (
 	"bytes"

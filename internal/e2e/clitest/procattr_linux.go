@@ -1,4 +1,4 @@
-package faulttest
+package clitest
 
 import "syscall"
 

@@ -1,12 +1,10 @@
-// Package authtest checks deploy/nats: the three-node configuration with
-// TLS and least-privilege users, loaded into real embedded servers, and
-// every authentication method of internal/natsconn.
-package authtest
+package auth
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -32,7 +30,7 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-const deployDir = "../../deploy/nats"
+const deployDir = "../../../deploy/nats"
 
 var passwords = map[string]string{"producer": "pw-producer", "untrusted": "pw-untrusted", "worker": "pw-worker", "reader": "pw-reader", "admin": "pw-admin", "sys": "pw-sys"}
 
@@ -257,7 +255,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
-		code := cli.Run(ctx, append([]string{"--nats", readerURL, "--tls-ca", p.ca, "--inbox-prefix", "_INBOX_reader", "--log-format", "json"}, args...), &out, &errb)
+		code := cmdline.Run(ctx, &out, &errb, append([]string{"--nats", readerURL, "--tls-ca", p.ca, "--inbox-prefix", "_INBOX_reader", "--log-format", "json"}, args...)...)
 		return code, out.String() + errb.String()
 	}
 	if code, out := clirun("runs", "list", "--format", "json"); code != 0 || !strings.Contains(out, run) {
@@ -266,8 +264,18 @@ func TestDeployClusterPermissions(t *testing.T) {
 	if code, out := clirun("dlq", "list", "--format", "json"); code != 0 {
 		t.Errorf("reader dlq list: exit %d\n%s", code, out)
 	}
-	if code, out := clirun("runs", "cancel", run); code == 0 {
-		t.Errorf("the reader cancelled a run:\n%s", out)
+	// The reader cannot cancel: the server refuses its write of the run's
+	// cancel flag (a permissions violation), `runs cancel` fails at that
+	// write (exit 1, not a usage or connection error), and no flag is set.
+	if err := producer.Cancel(shortCtx(t), topoR.Runs, run); err == nil {
+		t.Error("the reader set a run's cancel flag")
+	}
+	waitViolation(t, logR, "$KV.bench-runs."+protocol.CancelKey(run))
+	if code, out := clirun("runs", "cancel", run); code != cli.ExitFailed || !strings.Contains(out, "benchfleet: cancel "+run+": ") {
+		t.Errorf("reader runs cancel: exit %d, want %d failing at the cancel itself:\n%s", code, cli.ExitFailed, out)
+	}
+	if _, err := topoR.Runs.Get(shortCtx(t), protocol.CancelKey(run)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("after the reader's cancel, the cancel flag: %v, want not found", err)
 	}
 
 	// Worker with its nkey: runs and acks the job.

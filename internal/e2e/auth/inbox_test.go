@@ -1,4 +1,4 @@
-package authtest
+package auth
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func inboxServer(t *testing.T) (string, map[string]string) {
 	return accountsServer(t), users
 }
 
-// Issue 23, finding 10: with no --inbox-prefix, a named user gets
+// With no --inbox-prefix, a named user gets
 // _INBOX_<user>, the one inbox deploy/nats lets it subscribe to: every
 // user of accounts.conf connects and gets a JetStream reply, through
 // natsconn and through the command line (NATS_USER, no prefix).
@@ -82,13 +82,13 @@ func TestInboxPrefixDefaultsToUser(t *testing.T) {
 		t.Setenv("NATS_USER", c.user)
 		t.Setenv("NATS_PASSWORD", "pw-"+c.user)
 		var out, errb bytes.Buffer
-		if code := cli.Run(ctx, append(strings.Fields(c.cmd), "--nats", url), &out, &errb); code != cli.ExitOK {
+		if code := cmdline.Run(ctx, &out, &errb, append(strings.Fields(c.cmd), "--nats", url)...); code != cli.ExitOK {
 			t.Errorf("%s as %s, no --inbox-prefix: exit %d\n%s%s", c.cmd, c.user, code, out.String(), errb.String())
 		}
 	}
 }
 
-// Issue 23, finding 10: an inbox prefix the server refuses the user fails
+// An inbox prefix the server refuses the user fails
 // the command at once with the prefix to give (--inbox-prefix
 // _INBOX_<user>, NATS_INBOX_PREFIX), not with "context deadline exceeded"
 // when a request's deadline passes. An explicit prefix wins over the
@@ -114,8 +114,8 @@ func TestWrongInboxPrefixFailsNamingTheFix(t *testing.T) {
 	t.Setenv("NATS_PASSWORD", "pw-producer")
 	t.Setenv("NATS_INBOX_PREFIX", "_INBOX_reader")
 	var out, errb bytes.Buffer
-	code := cli.Run(ctx, []string{"submit", "--nats", url, "--store", "file://" + t.TempDir(), "--pool", "sim", "--model", "simnet",
-		"--batch-size", "2", "--loop-count", "4", "--run", "inbox-1", "--wait", "--timeout", "20s"}, &out, &errb)
+	code := cmdline.Run(ctx, &out, &errb, "submit", "--nats", url, "--store", "file://"+t.TempDir(), "--pool", "sim", "--model", "simnet",
+		"--batch-size", "2", "--loop-count", "4", "--run", "inbox-1", "--wait", "--timeout", "20s")
 	if code == cli.ExitOK {
 		t.Fatalf("submit with the reader's inbox: exit 0\n%s%s", out.String(), errb.String())
 	}

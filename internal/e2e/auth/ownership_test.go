@@ -1,4 +1,4 @@
-package authtest
+package auth
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func openAs(t *testing.T, url, user string) (*nats.Conn, jetstream.JetStream, *t
 	return nc, js, h, log
 }
 
-// Issue 23, finding 1: a producer's put with `Nats-Rollup: all` on
+// A producer's put with `Nats-Rollup: all` on
 // bench-runs (a worker's on bench-health) is refused and leaves every key.
 func TestRollupLeavesBucketsWhole(t *testing.T) {
 	url := appliedServer(t)
@@ -77,7 +77,7 @@ func TestRollupLeavesBucketsWhole(t *testing.T) {
 	}
 }
 
-// Issue 23, finding 6: garbage published first under a future job's
+// Garbage published first under a future job's
 // Nats-Msg-Id makes the real submit fail, naming the job.
 func TestSquattedJobIDFailsSubmit(t *testing.T) {
 	url := appliedServer(t)
@@ -110,7 +110,7 @@ func TestSquattedJobIDFailsSubmit(t *testing.T) {
 	}
 }
 
-// Issue 23, finding 4: a producer cannot publish on a worker's event
+// A producer cannot publish on a worker's event
 // subject, and a worker's kind of event (dead) on a producer's subject
 // does not end a job for the waiter; the same event from a worker does.
 func TestForgedWorkerEventIgnored(t *testing.T) {
@@ -151,7 +151,7 @@ func TestForgedWorkerEventIgnored(t *testing.T) {
 	}
 }
 
-// Issue 23, finding 5 and 8: the untrusted producer submits its own runs
+// The untrusted producer submits its own runs
 // at normal and low priority, not high; it can neither cancel nor rewrite
 // a producer's run, nor write a board's health or remove a dead letter;
 // only the admin releases a board.

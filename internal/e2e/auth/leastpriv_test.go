@@ -1,4 +1,4 @@
-package authtest
+package auth
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
@@ -74,8 +73,8 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 	// The admin applies the topology through the CLI.
 	t.Setenv("NATS_PASSWORD", "pw-admin")
 	var out, errb bytes.Buffer
-	if code := cli.Run(t.Context(), []string{"--nats", url, "--user", "admin", "--inbox-prefix", "_INBOX_admin", "--log-format", "json",
-		"topology", "apply", "--ack-wait", "5s"}, &out, &errb); code != 0 {
+	if code := cmdline.Run(t.Context(), &out, &errb, "--nats", url, "--user", "admin", "--inbox-prefix", "_INBOX_admin", "--log-format", "json",
+		"topology", "apply", "--ack-wait", "5s"); code != 0 {
 		t.Fatalf("topology apply as admin: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	t.Setenv("NATS_PASSWORD", "")

@@ -1,6 +1,6 @@
 //go:build unix
 
-package faulttest
+package fault
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -28,7 +29,7 @@ import (
 // no result was ever written twice.
 func TestWorkerProcessKilledMidJob(t *testing.T) {
 	t.Parallel()
-	bin := Binary(t)
+	bin := clitest.Binary(t)
 	srv := testfleet.Server(t)
 	const ackWait = 3 * time.Second
 	tc := topology.Config{AckWait: ackWait}
@@ -41,7 +42,7 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 	_, js := testfleet.Connect(t, srv.ClientURL())
 	topo := testfleet.Topology(t, js, tc)
 
-	crashy := Start(t, bin, "worker", "--nats", srv.ClientURL(), "--store", "file://"+storeDir,
+	crashy := clitest.Start(t, bin, "worker", "--nats", srv.ClientURL(), "--store", "file://"+storeDir,
 		"--slots", "sim=2", "--id", "crashy", "--ack-wait", ackWait.String(),
 		"--log-format", "json", "--work-dir", t.TempDir())
 	status := func() *protocol.WorkerStatus {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package faulttest
+package fault
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/bench"
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 )
 
 // runChaos runs the chaos bench (bench.RunChaos, whose workers are the
@@ -20,7 +21,7 @@ import (
 // twice, and (with kills) some job redelivered after a SIGKILL.
 func runChaos(t *testing.T, cfg bench.ChaosConfig) {
 	t.Helper()
-	cfg.Exe, cfg.Dir = Binary(t), t.TempDir()
+	cfg.Exe, cfg.Dir = clitest.Binary(t), t.TempDir()
 	rep, err := bench.RunChaos(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("bench chaos: %v (data in %s)", err, cfg.Dir)
@@ -50,7 +51,7 @@ func TestChaosShort(t *testing.T) {
 		MaxDeliver: 4, Log: zerolog.Nop()})
 }
 
-// The long soak: BENCHFLEET_SOAK=1 go test ./internal/faulttest -run Soak -timeout 30m
+// The long soak: BENCHFLEET_SOAK=1 go test ./internal/e2e/fault -run Soak -timeout 30m
 // (BENCHFLEET_SOAK_JOBS and BENCHFLEET_SOAK_KILLS change its size).
 func TestChaosSoak(t *testing.T) {
 	if os.Getenv("BENCHFLEET_SOAK") == "" {

@@ -1,0 +1,11 @@
+//go:build unix
+
+package fault
+
+import (
+	"testing"
+
+	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
+)
+
+func TestMain(m *testing.M) { clitest.Main(m) }
