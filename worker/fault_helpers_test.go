@@ -46,7 +46,7 @@ func newFaultFleetAckWait(t *testing.T, ackWait time.Duration) *faultFleet {
 func (f *faultFleet) workerConfig(t *testing.T, id string, n int) worker.Config {
 	t.Helper()
 	nc, _ := testfleet.Connect(t, f.url)
-	return worker.Config{ID: id, Conn: nc, Store: f.store, Topology: f.tc, Slots: testfleet.SimSlots(id, n),
+	return worker.Config{ID: id, Conn: nc, Store: f.store, AckWait: f.tc.AckWait, Slots: testfleet.SimSlots(id, n),
 		Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond,
 		Log: zerolog.Nop()}
 }

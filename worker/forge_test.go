@@ -97,7 +97,7 @@ func newTTFleet(t *testing.T) *ttFleet {
 func (f *ttFleet) start(t *testing.T, id string, slots []worker.Slot) *worker.Worker {
 	t.Helper()
 	nc, _ := testfleet.Connect(t, f.srv)
-	return testfleet.StartWorker(t, worker.Config{ID: id, Conn: nc, Store: f.store, Slots: slots, Topology: f.tc,
+	return testfleet.StartWorker(t, worker.Config{ID: id, Conn: nc, Store: f.store, Slots: slots, AckWait: f.tc.AckWait,
 		Backoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 }
 

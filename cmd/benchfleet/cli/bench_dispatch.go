@@ -361,7 +361,7 @@ func startBenchFleet(ctx context.Context, url, storeDir string, slots int) (*ben
 	}
 	// The default idle poll (1 s): an idle slot must be woken by the
 	// job's arrival, not find it by polling.
-	f.w, err = worker.New(worker.Config{ID: "bench", Conn: f.wnc, Store: f.store, Slots: ws, Topology: tc})
+	f.w, err = worker.New(worker.Config{ID: "bench", Conn: f.wnc, Store: f.store, Slots: ws, AckWait: tc.AckWait})
 	if err != nil {
 		f.nc.Close()
 		f.wnc.Close()
@@ -409,7 +409,7 @@ func (f *benchFleet) dispatchResults(ctx context.Context, run string, n int, d t
 		return 0, 0, nil, err
 	}
 	start := time.Now()
-	p := &producer.Submitter{JS: f.js, Topo: f.topo}
+	p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs}
 	res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {
 		return 0, 0, nil, err
@@ -487,7 +487,7 @@ func (st *slotTimes) String() string {
 // are idle, and returns how long each took from its publish to its
 // attempt starting on a slot (the result's started_at), sorted.
 func (f *benchFleet) claimLatency(ctx context.Context, probes int) ([]time.Duration, error) {
-	p := &producer.Submitter{JS: f.js, Topo: f.topo}
+	p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs}
 	var out []time.Duration
 	for i := 0; i < probes; i++ {
 		jobs, err := benchJobs(fmt.Sprintf("claim-latency-%d", i), 1, 0)

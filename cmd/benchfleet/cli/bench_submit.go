@@ -113,7 +113,7 @@ func (a *app) benchSubmit(ctx context.Context, n, rounds int, dataDir string) er
 			return fmt.Errorf("raw jetstream: %w", err)
 		}
 		fmt.Fprintf(a.stderr, "round %d/%d: benchfleet: submitting a run of %d jobs...\n", r, rounds, n)
-		p := &producer.Submitter{JS: js, Topo: topo, Store: store, Log: a.log, Progress: benchProgress(a, n)}
+		p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: a.log, Progress: benchProgress(a, n)}
 		start := time.Now()
 		res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 		if err != nil {

@@ -139,7 +139,7 @@ func (a *app) benchWorkerCPU(ctx context.Context, d time.Duration) error {
 	}); err != nil {
 		return fail(fmt.Errorf("worker not ready: %w", err))
 	}
-	p := &producer.Submitter{JS: js, Topo: topo}
+	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs}
 	if _, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
 		return err
 	}

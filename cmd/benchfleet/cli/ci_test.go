@@ -74,7 +74,7 @@ func startCIFleet(t *testing.T, slots int) *ciFleet {
 	tc := topology.Config{AckWait: ciAckWait}
 	testfleet.Topology(t, js, tc)
 	w := testfleet.StartWorker(t, worker.Config{ID: "ci-worker", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", slots),
-		Topology: tc, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+		AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	return &ciFleet{url: srv.ClientURL(), storeURL: "file://" + dir, store: store, worker: w}
 }
 

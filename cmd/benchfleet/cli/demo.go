@@ -74,7 +74,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 			if err != nil {
 				return err
 			}
-			p := &producer.Submitter{JS: js, Topo: topo, Store: lf.store, Log: a.log}
+			p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: lf.store, Log: a.log}
 			res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: submitter(), Priority: "high", Jobs: jobs})
 			if err != nil {
 				return err

@@ -97,7 +97,7 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 	lf.stopSpool = stopSpool
 	go spool.Run(spoolCtx)
 	wcfg := worker.Config{
-		ID: "local", Version: Version, Conn: lf.nc, Store: lf.store, Sink: spool, Slots: slots, Topology: tc,
+		ID: "local", Version: Version, Conn: lf.nc, Store: lf.store, Sink: spool, Slots: slots, AckWait: tc.AckWait, Replicas: tc.Replicas,
 		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, WorkDir: o.workDir, Log: a.log,
 		DrainTimeout: time.Minute,
 	}

@@ -165,10 +165,6 @@ have all ended is left as it is.`,
 				return err
 			}
 			defer nc.Close()
-			topo, err := topology.Open(ctx, js)
-			if err != nil {
-				return err
-			}
 			req := producer.CancelRequest{Run: args[0]}
 			if a.storeURL != "" {
 				b, err := a.openStore(ctx)
@@ -178,7 +174,7 @@ have all ended is left as it is.`,
 				defer b.Close()
 				req.Store = b
 			}
-			out, err := producer.CancelRun(ctx, js, topo, req)
+			out, err := producer.CancelRun(ctx, js, req)
 			if err != nil {
 				if errors.Is(err, jetstream.ErrKeyNotFound) {
 					return usageErr("run %q not found", args[0])

@@ -323,7 +323,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	}
 	a.warnWorkerOnlyFlags(cmd)
 	a.warnTopologyDrift(ctx, cmd, js, tc, submissionPools(sub))
-	p := &producer.Submitter{JS: js, Topo: topo, Log: a.log}
+	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: a.log}
 	if a.storeURL != "" {
 		if b, err := a.openStore(ctx); err == nil {
 			p.Store = b

@@ -200,7 +200,7 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 	cfg := worker.Config{
-		ID: f.id, Version: Version, Conn: nc, Store: bucket, Slots: slots, Topology: tc,
+		ID: f.id, Version: Version, Conn: nc, Store: bucket, Slots: slots, AckWait: tc.AckWait, Replicas: tc.Replicas,
 		MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, MaxJobTimeout: f.jobMax, DrainTimeout: f.drain,
 		WorkDir: f.workDir, Log: a.log,
 	}
