@@ -314,7 +314,7 @@ func (f *fleet) runSide(ctx context.Context, cfg *Config, r *harness.Runner, run
 		return Side{}, err
 	}
 	start := time.Now()
-	p := &producer.Submitter{JS: f.js, Topo: f.topo}
+	p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs}
 	res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {
 		return Side{}, err

@@ -125,7 +125,7 @@ func SimJobs(t testing.TB, run string, n int, labels map[string]string) []*proto
 // (protocol.JobID), so a test may edit jobs after making them.
 func Submit(t testing.TB, js jetstream.JetStream, topo *topology.Handles, store storage.Bucket, run string, prio protocol.Priority, jobs []*protocol.Job) *producer.SubmitResult {
 	t.Helper()
-	p := &producer.Submitter{JS: js, Topo: topo, Store: store, Log: zerolog.Nop()}
+	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: zerolog.Nop()}
 	for _, j := range jobs {
 		j.Priority = prio
 		j.Run = run
