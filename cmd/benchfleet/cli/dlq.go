@@ -23,12 +23,12 @@ func (a *app) dlqCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-dlq")
+			s, err := a.session(ctx, "benchfleet-dlq", 0)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			entries, err := producer.ReadDead(ctx, js)
+			defer s.close()
+			entries, err := producer.ReadDead(ctx, s.js)
 			if err != nil {
 				return err
 			}
@@ -50,12 +50,12 @@ func (a *app) dlqCmd() *cobra.Command {
 		Use: "retry ID", Short: "Re-queue a dead-lettered job under a fresh message id", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-dlq")
+			s, err := a.session(ctx, "benchfleet-dlq", 0)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			job, err := producer.RetryDead(ctx, js, args[0])
+			defer s.close()
+			job, err := producer.RetryDead(ctx, s.js, args[0])
 			switch {
 			case errors.Is(err, producer.ErrNoDeadLetter):
 				return usageErr("no dead letter with id %q (see benchfleet dlq list)", args[0])

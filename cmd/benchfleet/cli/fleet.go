@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/escape"
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -25,16 +24,17 @@ func (a *app) fleetCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, topo, err := a.openTopology(ctx, "benchfleet-fleet")
+			s, err := a.session(ctx, "benchfleet-fleet", withTopology)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
+			defer s.close()
 			for {
-				sts, err := fleetStatus(cmd, topo)
+				sts, err := producer.ReadFleet(ctx, s.topo.Workers)
 				if err != nil {
 					return err
 				}
+				producer.FlagBoards(sts)
 				if format == "json" {
 					if err := writeJSON(a.stdout, sts); err != nil {
 						return err
@@ -61,15 +61,6 @@ func (a *app) fleetCmd() *cobra.Command {
 	status.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch: refresh interval")
 	cmd.AddCommand(status, a.fleetReleaseCmd())
 	return cmd
-}
-
-func fleetStatus(cmd *cobra.Command, topo *topology.Handles) ([]protocol.WorkerStatus, error) {
-	sts, err := producer.ReadFleet(cmd.Context(), topo.Workers)
-	if err != nil {
-		return nil, err
-	}
-	producer.FlagBoards(sts)
-	return sts, nil
 }
 
 func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.WorkerStatus) {

@@ -2,51 +2,15 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
 	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/storage"
-	"github.com/benchfleet/benchfleet/worker"
 )
-
-// newRegistry is a Prometheus registry with the Go runtime and process
-// collectors, for a worker's metrics.
-func newRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
-}
-
-// serveWorkerHTTP serves w's /metrics and /healthz on addr until the
-// returned stop is called.
-func (a *app) serveWorkerHTTP(addr string, w *worker.Worker) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, usageErr("--metrics-listen %s: %v", addr, err)
-	}
-	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.log.Error().Err(err).Msg("metrics server stopped")
-		}
-	}()
-	fmt.Fprintf(a.stderr, "metrics and health on http://%s/metrics and /healthz\n", ln.Addr())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
-}
 
 // notifyFlags are the notification flags of `submit --wait --gate` and
 // `results gate`.

@@ -277,32 +277,59 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 	return nc, js, nil
 }
 
-// openTopology connects and opens the existing topology without changing
-// it, for commands that only read or flag (a reader credential may not
-// create streams). The caller closes the connection.
-func (a *app) openTopology(ctx context.Context, name string) (*nats.Conn, *topology.Handles, error) {
-	nc, js, err := a.connect(ctx, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	topo, err := topology.Open(ctx, js)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, topo, nil
+// session is what a command works with: a NATS connection and its
+// JetStream API, the topology (opened, never changed) and the store, as
+// the command asked for them (need). close releases them.
+type session struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	topo  *topology.Handles
+	store storage.Bucket
 }
 
-// openStore opens --store; required says whether a missing flag is an error.
-func (a *app) openStore(ctx context.Context) (storage.Bucket, error) {
-	if a.storeURL == "" {
-		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
-	}
-	b, err := storage.Open(ctx, a.storeURL, a.log)
-	if err != nil {
+// What a session opens besides the connection.
+type need int
+
+const (
+	withTopology  need = 1 << iota // the existing topology: a reader credential may not create it
+	withStore                      // --store, required (a file store is created: openStore)
+	withStoreRead                  // --store, required and existing (openStoreRead)
+	withStoreIf                    // --store when given, existing
+)
+
+// session connects as name and opens what n asks for; on an error nothing
+// is left open.
+func (a *app) session(ctx context.Context, name string, n need) (_ *session, err error) {
+	s := &session{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.nc, s.js, err = a.connect(ctx, name); err != nil {
 		return nil, err
 	}
-	return b, nil
+	if n&withTopology != 0 {
+		if s.topo, err = topology.Open(ctx, s.js); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case n&withStore != 0:
+		s.store, err = a.openStore(ctx)
+	case n&withStoreRead != 0 || (n&withStoreIf != 0 && a.storeURL != ""):
+		s.store, err = a.openStoreRead(ctx)
+	}
+	return s, err
+}
+
+func (s *session) close() {
+	if s.store != nil {
+		s.store.Close()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
 }
 
 // signalContext ends on SIGINT or SIGTERM, for commands that clean up.
