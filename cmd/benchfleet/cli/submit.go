@@ -322,7 +322,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		return err
 	}
 	a.warnWorkerOnlyFlags(cmd)
-	a.warnTopologyDrift(ctx, cmd, js, tc, submissionPools(sub))
+	a.warnTopologyDrift(ctx, cmd, js, tc, sub.Pools())
 	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: a.log}
 	if a.storeURL != "" {
 		if b, err := a.openStore(ctx); err == nil {
