@@ -3,12 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -35,14 +32,7 @@ func (a *app) dlqCmd() *cobra.Command {
 			if format == "json" {
 				return writeJSON(a.stdout, entries)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRUN\tPOOL\tATTEMPTS\tTIME\tREASON")
-			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Letter.Run, e.Pool, e.Attempts, e.Time.Format(time.RFC3339), escape.Terminal(producer.Shorten(e.Reason, 100)))
-			}
-			tw.Flush()
-			fmt.Fprintf(a.stdout, "(%s)\n", count(len(entries), "dead letter"))
-			return nil
+			return producer.WriteDeadLetters(a.stdout, entries)
 		},
 	}
 	list.Flags().StringVar(&format, "format", "table", "table or json")

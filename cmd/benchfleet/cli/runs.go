@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -53,17 +51,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if err = a.warnSkippedRuns(err); err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(escape.TerminalWriter(a.stdout), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tCREATED\tJOBS\tPRIORITY\tCOMMIT\tSUBMITTER\tSTATE")
-			for _, r := range sums {
-				m, state := r.Manifest, r.State
-				if state == "" {
-					state = "?"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
-					producer.ShortCommit(m.Source.Commit), m.Submitter, state)
-			}
-			return tw.Flush()
+			return producer.WriteRuns(a.stdout, sums)
 		},
 	}
 	list.Flags().StringVar(&format, "format", "table", "table or json")

@@ -30,7 +30,6 @@ type workerFlags struct {
 	metrics  string
 	notify   string
 	stateDir string
-	jobMax   time.Duration // config timeouts.job_max
 }
 
 func (a *app) workerCmd() *cobra.Command {
@@ -78,42 +77,35 @@ see docs/OPERATIONS.md):
 	fl.DurationVar(&f.drain, "drain-timeout", 0, "how long SIGTERM lets running jobs finish (default 10m)")
 	fl.StringVar(&f.metrics, "metrics-listen", os.Getenv("BENCHFLEET_METRICS_LISTEN"), "serve Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464 (config metrics_listen)")
 	fl.StringVar(&f.notify, "notify", "", "POST quarantines and dead letters as JSON (Slack/Mattermost text) to this URL (config notify.url)")
-	fl.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "where the worker remembers its spool per --id (env BENCHFLEET_STATE_DIR; default $STATE_DIRECTORY under systemd, else $XDG_STATE_HOME/benchfleet or ~/.local/state/benchfleet)")
+	fl.StringVar(&f.stateDir, "state-dir", process.DefaultStateDir(), "where the worker remembers its spool per --id (env BENCHFLEET_STATE_DIR; default $STATE_DIRECTORY under systemd, else $XDG_STATE_HOME/benchfleet or ~/.local/state/benchfleet)")
 	a.topologyFlags(cmd)
 	return cmd
 }
 
 func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	ctx := cmd.Context()
-	o := process.Options{Slots: f.slots, Spool: f.spool, StateDir: f.stateDir, CheckID: true, MetricsListen: f.metrics,
-		NotifyURL: f.notify, ConfigPath: f.config, Out: a.stderr}
+	o := process.Options{Slots: f.slots, Spool: f.spool, StateDir: f.stateDir, CheckID: true, MetricsListen: f.metrics, NotifyURL: f.notify,
+		StoreURL: a.storeURL, ConfigPath: f.config, Out: a.stderr,
+		Worker: worker.Config{ID: f.id, Version: Version, MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, DrainTimeout: f.drain, WorkDir: f.workDir}}
 	if f.config != "" {
-		var err error
-		if o.File, err = worker.LoadFile(f.config); err != nil {
-			return configUsage(err)
+		wf, err := worker.LoadFile(f.config)
+		if err == nil {
+			err = o.UseFile(wf)
 		}
-		a.natsURL, a.storeURL = cmp.Or(a.natsURL, o.File.NATS), cmp.Or(a.storeURL, o.File.Store)
-		o.Spool, o.MetricsListen, o.NotifyURL = cmp.Or(o.Spool, o.File.Spool), cmp.Or(o.MetricsListen, o.File.MetricsListen), cmp.Or(o.NotifyURL, o.File.Notify.URL)
-		job, drain, err := o.File.Timeouts.Durations()
 		if err != nil {
 			return configUsage(err)
 		}
-		f.jobLimit, f.drain = cmp.Or(f.jobLimit, job), cmp.Or(f.drain, drain)
-		if f.jobMax, err = o.File.Timeouts.MaxJob(); err != nil {
-			return configUsage(err)
-		}
+		a.natsURL = cmp.Or(a.natsURL, wf.NATS)
 	}
 	tc, err := a.topologyConfig()
 	if err != nil {
 		return err
 	}
-	o.StoreURL = a.storeURL
+	o.Worker.AckWait, o.Worker.Replicas = tc.AckWait, tc.Replicas
 	o.Connect = func(ctx context.Context) (*nats.Conn, error) {
 		nc, _, err := a.connect(ctx, "benchfleet-worker")
 		return nc, err
 	}
-	o.Worker = worker.Config{ID: f.id, Version: Version, AckWait: tc.AckWait, Replicas: tc.Replicas, MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat,
-		JobTimeout: f.jobLimit, MaxJobTimeout: f.jobMax, DrainTimeout: f.drain, WorkDir: f.workDir}
 	p, err := process.Start(ctx, o, a.log)
 	if err != nil {
 		return configUsage(err)
@@ -150,23 +142,4 @@ func runnerHelp() string {
 		parts = append(parts, "  "+k.Name+": "+k.Summary)
 	}
 	return strings.Join(parts, "\n")
-}
-
-// defaultStateDir is where a worker remembers its spool: BENCHFLEET_STATE_DIR,
-// else systemd's StateDirectory= ($STATE_DIRECTORY), else the XDG state
-// directory; "" when none is known.
-func defaultStateDir() string {
-	if d := os.Getenv("BENCHFLEET_STATE_DIR"); d != "" {
-		return d
-	}
-	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "benchfleet")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "benchfleet")
-	}
-	return ""
 }
