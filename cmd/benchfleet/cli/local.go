@@ -73,11 +73,7 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 	lf.proc, err = process.Start(ctx, process.Options{
 		Worker: worker.Config{ID: "local", Version: Version, AckWait: tc.AckWait, Replicas: tc.Replicas, MaxDeliver: a.maxDeliver,
 			Heartbeat: a.heartbeat, WorkDir: o.workDir, DrainTimeout: time.Minute},
-		Connect: func(ctx context.Context) (*nats.Conn, error) {
-			nc, _, err := a.connect(ctx, "benchfleet-local-worker")
-			return nc, err
-		},
-		StoreURL: a.storeURL, Slots: o.slots, Spool: filepath.Join(o.dataDir, "spool"), MetricsListen: o.metrics, Out: a.stderr,
+		Connect: a.dial("benchfleet-local-worker"), StoreURL: a.storeURL, Slots: o.slots, Spool: filepath.Join(o.dataDir, "spool"), MetricsListen: o.metrics, Out: a.stderr,
 	}, a.log)
 	if err != nil {
 		lf.close()

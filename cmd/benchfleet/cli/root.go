@@ -252,6 +252,14 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 	return nc, js, nil
 }
 
+// dial is connect for a worker process (process.Options.Connect).
+func (a *app) dial(name string) func(context.Context) (*nats.Conn, error) {
+	return func(ctx context.Context) (*nats.Conn, error) {
+		nc, _, err := a.connect(ctx, name)
+		return nc, err
+	}
+}
+
 // session is what a command works with: a NATS connection and its
 // JetStream API, the topology (opened, never changed) and the store, as
 // the command asked for them (need). close releases them.
@@ -295,7 +303,10 @@ func (a *app) session(ctx context.Context, name string, n need) (_ *session, err
 	case n&withStoreRead != 0 || (n&withStoreIf != 0 && a.storeURL != ""):
 		s.store, err = a.openStoreRead(ctx)
 	}
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *session) close() {

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
@@ -102,10 +101,7 @@ func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
 		return err
 	}
 	o.Worker.AckWait, o.Worker.Replicas = tc.AckWait, tc.Replicas
-	o.Connect = func(ctx context.Context) (*nats.Conn, error) {
-		nc, _, err := a.connect(ctx, "benchfleet-worker")
-		return nc, err
-	}
+	o.Connect = a.dial("benchfleet-worker")
 	p, err := process.Start(ctx, o, a.log)
 	if err != nil {
 		return configUsage(err)
