@@ -35,7 +35,8 @@ type Options struct {
 	// the hostname), Version, AckWait, Replicas, MaxDeliver, Heartbeat,
 	// the timeouts, WorkDir (default os.TempDir()) and the test knobs.
 	// Conn, Store and Slots, when set, are used as given (and not closed
-	// by the process); the process sets Sink, Registry, Notifier and Log.
+	// by the process); the process sets Sink (with a Spool), Registry
+	// (with MetricsListen), Notifier (with NotifyURL) and Log.
 	Worker worker.Config
 	// Connect dials NATS when Worker.Conn is nil (then required). The
 	// process closes the connection it made.
