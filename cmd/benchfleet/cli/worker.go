@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,21 +17,10 @@ import (
 	"github.com/benchfleet/benchfleet/worker/process"
 )
 
-type workerFlags struct {
-	config   string
-	slots    string
-	id       string
-	spool    string
-	workDir  string
-	jobLimit time.Duration
-	drain    time.Duration
-	metrics  string
-	notify   string
-	stateDir string
-}
-
 func (a *app) workerCmd() *cobra.Command {
-	var f workerFlags
+	// The flags fill the process's options; the config file (UseFile)
+	// fills what they leave empty.
+	o := process.Options{CheckID: true, Out: a.stderr}
 	cmd := &cobra.Command{
 		Use:   "worker [--config FILE] [--slots cpu=2,sim=8] [--id NAME] [--spool DIR] [--metrics-listen ADDR] [--notify URL]",
 		Short: "Serve this host's devices: claim jobs, run them, store results",
@@ -64,30 +52,28 @@ see docs/OPERATIONS.md):
 		Example: `  benchfleet worker --nats nats://nats-1:4222 --store s3://bench/farm --config /etc/benchfleet/worker.yaml
   benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf/store --slots cpu=1,sim=4   # beside "benchfleet dev --data /tmp/bf"`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runWorker(cmd, o) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", os.Getenv("BENCHFLEET_CONFIG"), "worker config YAML (env BENCHFLEET_CONFIG)")
-	fl.StringVar(&f.slots, "slots", os.Getenv("BENCHFLEET_SLOTS"), "built-in slots pool=count[,pool=count], e.g. cpu=2,sim=8 (env BENCHFLEET_SLOTS)")
-	fl.StringVar(&f.id, "id", os.Getenv("BENCHFLEET_WORKER_ID"), "worker id (default: the config's id, else the hostname)")
-	fl.StringVar(&f.spool, "spool", os.Getenv("BENCHFLEET_SPOOL"), "local spool directory for results while the store is down")
-	fl.StringVar(&f.workDir, "work-dir", "", "directory for per-job files (default the system temp dir)")
-	fl.DurationVar(&f.jobLimit, "job-timeout", 0, "default limit of one attempt when a job sets none (default 30m)")
-	fl.DurationVar(&f.drain, "drain-timeout", 0, "how long SIGTERM lets running jobs finish (default 10m)")
-	fl.StringVar(&f.metrics, "metrics-listen", os.Getenv("BENCHFLEET_METRICS_LISTEN"), "serve Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464 (config metrics_listen)")
-	fl.StringVar(&f.notify, "notify", "", "POST quarantines and dead letters as JSON (Slack/Mattermost text) to this URL (config notify.url)")
-	fl.StringVar(&f.stateDir, "state-dir", process.DefaultStateDir(), "where the worker remembers its spool per --id (env BENCHFLEET_STATE_DIR; default $STATE_DIRECTORY under systemd, else $XDG_STATE_HOME/benchfleet or ~/.local/state/benchfleet)")
+	fl.StringVar(&o.ConfigPath, "config", os.Getenv("BENCHFLEET_CONFIG"), "worker config YAML (env BENCHFLEET_CONFIG)")
+	fl.StringVar(&o.Slots, "slots", os.Getenv("BENCHFLEET_SLOTS"), "built-in slots pool=count[,pool=count], e.g. cpu=2,sim=8 (env BENCHFLEET_SLOTS)")
+	fl.StringVar(&o.Worker.ID, "id", os.Getenv("BENCHFLEET_WORKER_ID"), "worker id (default: the config's id, else the hostname)")
+	fl.StringVar(&o.Spool, "spool", os.Getenv("BENCHFLEET_SPOOL"), "local spool directory for results while the store is down")
+	fl.StringVar(&o.Worker.WorkDir, "work-dir", "", "directory for per-job files (default the system temp dir)")
+	fl.DurationVar(&o.Worker.JobTimeout, "job-timeout", 0, "default limit of one attempt when a job sets none (default 30m)")
+	fl.DurationVar(&o.Worker.DrainTimeout, "drain-timeout", 0, "how long SIGTERM lets running jobs finish (default 10m)")
+	fl.StringVar(&o.MetricsListen, "metrics-listen", os.Getenv("BENCHFLEET_METRICS_LISTEN"), "serve Prometheus /metrics and /healthz on this address, e.g. 127.0.0.1:9464 (config metrics_listen)")
+	fl.StringVar(&o.NotifyURL, "notify", "", "POST quarantines and dead letters as JSON (Slack/Mattermost text) to this URL (config notify.url)")
+	fl.StringVar(&o.StateDir, "state-dir", process.DefaultStateDir(), "where the worker remembers its spool per --id (env BENCHFLEET_STATE_DIR; default $STATE_DIRECTORY under systemd, else $XDG_STATE_HOME/benchfleet or ~/.local/state/benchfleet)")
 	a.topologyFlags(cmd)
 	return cmd
 }
 
-func (a *app) runWorker(cmd *cobra.Command, f *workerFlags) error {
+func (a *app) runWorker(cmd *cobra.Command, o process.Options) error {
 	ctx := cmd.Context()
-	o := process.Options{Slots: f.slots, Spool: f.spool, StateDir: f.stateDir, CheckID: true, MetricsListen: f.metrics, NotifyURL: f.notify,
-		StoreURL: a.storeURL, ConfigPath: f.config, Out: a.stderr,
-		Worker: worker.Config{ID: f.id, Version: Version, MaxDeliver: a.maxDeliver, Heartbeat: a.heartbeat, JobTimeout: f.jobLimit, DrainTimeout: f.drain, WorkDir: f.workDir}}
-	if f.config != "" {
-		wf, err := worker.LoadFile(f.config)
+	o.StoreURL, o.Worker.Version, o.Worker.MaxDeliver, o.Worker.Heartbeat = a.storeURL, Version, a.maxDeliver, a.heartbeat
+	if o.ConfigPath != "" {
+		wf, err := worker.LoadFile(o.ConfigPath)
 		if err == nil {
 			err = o.UseFile(wf)
 		}
