@@ -45,7 +45,12 @@ type CancelOutcome struct {
 // pools no worker serves, and ends each with a cancelled event (and a
 // cancelled result when req.Store is set). A run whose jobs have all ended
 // is left as it is (Finished). An unknown run is jetstream.ErrKeyNotFound.
-func CancelRun(ctx context.Context, js jetstream.JetStream, topo *topology.Handles, req CancelRequest) (*CancelOutcome, error) {
+// It opens the topology and creates nothing.
+func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (*CancelOutcome, error) {
+	topo, err := topology.Open(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
+	}
 	m, err := GetManifest(ctx, topo.Runs, req.Run)
 	if err != nil {
 		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)

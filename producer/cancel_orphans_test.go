@@ -56,7 +56,7 @@ func TestCancelCountsOnlyLiveWorkersJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := producer.CancelRun(t.Context(), f.JS, f.Topo, producer.CancelRequest{Run: run})
+	out, err := producer.CancelRun(t.Context(), f.JS, producer.CancelRequest{Run: run})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestCancelFinishedRunChangesNothing(t *testing.T) {
 	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "1ms"})
 	testfleet.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
 	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(testfleet.Results(t, f.Store, run)) == 1 })
-	out, err := producer.CancelRun(t.Context(), f.JS, f.Topo, producer.CancelRequest{Run: run, Store: f.Store})
+	out, err := producer.CancelRun(t.Context(), f.JS, producer.CancelRequest{Run: run, Store: f.Store})
 	if err != nil || !out.Finished || out.Removed != 0 || out.Running != 0 {
 		t.Fatalf("cancel of a finished run: %+v, %v; want Finished and nothing changed", out, err)
 	}
@@ -40,7 +40,7 @@ func TestCancelFinishedRunChangesNothing(t *testing.T) {
 func TestCancelRemovesQueuedJobs(t *testing.T) {
 	t.Parallel()
 	f := testfleet.New(t, testfleet.Options{}) // no worker serves any pool
-	if _, err := producer.CancelRun(t.Context(), f.JS, f.Topo, producer.CancelRequest{Run: "nosuchrun"}); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := producer.CancelRun(t.Context(), f.JS, producer.CancelRequest{Run: "nosuchrun"}); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("cancel of an unknown run: %v, want jetstream.ErrKeyNotFound", err)
 	}
 	const run = "orphan1"
@@ -49,7 +49,7 @@ func TestCancelRemovesQueuedJobs(t *testing.T) {
 	if p, _ := f.Pending(t, "sim", protocol.PriorityNormal); p != 2 {
 		t.Fatalf("%d jobs queued before cancel, want 2", p)
 	}
-	out, err := producer.CancelRun(t.Context(), f.JS, f.Topo, producer.CancelRequest{Run: run, Store: f.Store})
+	out, err := producer.CancelRun(t.Context(), f.JS, producer.CancelRequest{Run: run, Store: f.Store})
 	if err != nil || out.Finished || out.Removed != 2 || out.Running != 0 {
 		t.Fatalf("cancel: %+v, %v; want 2 removed", out, err)
 	}

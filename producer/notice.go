@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -16,13 +15,13 @@ import (
 // false when there is nothing to tell (the run passed). key identifies the
 // news: the same run with the same regressed and failed jobs has the same
 // key, so a deduplicating notifier sends it once.
-func GateNotice(rep *RunReport) (key string, m notify.Message, ok bool) {
+func GateNotice(rep *RunReport) (key string, m protocol.Notification, ok bool) {
 	out := rep.Outcome()
 	if out == OutcomePass {
-		return "", notify.Message{}, false
+		return "", protocol.Notification{}, false
 	}
 	man := rep.Manifest
-	m = notify.Message{Event: notify.EventRegression, Time: time.Now().UTC(), Run: man.Run, Outcome: string(out),
+	m = protocol.Notification{Event: protocol.NotifyRegression, Time: time.Now().UTC(), Run: man.Run, Outcome: string(out),
 		Repo: man.Source.Repo, Commit: man.Source.Commit, Branch: man.Source.Branch, Link: runLink(rep)}
 	byJob := map[string]GateRow{}
 	for _, v := range rep.Verdicts {
@@ -34,7 +33,7 @@ func GateNotice(rep *RunReport) (key string, m notify.Message, ok bool) {
 		if !failed && (!judged || v.Verdict != VerdictRegression) {
 			continue
 		}
-		s := notify.Series{Job: row.Job, Model: row.Model, Pool: row.Pool, BatchSize: row.BatchSize,
+		s := protocol.NotificationSeries{Job: row.Job, Model: row.Model, Pool: row.Pool, BatchSize: row.BatchSize,
 			DataFormat: row.DataFormat, Value: row.SamplesPerSec, Verdict: string(VerdictRegression)}
 		if judged {
 			s.Baseline, s.Change = v.Baseline, v.Change
@@ -79,7 +78,7 @@ func runLink(rep *RunReport) string {
 	return ""
 }
 
-func noticeText(m notify.Message) string {
+func noticeText(m protocol.Notification) string {
 	var b strings.Builder
 	regressed, failed := 0, 0
 	for _, s := range m.Series {
@@ -125,11 +124,11 @@ func noticeText(m notify.Message) string {
 
 // GateStatus is the GitHub commit status of a gated run: success when it
 // passed, failure otherwise, with its counts as the description.
-func GateStatus(rep *RunReport) notify.CommitStatus {
+func GateStatus(rep *RunReport) protocol.CommitStatus {
 	passed, failed, regressions, _ := rep.Counts()
-	st := notify.CommitStatus{State: notify.StatusSuccess, TargetURL: runLink(rep), Context: "benchfleet/gate"}
+	st := protocol.CommitStatus{State: protocol.CommitSuccess, TargetURL: runLink(rep), Context: "benchfleet/gate"}
 	if rep.Outcome() != OutcomePass {
-		st.State = notify.StatusFailure
+		st.State = protocol.CommitFailure
 	}
 	st.Description = fmt.Sprintf("%s: %d passed, %d failed, %d regression(s) — run %s", rep.Outcome(), passed, failed, regressions, rep.Manifest.Run)
 	return st

@@ -46,7 +46,7 @@ func TestReattachRefusesRewrittenManifest(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			run := "reattach-" + strings.ReplaceAll(c.name, " ", "-")
 			jobs := testfleet.SimJobs(t, run, 2, nil)
-			p := &producer.Submitter{JS: f.JS, Topo: f.Topo, Store: f.Store, Log: zerolog.Nop()}
+			p := &producer.Submitter{JS: f.JS, Runs: f.Topo.Runs, Jobs: f.Topo.Jobs, Store: f.Store, Log: zerolog.Nop()}
 			s := producer.Submission{Run: run, Submitter: "ci", Priority: protocol.PriorityNormal, Source: src, Jobs: jobs}
 			if _, err := p.Submit(t.Context(), s); err != nil {
 				t.Fatal(err)

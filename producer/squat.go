@@ -24,13 +24,13 @@ var ErrSquatted = errors.New("another message holds the job's id")
 // within the duplicate window). A message already consumed (work queue)
 // cannot be compared and is accepted: its job has been claimed.
 func (p *Submitter) checkDuplicate(ctx context.Context, j *protocol.Job, data []byte, ack *jetstream.PubAck) error {
-	if p.Topo == nil || p.Topo.Jobs == nil || ack == nil {
+	if p.Jobs == nil || ack == nil {
 		return nil
 	}
 	var stored *jetstream.RawStreamMsg
 	err := retryFailover(ctx, func(ctx context.Context) error {
 		var err error
-		stored, err = p.Topo.Jobs.GetMsg(ctx, ack.Sequence)
+		stored, err = p.Jobs.GetMsg(ctx, ack.Sequence)
 		return err
 	}, jetstream.ErrMsgNotFound)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {

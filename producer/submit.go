@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -42,8 +41,14 @@ type SubmitResult struct {
 
 // Submitter publishes runs.
 type Submitter struct {
-	JS    jetstream.JetStream
-	Topo  *topology.Handles
+	JS jetstream.JetStream
+	// Runs is the bench-runs bucket, where the run's manifest is recorded
+	// (required).
+	Runs jetstream.KeyValue
+	// Jobs is the BENCH_JOBS stream; when set, a duplicate publish ack is
+	// checked against the message the stream holds (ErrSquatted). Nil: not
+	// checked.
+	Jobs  jetstream.Stream
 	Store storage.Bucket // optional: the manifest is also written here
 	Log   zerolog.Logger
 	// Progress, when not nil, is called as Submit goes: stage "published"
@@ -124,7 +129,7 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	defer cancel()
 	var rec manifestRecord
 	recorded := make(chan error, 1)
-	go func() { recorded <- rec.prepare(mctx, p.Topo.Runs, man, p.Store != nil) }()
+	go func() { recorded <- rec.prepare(mctx, p.Runs, man, p.Store != nil) }()
 
 	order, sched := p.schedule(ctx, s.Jobs)
 	w := &jobPublisher{p: p, jobs: order, created: created}
@@ -136,7 +141,7 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	if err := <-recorded; err != nil {
 		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)
 	}
-	if err := rec.commit(ctx, p.Topo.Runs, s.Run); err != nil {
+	if err := rec.commit(ctx, p.Runs, s.Run); err != nil {
 		return nil, fmt.Errorf("submit: record run %s: %w", s.Run, err)
 	}
 	if p.Store != nil {
@@ -206,7 +211,7 @@ func (p *Submitter) republish(ctx context.Context, m *nats.Msg) (*jetstream.PubA
 // Manifest reads a run's manifest from bench-runs. A missing run is
 // jetstream.ErrKeyNotFound.
 func (p *Submitter) Manifest(ctx context.Context, run string) (*protocol.RunManifest, error) {
-	return GetManifest(ctx, p.Topo.Runs, run)
+	return GetManifest(ctx, p.Runs, run)
 }
 
 // manifestRecord is a run's manifest on its way into bench-runs, in a

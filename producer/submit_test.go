@@ -27,7 +27,7 @@ func TestSubmitBoundedInFlight(t *testing.T) {
 	const n = 3*producer.MaxInFlight + 17
 	jobs := testfleet.SimJobs(t, "bounded", n, nil)
 	peak, calls := 0, 0
-	p := &producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop(), Progress: func(stage string, done, total int) {
+	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop(), Progress: func(stage string, done, total int) {
 		calls++
 		peak = max(peak, js.PublishAsyncPending())
 		if stage != "published" || total != n || done != calls {
@@ -68,7 +68,7 @@ func TestSubmitBoundedInFlight(t *testing.T) {
 		}
 	}
 	// Again: nothing new, it re-attaches.
-	again, err := (&producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop()}).Submit(t.Context(),
+	again, err := (&producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}).Submit(t.Context(),
 		producer.Submission{Run: "bounded", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: testfleet.SimJobs(t, "bounded", n, nil)})
 	if err != nil || !again.Attached {
 		t.Errorf("re-submit: %v, attached %v", err, again != nil && again.Attached)
@@ -90,7 +90,7 @@ func TestSubmitFailedAcksAreReported(t *testing.T) {
 	jobs := testfleet.SimJobs(t, "no-stream", 1500, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
-	p := &producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop()}
+	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}
 	res, err := p.Submit(ctx, producer.Submission{Run: "no-stream", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err == nil {
 		t.Fatalf("Submit without BENCH_JOBS succeeded: %+v", res)
@@ -109,7 +109,7 @@ func TestSubmitInvalidJobPublishesNothing(t *testing.T) {
 	topo := testfleet.Topology(t, js, topology.Config{})
 	jobs := testfleet.SimJobs(t, "bad-one", 50, nil)
 	jobs[40].Benchmark.BatchSize = 8 // its id no longer binds its content
-	p := &producer.Submitter{JS: js, Topo: topo, Log: zerolog.Nop()}
+	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}
 	_, err := p.Submit(t.Context(), producer.Submission{Run: "bad-one", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if !errors.Is(err, protocol.ErrInvalid) {
 		t.Fatalf("Submit with a forged job: %v, want ErrInvalid", err)

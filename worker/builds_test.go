@@ -68,7 +68,7 @@ func TestBuildCacheFaultPausesTheHost(t *testing.T) {
 	repo, commits, wheels := forgeBuild(t, f)
 	broken := buildHost(t, f, map[string]string{forgeRepoName: filepath.Join(t.TempDir(), "no-such-mirror.git")})
 	nc, _ := testfleet.Connect(t, f.srv)
-	wb := testfleet.StartWorker(t, worker.Config{ID: "tt-broken-mirror", Conn: nc, Store: f.store, Slots: broken.slots, Topology: f.tc,
+	wb := testfleet.StartWorker(t, worker.Config{ID: "tt-broken-mirror", Conn: nc, Store: f.store, Slots: broken.slots, AckWait: f.tc.AckWait,
 		Backoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, BuildFaultPause: 2 * time.Second, Log: zerolog.Nop()})
 
 	const run = "build-broken-mirror"

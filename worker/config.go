@@ -76,9 +76,14 @@ type Config struct {
 	Sink Sink
 	// Slots are the devices served (at least one).
 	Slots []Slot
-	// Topology tunes the streams; AckWait is used for consumers (default
-	// topology defaults). Replicas matter only when the worker creates them.
-	Topology topology.Config
+	// AckWait is how long a claimed job may go without an InProgress
+	// before JetStream redelivers it: the ack wait of the job consumers
+	// this worker creates, and the bound of Heartbeat. Consumers that exist
+	// keep theirs (only `benchfleet topology apply` changes it). Default 60s.
+	AckWait time.Duration
+	// Replicas of the streams and buckets this worker creates when they are
+	// missing (default 1; 3 on a cluster). Existing ones keep theirs.
+	Replicas int
 	// MaxDeliver is how many deliveries a job gets before it is dead
 	// lettered (default 4).
 	MaxDeliver int
@@ -149,15 +154,20 @@ func (c *Config) fill() error {
 	if c.Sink == nil {
 		c.Sink = DirectSink{Bucket: c.Store}
 	}
-	c.Topology = c.Topology.WithDefaults()
+	if c.AckWait <= 0 {
+		c.AckWait = topology.DefaultAckWait
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
 	if c.MaxDeliver <= 0 {
 		c.MaxDeliver = 4
 	}
 	if c.Heartbeat <= 0 {
-		c.Heartbeat = c.Topology.AckWait / 3
+		c.Heartbeat = c.AckWait / 3
 	}
-	if c.Heartbeat >= c.Topology.AckWait {
-		return fmt.Errorf("worker: heartbeat %s must be shorter than ack-wait %s", c.Heartbeat, c.Topology.AckWait)
+	if c.Heartbeat >= c.AckWait {
+		return fmt.Errorf("worker: heartbeat %s must be shorter than ack-wait %s", c.Heartbeat, c.AckWait)
 	}
 	if c.JobTimeout <= 0 {
 		c.JobTimeout = 30 * time.Minute

@@ -38,7 +38,7 @@ type countingNotifier struct {
 	sent map[string][]bool // event -> results
 }
 
-func (c *countingNotifier) Notify(ctx context.Context, key string, m notify.Message) (bool, error) {
+func (c *countingNotifier) Notify(ctx context.Context, key string, m protocol.Notification) (bool, error) {
 	sent, err := c.n.Notify(ctx, key, m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -58,9 +58,9 @@ func (c *countingNotifier) calls(event string) []bool {
 func TestWorkerNotifiesQuarantineAndDeadLetter(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	var msgs []notify.Message
+	var msgs []protocol.Notification
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m notify.Message
+		var m protocol.Notification
 		body, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(body, &m); err != nil {
 			t.Errorf("body: %v", err)
@@ -70,10 +70,10 @@ func TestWorkerNotifiesQuarantineAndDeadLetter(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	got := func(event string) []notify.Message {
+	got := func(event string) []protocol.Notification {
 		mu.Lock()
 		defer mu.Unlock()
-		var out []notify.Message
+		var out []protocol.Notification
 		for _, m := range msgs {
 			if m.Event == event {
 				out = append(out, m)
@@ -94,19 +94,19 @@ func TestWorkerNotifiesQuarantineAndDeadLetter(t *testing.T) {
 	bad := testfleet.SimSlots("bad", 1)[0]
 	bad.Health = deadBoard{}
 	cn := &countingNotifier{n: n, sent: map[string][]bool{}}
-	cfg := worker.Config{ID: "notify-worker", Conn: nc, Store: store, Slots: append(slots, bad), Topology: tc,
+	cfg := worker.Config{ID: "notify-worker", Conn: nc, Store: store, Slots: append(slots, bad), AckWait: tc.AckWait,
 		IdlePoll: 100 * time.Millisecond, Notifier: cn, Log: zerolog.Nop()}
 	w := testfleet.StartWorker(t, cfg)
-	testfleet.Eventually(t, 10*time.Second, "a quarantine notification", func() bool { return len(got(notify.EventQuarantine)) == 1 })
-	q := got(notify.EventQuarantine)[0]
+	testfleet.Eventually(t, 10*time.Second, "a quarantine notification", func() bool { return len(got(protocol.NotifyQuarantine)) == 1 })
+	q := got(protocol.NotifyQuarantine)[0]
 	if q.Device != "bad-0" || q.Worker != "notify-worker" || !strings.Contains(q.Text, "bad-0") || !strings.Contains(q.Text, "board not found") {
 		t.Errorf("quarantine message: %+v", q)
 	}
 
 	jobs := testfleet.SimJobs(t, "notify-run", 1, map[string]string{"sim.fail": "permanent"})
 	testfleet.Submit(t, js, topo, store, "notify-run", protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 20*time.Second, "a dead-letter notification", func() bool { return len(got(notify.EventDeadLetter)) == 1 })
-	d := got(notify.EventDeadLetter)[0]
+	testfleet.Eventually(t, 20*time.Second, "a dead-letter notification", func() bool { return len(got(protocol.NotifyDeadLetter)) == 1 })
+	d := got(protocol.NotifyDeadLetter)[0]
 	if d.Job != jobs[0].ID || d.Run != "notify-run" || !strings.Contains(d.Text, jobs[0].ID) || !strings.Contains(d.Text, "permanent failure") {
 		t.Errorf("dead-letter message: %+v", d)
 	}
@@ -128,10 +128,10 @@ func TestWorkerNotifiesQuarantineAndDeadLetter(t *testing.T) {
 	// The quarantine lasts (bench-health) rather than happening again, and
 	// a new quarantine of the same board on the same day would be
 	// deduplicated: either way nothing more is sent.
-	if c := cn.calls(notify.EventQuarantine); len(c) > 2 || c[0] != true || (len(c) == 2 && c[1] != false) {
+	if c := cn.calls(protocol.NotifyQuarantine); len(c) > 2 || c[0] != true || (len(c) == 2 && c[1] != false) {
 		t.Errorf("quarantine notifications sent: %v, want [true] or [true false]", c)
 	}
-	if c := len(got(notify.EventQuarantine)); c != 1 {
+	if c := len(got(protocol.NotifyQuarantine)); c != 1 {
 		t.Errorf("%d quarantine notifications after the restart, want still 1", c)
 	}
 }

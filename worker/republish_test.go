@@ -36,7 +36,7 @@ func TestRepublishedJobWithOtherCreatedAtDoesNotRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	testfleet.StartWorker(t, worker.Config{ID: "republish", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", 1),
-		Topology: tc, IdlePoll: 50 * time.Millisecond, Log: zerolog.Nop()})
+		AckWait: tc.AckWait, IdlePoll: 50 * time.Millisecond, Log: zerolog.Nop()})
 	const run = "republish"
 	jobs := testfleet.SimJobs(t, run, 1, nil)
 	testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)

@@ -111,7 +111,7 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 		nc, _ := testfleet.Connect(t, srv.ClientURL())
 		id := "hang-w" + string(rune('0'+i))
 		workers = append(workers, testfleet.StartWorker(t, worker.Config{ID: id, Conn: nc, Store: bucket, Sink: sp,
-			Slots: testfleet.SimSlots(id, 1), Topology: tc, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond,
+			Slots: testfleet.SimSlots(id, 1), AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond,
 			Log: zerolog.Nop()}))
 	}
 

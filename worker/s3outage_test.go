@@ -42,7 +42,7 @@ func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
 	_, js := testfleet.Connect(t, srv.ClientURL())
 	topo := testfleet.Topology(t, js, tc)
 	testfleet.StartWorker(t, worker.Config{ID: "w", Conn: nc, Store: bucket, Sink: spool, Slots: testfleet.SimSlots("s", 4),
-		Topology: tc, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+		AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 
 	const run, n = "s3-outage", 40
 	jobs := testfleet.SimJobs(t, run, n, map[string]string{"sim.duration": "150ms"})

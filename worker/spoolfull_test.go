@@ -51,7 +51,7 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 	_, js := testfleet.Connect(t, srv.ClientURL())
 	topo := testfleet.Topology(t, js, tc)
 	w := testfleet.StartWorker(t, worker.Config{ID: "full", Conn: nc, Store: bucket, Sink: spool, Slots: testfleet.SimSlots("full", 2),
-		Topology: tc, MaxDeliver: 2, Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		AckWait: tc.AckWait, MaxDeliver: 2, Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	const run, n = "spool-full", 6
 	jobs := testfleet.SimJobs(t, run, n, map[string]string{"sim.duration": "100ms"})

@@ -114,7 +114,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 		w.started.Store(false)
 	}()
-	topo, err := topology.Ensure(ctx, w.js, w.cfg.Topology)
+	topo, err := topology.Ensure(ctx, w.js, topology.Config{AckWait: w.cfg.AckWait, Replicas: w.cfg.Replicas, Log: w.log})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
@@ -231,7 +231,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 func (w *Worker) poolConsumers(ctx context.Context, pool string) ([]jetstream.Consumer, error) {
 	var out []jetstream.Consumer
 	for _, prio := range protocol.Priorities {
-		c, err := topology.EnsureConsumer(ctx, w.js, pool, prio, w.cfg.Topology.AckWait)
+		c, err := topology.EnsureConsumer(ctx, w.js, pool, prio, w.cfg.AckWait)
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}

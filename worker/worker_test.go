@@ -37,7 +37,7 @@ func TestTwoWorkersTwoHundredJobsOneStopped(t *testing.T) {
 	topo := testfleet.Topology(t, js, tc)
 
 	cfg := func(id string, nc *nats.Conn, slots []worker.Slot) worker.Config {
-		return worker.Config{ID: id, Conn: nc, Store: store, Slots: slots, Topology: tc,
+		return worker.Config{ID: id, Conn: nc, Store: store, Slots: slots, AckWait: tc.AckWait,
 			Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()}
 	}
 	wa := testfleet.StartWorker(t, cfg("worker-a", ncA, testfleet.SimSlots("a", 4)))

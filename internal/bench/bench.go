@@ -207,7 +207,7 @@ func (rw *runningWorker) stop(ctx context.Context) {
 
 // submit publishes jobs as one run of normal priority.
 func (f *fleet) submit(ctx context.Context, run string, jobs []*protocol.Job) (*producer.SubmitResult, error) {
-	p := &producer.Submitter{JS: f.js, Topo: f.topo}
+	p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs}
 	return p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 }
 

@@ -243,7 +243,7 @@ func (c *chaosRun) run(ctx context.Context) (*ChaosReport, error) {
 		j.Priority = protocol.PriorityNormal
 		jobs = append(jobs, j)
 	}
-	sub := &producer.Submitter{JS: js, Topo: topo, Store: store, Log: c.log}
+	sub := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: c.log}
 	sres, err := sub.Submit(ctx, producer.Submission{Run: run, Submitter: "bench chaos", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)

@@ -204,7 +204,7 @@ func startScheduleFleet(ctx context.Context, cfg ScheduleConfig) (*scheduleFleet
 	for i := range slots {
 		slots[i] = worker.Slot{Device: device.Device{ID: fmt.Sprintf("sim-%d", i), Pool: "sim", Runner: "sim", Chips: 1, Healthy: true}, Runner: r}
 	}
-	if f.w, err = worker.New(worker.Config{ID: "bench-schedule", Conn: f.nc, Store: f.store, Slots: slots, Topology: tc, Log: cfg.Log}); err != nil {
+	if f.w, err = worker.New(worker.Config{ID: "bench-schedule", Conn: f.nc, Store: f.store, Slots: slots, AckWait: tc.AckWait, Replicas: tc.Replicas, Log: cfg.Log}); err != nil {
 		return fail(err)
 	}
 	wctx, stopW := context.WithCancel(context.WithoutCancel(ctx))
@@ -241,7 +241,7 @@ func (f *scheduleFleet) pass(ctx context.Context, run string, durations []time.D
 		}
 		jobs[i] = j
 	}
-	p := &producer.Submitter{JS: f.js, Topo: f.topo, Store: f.store, History: history, Log: zerolog.Nop()}
+	p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs, Store: f.store, History: history, Log: zerolog.Nop()}
 	start := time.Now()
 	res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench schedule", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {

@@ -137,7 +137,7 @@ func RunSubmit(ctx context.Context, cfg SubmitConfig) (*SubmitReport, error) {
 			return nil, fmt.Errorf("raw jetstream: %w", err)
 		}
 		fmt.Fprintf(cfg.Progress, "round %d/%d: benchfleet: submitting a run of %d jobs...\n", r, cfg.Rounds, n)
-		p := &producer.Submitter{JS: f.js, Topo: f.topo, Store: f.store, Log: cfg.Log, Progress: submitProgress(cfg.Progress, n)}
+		p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs, Store: f.store, Log: cfg.Log, Progress: submitProgress(cfg.Progress, n)}
 		start := time.Now()
 		res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 		if err != nil {

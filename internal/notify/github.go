@@ -9,32 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/hashicorp/go-retryablehttp"
 )
 
 // DefaultGitHubAPI is GitHub's REST API (GitHub Actions sets
 // GITHUB_API_URL for GitHub Enterprise).
 const DefaultGitHubAPI = "https://api.github.com"
-
-// Commit status states GitHub accepts.
-const (
-	StatusSuccess = "success"
-	StatusFailure = "failure"
-	StatusError   = "error"
-	StatusPending = "pending"
-)
-
-// CommitStatus is the body of POST /repos/{owner}/{repo}/statuses/{sha}.
-type CommitStatus struct {
-	// State is StatusSuccess, StatusFailure, StatusError or StatusPending.
-	State string `json:"state"`
-	// TargetURL links the status to details (the CI run); may be empty.
-	TargetURL string `json:"target_url,omitempty"`
-	// Description is a short summary (GitHub keeps 140 characters).
-	Description string `json:"description,omitempty"`
-	// Context names the check (default "benchfleet").
-	Context string `json:"context"`
-}
 
 // GitHubConfig configures a GitHub client.
 type GitHubConfig struct {
@@ -93,7 +74,7 @@ func RepoName(repo string) (string, bool) {
 // SetStatus posts st for commit sha of repo ("owner/name"). GitHub keeps
 // every status; the latest of a context is the one shown, so posting the
 // same state again is harmless.
-func (g *GitHub) SetStatus(ctx context.Context, repo, sha string, st CommitStatus) error {
+func (g *GitHub) SetStatus(ctx context.Context, repo, sha string, st protocol.CommitStatus) error {
 	name, ok := RepoName(repo)
 	if !ok {
 		return fmt.Errorf("github status: repo %q is not owner/name", repo)
@@ -102,7 +83,7 @@ func (g *GitHub) SetStatus(ctx context.Context, repo, sha string, st CommitStatu
 		return fmt.Errorf("github status: commit %q is not a hex sha", sha)
 	}
 	switch st.State {
-	case StatusSuccess, StatusFailure, StatusError, StatusPending:
+	case protocol.CommitSuccess, protocol.CommitFailure, protocol.CommitError, protocol.CommitPending:
 	default:
 		return fmt.Errorf("github status: state %q: want success, failure, error or pending", st.State)
 	}

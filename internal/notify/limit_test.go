@@ -2,6 +2,7 @@ package notify
 
 import (
 	"encoding/json"
+	"github.com/benchfleet/benchfleet/protocol"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,13 +13,13 @@ import (
 )
 
 // collector is a webhook receiver keeping every message it got.
-func collector(t *testing.T) (*httptest.Server, func() []Message) {
+func collector(t *testing.T) (*httptest.Server, func() []protocol.Notification) {
 	t.Helper()
 	var mu sync.Mutex
-	var got []Message
+	var got []protocol.Notification
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var m Message
+		var m protocol.Notification
 		if err := json.Unmarshal(body, &m); err != nil {
 			t.Errorf("body %q: %v", body, err)
 		}
@@ -27,10 +28,10 @@ func collector(t *testing.T) (*httptest.Server, func() []Message) {
 		mu.Unlock()
 	}))
 	t.Cleanup(srv.Close)
-	return srv, func() []Message {
+	return srv, func() []protocol.Notification {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]Message(nil), got...)
+		return append([]protocol.Notification(nil), got...)
 	}
 }
 
@@ -44,7 +45,7 @@ func TestWebhookNeutralizesChatSyntax(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := "benchfleet: job j of run r was dead-lettered: <!channel> <@U024BE7LH> <https://evil.example|open the CI log> [log](https://evil.example) @here"
-	if _, err := h.Notify(t.Context(), "", Message{Event: EventDeadLetter, Text: text}); err != nil {
+	if _, err := h.Notify(t.Context(), "", protocol.Notification{Event: protocol.NotifyDeadLetter, Text: text}); err != nil {
 		t.Fatal(err)
 	}
 	ms := got()
@@ -73,7 +74,7 @@ func TestWebhookRateLimit(t *testing.T) {
 	}
 	sent := 0
 	for range 20 {
-		ok, err := h.Notify(t.Context(), "", Message{Event: EventDeadLetter, Text: "garbage job dead"})
+		ok, err := h.Notify(t.Context(), "", protocol.Notification{Event: protocol.NotifyDeadLetter, Text: "garbage job dead"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func TestWebhookRateLimit(t *testing.T) {
 			sent++
 		}
 	}
-	if ok, _ := h.Notify(t.Context(), "", Message{Event: EventQuarantine, Text: "board out"}); !ok {
+	if ok, _ := h.Notify(t.Context(), "", protocol.Notification{Event: protocol.NotifyQuarantine, Text: "board out"}); !ok {
 		t.Error("a quarantine was held back by the dead letters' limit")
 	}
 	if sent != 3 {
@@ -90,7 +91,7 @@ func TestWebhookRateLimit(t *testing.T) {
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
-	if ok, _ := h.Notify(t.Context(), "", Message{Event: EventDeadLetter, Text: "one more"}); !ok {
+	if ok, _ := h.Notify(t.Context(), "", protocol.Notification{Event: protocol.NotifyDeadLetter, Text: "one more"}); !ok {
 		t.Fatal("a dead letter a minute later was held back")
 	}
 	ms := got()

@@ -22,78 +22,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/escape"
+	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
-
-// Events a Message reports.
-const (
-	// EventRegression: the regression gate found regressed or failed jobs
-	// in a run.
-	EventRegression = "regression"
-	// EventQuarantine: a worker took a device out of service.
-	EventQuarantine = "quarantine"
-	// EventDeadLetter: a worker dead-lettered a job.
-	EventDeadLetter = "dead_letter"
-)
-
-// Message is the JSON body of a webhook POST. Text is what a chat shows
-// (Slack and Mattermost incoming webhooks take it as is); the other fields
-// say the same for machines. Absent fields are omitted.
-type Message struct {
-	// Text is the human message: what happened, by how much, where, and a
-	// link when there is one.
-	Text string `json:"text"`
-	// Event is EventRegression, EventQuarantine or EventDeadLetter.
-	Event string `json:"event"`
-	// Time is when the message was made (UTC).
-	Time time.Time `json:"time"`
-	// Run, Repo, Commit, Branch: the run and its source, when known.
-	Run    string `json:"run,omitempty"`
-	Repo   string `json:"repo,omitempty"`
-	Commit string `json:"commit,omitempty"`
-	Branch string `json:"branch,omitempty"`
-	// Link points at more detail (the CI run), when known.
-	Link string `json:"link,omitempty"`
-	// Outcome is the gate's outcome (REGRESSION or FAIL) for EventRegression.
-	Outcome string `json:"outcome,omitempty"`
-	// Series are the jobs the message is about (regressed or failed ones).
-	Series []Series `json:"series,omitempty"`
-	// Worker, Device, Pool, Job, Reason: the worker side of a quarantine
-	// or a dead letter.
-	Worker string `json:"worker,omitempty"`
-	Device string `json:"device,omitempty"`
-	Pool   string `json:"pool,omitempty"`
-	Job    string `json:"job,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Held is how many messages of this event the rate limit held back
-	// since the last one sent (absent: none).
-	Held int `json:"held,omitempty"`
-}
-
-// Series is one job of a regression message.
-type Series struct {
-	Job        string `json:"job"`
-	Model      string `json:"model"`
-	Pool       string `json:"pool"`
-	BatchSize  int    `json:"batch_size"`
-	DataFormat string `json:"data_format"`
-	// Baseline and Value are samples/sec; Baseline is absent without
-	// history. Change is (value - baseline) / baseline, absent without a
-	// baseline.
-	Baseline *float64 `json:"baseline,omitempty"`
-	Value    float64  `json:"value"`
-	Change   *float64 `json:"change,omitempty"`
-	// Verdict is the gate's (regression or failed); Reason says why a
-	// failed job failed.
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason,omitempty"`
-}
 
 // Dedup remembers which notifications were sent. Claim reports true for
 // the first caller of a key and false afterwards; Release forgets a key
 // whose notification could not be sent, so a later call sends it.
 type Dedup interface {
-	Claim(ctx context.Context, key string, m Message) (bool, error)
+	Claim(ctx context.Context, key string, m protocol.Notification) (bool, error)
 	Release(ctx context.Context, key string) error
 }
 
@@ -110,10 +47,10 @@ func DedupKey(key string) string {
 }
 
 // Claim implements Dedup.
-func (d StoreDedup) Claim(ctx context.Context, key string, m Message) (bool, error) {
+func (d StoreDedup) Claim(ctx context.Context, key string, m protocol.Notification) (bool, error) {
 	data, err := json.Marshal(struct {
-		Key     string  `json:"key"`
-		Message Message `json:"message"`
+		Key     string                `json:"key"`
+		Message protocol.Notification `json:"message"`
 	}{key, m})
 	if err != nil {
 		return false, err
@@ -150,7 +87,7 @@ type Config struct {
 	RetryWaitMin, RetryWaitMax time.Duration
 	// Timeout bounds one POST attempt (default 10s).
 	Timeout time.Duration
-	// RateLimit is how many notifications of one event (Message.Event)
+	// RateLimit is how many notifications of one event (protocol.Notification.Event)
 	// are sent per minute (default DefaultRateLimit; negative: no limit).
 	// The rest are not sent; the next one of that event that is sent says
 	// how many were held back (in Text and Held).
@@ -161,7 +98,7 @@ type Config struct {
 	Log zerolog.Logger
 }
 
-// Webhook posts Messages to one URL.
+// Webhook posts notifications to one URL.
 type Webhook struct {
 	cfg    Config
 	client *retryablehttp.Client
@@ -227,7 +164,7 @@ func newClient(retries int, lo, hi, timeout time.Duration) *retryablehttp.Client
 // Text goes out through escape.Chat (job-provided text cannot ping a
 // channel or hide a link), and at most Config.RateLimit messages of one
 // event a minute are sent: one held back reports false and no error.
-func (h *Webhook) Notify(ctx context.Context, key string, m Message) (bool, error) {
+func (h *Webhook) Notify(ctx context.Context, key string, m protocol.Notification) (bool, error) {
 	if m.Time.IsZero() {
 		m.Time = time.Now().UTC()
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -45,7 +46,7 @@ func TestWebhookRetriesThenDedups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := Message{Text: "hello", Event: EventQuarantine, Device: "tt0"}
+	m := protocol.Notification{Text: "hello", Event: protocol.NotifyQuarantine, Device: "tt0"}
 	for i, want := range []bool{true, false} {
 		sent, err := h.Notify(t.Context(), "quarantine/w/tt0", m)
 		if err != nil || sent != want {
@@ -55,7 +56,7 @@ func TestWebhookRetriesThenDedups(t *testing.T) {
 	if ok.Load() != 1 || calls.Load() != 2 {
 		t.Errorf("%d delivered of %d calls, want 1 of 2 (one retry)", ok.Load(), calls.Load())
 	}
-	var got Message
+	var got protocol.Notification
 	if err := json.Unmarshal([]byte(last.Load().(string)), &got); err != nil || got.Text != "hello" || got.Device != "tt0" || got.Time.IsZero() {
 		t.Errorf("body %v: %+v", err, got)
 	}
@@ -88,7 +89,7 @@ func TestWebhookFailureReleasesKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent, err := h.Notify(t.Context(), "k", Message{Text: "x", Event: EventDeadLetter})
+	sent, err := h.Notify(t.Context(), "k", protocol.Notification{Text: "x", Event: protocol.NotifyDeadLetter})
 	if sent || err == nil || strings.Contains(err.Error(), "SECRET") {
 		t.Fatalf("sent %v err %v: want an error without the URL's path", sent, err)
 	}
@@ -96,7 +97,7 @@ func TestWebhookFailureReleasesKey(t *testing.T) {
 		t.Error("the dedup record of an unsent message is still there")
 	}
 	fail.Store(false)
-	if sent, err := h.Notify(t.Context(), "k", Message{Text: "x", Event: EventDeadLetter}); !sent || err != nil || delivered.Load() != 1 {
+	if sent, err := h.Notify(t.Context(), "k", protocol.Notification{Text: "x", Event: protocol.NotifyDeadLetter}); !sent || err != nil || delivered.Load() != 1 {
 		t.Errorf("after the webhook recovered: sent %v err %v delivered %d", sent, err, delivered.Load())
 	}
 }
@@ -116,9 +117,9 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ repo, sha, state string }{
-		{"not a repo", "abcdef0", StatusSuccess}, {"a/b", "xyz", StatusSuccess}, {"a/b", "abcdef0", "green"},
+		{"not a repo", "abcdef0", protocol.CommitSuccess}, {"a/b", "xyz", protocol.CommitSuccess}, {"a/b", "abcdef0", "green"},
 	} {
-		if err := g.SetStatus(t.Context(), c.repo, c.sha, CommitStatus{State: c.state}); err == nil {
+		if err := g.SetStatus(t.Context(), c.repo, c.sha, protocol.CommitStatus{State: c.state}); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
 	}

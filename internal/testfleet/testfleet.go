@@ -125,7 +125,7 @@ func SimJobs(t testing.TB, run string, n int, labels map[string]string) []*proto
 // (protocol.JobID), so a test may edit jobs after making them.
 func Submit(t testing.TB, js jetstream.JetStream, topo *topology.Handles, store storage.Bucket, run string, prio protocol.Priority, jobs []*protocol.Job) *producer.SubmitResult {
 	t.Helper()
-	p := &producer.Submitter{JS: js, Topo: topo, Store: store, Log: zerolog.Nop()}
+	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: zerolog.Nop()}
 	for _, j := range jobs {
 		j.Priority = prio
 		j.Run = run
@@ -233,7 +233,7 @@ func New(t testing.TB, o Options) *Fleet {
 func (f *Fleet) WorkerConfig(t testing.TB, id string, slots []worker.Slot) worker.Config {
 	t.Helper()
 	nc, _ := Connect(t, f.URL)
-	return worker.Config{ID: id, Conn: nc, Store: f.Store, Topology: f.Topology, Slots: slots,
+	return worker.Config{ID: id, Conn: nc, Store: f.Store, AckWait: f.Topology.AckWait, Replicas: f.Topology.Replicas, Slots: slots,
 		Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond,
 		Log: zerolog.Nop()}
 }

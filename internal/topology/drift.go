@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,11 +31,18 @@ type Difference struct {
 	Live, Want string
 }
 
+// Inspector is what Diff reads of JetStream (a jetstream.JetStream is
+// one).
+type Inspector interface {
+	Stream(ctx context.Context, stream string) (jetstream.Stream, error)
+	Consumer(ctx context.Context, stream, consumer string) (jetstream.Consumer, error)
+}
+
 // Diff compares the live topology with c (defaults filled): the replicas
 // of every stream and bucket, and the ack wait of the job consumers of
 // pools (every pool when pools is empty). Objects that do not exist are
 // skipped. It needs only info rights (a producer's or worker's).
-func Diff(ctx context.Context, js jetstream.JetStream, c Config, pools []string) ([]Difference, error) {
+func Diff(ctx context.Context, js Inspector, c Config, pools []string) ([]Difference, error) {
 	c = c.WithDefaults()
 	ctx, cancel := withDefaultTimeout(ctx, c.Timeout)
 	defer cancel()
@@ -77,6 +85,38 @@ func Diff(ctx context.Context, js jetstream.JetStream, c Config, pools []string)
 				out = append(out, Difference{Setting: SettingAckWait, Object: "consumer " + name, Live: aw.String(), Want: c.AckWait.String()})
 			}
 		}
+	}
+	return out, nil
+}
+
+// Drift is a setting, given to a command that only creates what is
+// missing, that the live topology does not have: the first object that
+// differs, and how many more do.
+type Drift struct {
+	Difference
+	More int
+}
+
+// Drifts is Diff for the settings given (SettingAckWait, SettingReplicas),
+// one Drift per setting that differs anywhere, in the order Diff finds
+// them.
+func Drifts(ctx context.Context, js Inspector, c Config, pools []string, settings ...string) ([]Drift, error) {
+	diffs, err := Diff(ctx, js, c, pools)
+	if err != nil {
+		return nil, err
+	}
+	var out []Drift
+	at := map[string]int{}
+	for _, d := range diffs {
+		if !slices.Contains(settings, d.Setting) {
+			continue
+		}
+		if i, ok := at[d.Setting]; ok {
+			out[i].More++
+			continue
+		}
+		at[d.Setting] = len(out)
+		out = append(out, Drift{Difference: d})
 	}
 	return out, nil
 }

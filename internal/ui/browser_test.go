@@ -39,7 +39,7 @@ func newFarm(t *testing.T) (ui.Config, func(run string, jobs []*protocol.Job)) {
 		t.Fatal(err)
 	}
 	testfleet.StartWorker(t, worker.Config{ID: "ui-host", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", 2),
-		Topology: tc, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+		AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	cfg := ui.Config{JS: js, Topology: topo, Store: store}
 	submit := func(run string, jobs []*protocol.Job) {
 		testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
@@ -345,7 +345,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	startWorker := func() *worker.Worker {
 		nc, _ := testfleet.Connect(t, srv.ClientURL())
 		w, err := worker.New(worker.Config{ID: "ui-reader", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", 2),
-			Topology: tc, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.Nop()})
+			AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,7 +467,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 		_, body := get(t, hs.URL+"/runs/ui-cancel")
 		return strings.Count(body, `class="status running"`) == 2
 	})
-	if _, err := producer.CancelRun(t.Context(), js, topo, producer.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
+	if _, err := producer.CancelRun(t.Context(), js, producer.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	testfleet.Eventually(t, 30*time.Second, "the cancelled run's four results", func() bool {
@@ -479,7 +479,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	submit("ui-cancel-queued", testfleet.SimJobs(t, "ui-cancel-queued", 2, nil))
-	if _, err := producer.CancelRun(t.Context(), js, topo, producer.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
+	if _, err := producer.CancelRun(t.Context(), js, producer.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	for run, n := range map[string]int{"ui-cancel": 4, "ui-cancel-queued": 2} {

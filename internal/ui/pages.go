@@ -523,7 +523,7 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 	if err := protocol.ValidID("run", run); err != nil {
 		return "", err
 	}
-	out, err := producer.CancelRun(r.Context(), s.cfg.JS, s.cfg.Topology, producer.CancelRequest{Run: run, Store: s.cfg.Store})
+	out, err := producer.CancelRun(r.Context(), s.cfg.JS, producer.CancelRequest{Run: run, Store: s.cfg.Store})
 	if err != nil {
 		return "", err
 	}

@@ -60,7 +60,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 			if err != nil {
 				return err
 			}
-			p, _, closeNATS, err := a.openSubmitter(ctx, "benchfleet-demo")
+			p, _, _, closeNATS, err := a.openSubmitter(ctx, "benchfleet-demo")
 			if err != nil {
 				return err
 			}

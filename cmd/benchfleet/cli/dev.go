@@ -26,18 +26,11 @@ worker with the --slots given. Submit from another terminal with
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir(), metrics: metrics != "", command: "dev"})
+			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir(), metrics: metrics, command: "dev"})
 			if err != nil {
 				return err
 			}
 			defer lf.stop()
-			if metrics != "" {
-				stopHTTP, err := a.serveWorkerHTTP(metrics, lf.worker)
-				if err != nil {
-					return err
-				}
-				defer stopHTTP()
-			}
 			if uiAddr != "" {
 				uctx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 				defer stopUI()

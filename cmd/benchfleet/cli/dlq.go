@@ -3,12 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -23,26 +20,19 @@ func (a *app) dlqCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-dlq")
+			s, err := a.session(ctx, "benchfleet-dlq", 0)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			entries, err := producer.ReadDead(ctx, js)
+			defer s.close()
+			entries, err := producer.ReadDead(ctx, s.js)
 			if err != nil {
 				return err
 			}
 			if format == "json" {
 				return writeJSON(a.stdout, entries)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRUN\tPOOL\tATTEMPTS\tTIME\tREASON")
-			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Letter.Run, e.Pool, e.Attempts, e.Time.Format(time.RFC3339), escape.Terminal(producer.Shorten(e.Reason, 100)))
-			}
-			tw.Flush()
-			fmt.Fprintf(a.stdout, "(%s)\n", count(len(entries), "dead letter"))
-			return nil
+			return producer.WriteDeadLetters(a.stdout, entries)
 		},
 	}
 	list.Flags().StringVar(&format, "format", "table", "table or json")
@@ -50,12 +40,12 @@ func (a *app) dlqCmd() *cobra.Command {
 		Use: "retry ID", Short: "Re-queue a dead-lettered job under a fresh message id", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-dlq")
+			s, err := a.session(ctx, "benchfleet-dlq", 0)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			job, err := producer.RetryDead(ctx, js, args[0])
+			defer s.close()
+			job, err := producer.RetryDead(ctx, s.js, args[0])
 			switch {
 			case errors.Is(err, producer.ErrNoDeadLetter):
 				return usageErr("no dead letter with id %q (see benchfleet dlq list)", args[0])

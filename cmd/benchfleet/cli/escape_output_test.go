@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -59,7 +60,7 @@ func TestFleetTableEscapesReasons(t *testing.T) {
 		{ID: "d1", Pool: "cpu", State: protocol.DeviceQuarantined, Reason: "hung\x1b[2J\nFAKE ROW\tx"},
 	}}}
 	var buf bytes.Buffer
-	writeFleet(&buf, sts)
+	producer.WriteFleet(&buf, sts)
 	out := buf.String()
 	if strings.Contains(out, "\x1b") || strings.Contains(out, "\nFAKE ROW") {
 		t.Errorf("fleet table passes the reason as is:\n%q", out)

@@ -2,15 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/escape"
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
-	"github.com/benchfleet/benchfleet/protocol"
 )
 
 func (a *app) fleetCmd() *cobra.Command {
@@ -25,16 +21,17 @@ func (a *app) fleetCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, topo, err := a.openTopology(ctx, "benchfleet-fleet")
+			s, err := a.session(ctx, "benchfleet-fleet", withTopology)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
+			defer s.close()
 			for {
-				sts, err := fleetStatus(cmd, topo)
+				sts, err := producer.ReadFleet(ctx, s.topo.Workers)
 				if err != nil {
 					return err
 				}
+				producer.FlagBoards(sts)
 				if format == "json" {
 					if err := writeJSON(a.stdout, sts); err != nil {
 						return err
@@ -43,7 +40,7 @@ func (a *app) fleetCmd() *cobra.Command {
 					if watch && a.isTTY() {
 						fmt.Fprint(a.stdout, "\033[H\033[2J")
 					}
-					writeFleet(a.stdout, sts)
+					producer.WriteFleet(a.stdout, sts)
 				}
 				if !watch {
 					return nil
@@ -61,61 +58,4 @@ func (a *app) fleetCmd() *cobra.Command {
 	status.Flags().DurationVar(&interval, "interval", 2*time.Second, "with --watch: refresh interval")
 	cmd.AddCommand(status, a.fleetReleaseCmd())
 	return cmd
-}
-
-func fleetStatus(cmd *cobra.Command, topo *topology.Handles) ([]protocol.WorkerStatus, error) {
-	sts, err := producer.ReadFleet(cmd.Context(), topo.Workers)
-	if err != nil {
-		return nil, err
-	}
-	producer.FlagBoards(sts)
-	return sts, nil
-}
-
-func writeFleet(w interface{ Write([]byte) (int, error) }, sts []protocol.WorkerStatus) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKER\tHOST\tVERSION\tDEVICE\tPOOL\tRUNNER\tSTATE\tJOB\tDONE\tFAILED 24H\tSEEN")
-	idle, busy, quarantined := 0, 0, 0
-	for _, st := range sts {
-		worker := st.ID
-		if st.Draining {
-			worker += " (draining)"
-		}
-		for _, d := range st.Devices {
-			state := d.State
-			switch d.State {
-			case protocol.DeviceIdle:
-				idle++
-			case protocol.DeviceBusy:
-				busy++
-			case protocol.DeviceQuarantined:
-				quarantined++
-				state += ": " + escape.Terminal(d.Reason)
-			}
-			fails := "-"
-			if h := d.Health; h != nil {
-				fails = fmt.Sprintf("%d/%d (%d hangs, %d resets)", h.Infra+h.Hangs, h.Jobs, h.Hangs, h.Resets)
-			}
-			if d.Flag != "" {
-				state += " [FLAGGED: " + escape.Terminal(d.Flag) + "]"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s ago\n", worker, st.Host, st.Version, d.ID, d.Pool, d.Runner,
-				state, d.Job, d.Done, fails, time.Since(st.Time).Truncate(time.Second))
-		}
-	}
-	tw.Flush()
-	workers := fmt.Sprintf("%d workers", len(sts))
-	if len(sts) == 1 {
-		workers = "1 worker"
-	}
-	devices := fmt.Sprintf("%d devices", idle+busy+quarantined)
-	if idle+busy+quarantined == 1 {
-		devices = "1 device"
-	}
-	fmt.Fprintf(w, "%s, %s: %d busy, %d idle, %d quarantined\n", workers, devices, busy, idle, quarantined)
-	for _, st := range sts {
-		if sp := st.Spool; sp != nil && sp.Entries > 0 {
-			fmt.Fprintf(w, "worker %s: %s spooled in %s on %s, not in the store yet\n", st.ID, count(sp.Entries, "result"), sp.Path, st.Host)
-		}
-	}
 }

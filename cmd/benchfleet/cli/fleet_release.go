@@ -23,12 +23,12 @@ the last 24 hours).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			nc, topo, err := a.openTopology(ctx, "benchfleet-fleet-release")
+			s, err := a.session(ctx, "benchfleet-fleet-release", withTopology)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			h, err := producer.ReleaseBoard(ctx, topo.Health, args[0], args[1])
+			defer s.close()
+			h, err := producer.ReleaseBoard(ctx, s.topo.Health, args[0], args[1])
 			switch {
 			case errors.Is(err, producer.ErrUnknownBoard):
 				return &exitError{code: ExitFailed, err: fmt.Errorf("%w (see benchfleet fleet status for worker and device names)", err)}

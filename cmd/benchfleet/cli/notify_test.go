@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -98,7 +97,7 @@ func TestGateNotifyOnceAndCommitStatus(t *testing.T) {
 	if len(posts) != 1 {
 		t.Fatalf("%d webhook posts, want 1\n%s", len(posts), errOut)
 	}
-	var m notify.Message
+	var m protocol.Notification
 	if err := json.Unmarshal(posts[0].body, &m); err != nil {
 		t.Fatalf("webhook body is not JSON: %v\n%s", err, posts[0].body)
 	}
@@ -109,7 +108,7 @@ func TestGateNotifyOnceAndCommitStatus(t *testing.T) {
 	if !strings.Contains(m.Text, "-15.") || !strings.Contains(m.Text, ciLink) || !strings.Contains(m.Text, "c0ffee00c0ff") {
 		t.Errorf("text must say by how much (-15%%), the commit and the link:\n%s", m.Text)
 	}
-	if m.Event != notify.EventRegression || m.Run != run || m.Commit != sha || m.Link != ciLink || m.Outcome != "REGRESSION" ||
+	if m.Event != protocol.NotifyRegression || m.Run != run || m.Commit != sha || m.Link != ciLink || m.Outcome != "REGRESSION" ||
 		len(m.Series) != 1 || m.Series[0].Model != "simnet-a" || m.Series[0].Verdict != "regression" ||
 		m.Series[0].Change == nil || math.Abs(*m.Series[0].Change+0.15) > 0.01 {
 		t.Errorf("structured fields: %+v", m)
@@ -121,12 +120,12 @@ func TestGateNotifyOnceAndCommitStatus(t *testing.T) {
 			t.Fatalf("%d commit statuses, want %d\n%s", len(sts), n, errOut)
 		}
 		s := sts[n-1]
-		var st notify.CommitStatus
+		var st protocol.CommitStatus
 		if err := json.Unmarshal(s.body, &st); err != nil {
 			t.Fatal(err)
 		}
 		if s.path != "/repos/acme/bench/statuses/"+sha || s.auth != "Bearer test-token" ||
-			st.State != notify.StatusFailure || st.Context != "benchfleet/gate" || st.TargetURL != ciLink || !strings.Contains(st.Description, run) {
+			st.State != protocol.CommitFailure || st.Context != "benchfleet/gate" || st.TargetURL != ciLink || !strings.Contains(st.Description, run) {
 			t.Errorf("commit status: %s %q %+v", s.path, s.auth, st)
 		}
 	}
@@ -183,7 +182,7 @@ func TestSubmitGateNotify(t *testing.T) {
 	if len(posts) != 1 {
 		t.Fatalf("%d posts, want 1", len(posts))
 	}
-	var m notify.Message
+	var m protocol.Notification
 	if err := json.Unmarshal(posts[0].body, &m); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -48,58 +45,17 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []pro
 }
 
 // writeReports writes the JUnit report to junitPath (replacing it) and
-// appends the Markdown summary to mdPath, as GitHub expects of
-// $GITHUB_STEP_SUMMARY. Empty paths are skipped.
+// appends the Markdown summary to mdPath. Empty paths are skipped.
 func writeReports(rep *producer.RunReport, junitPath, mdPath string) error {
 	if junitPath != "" {
-		var buf bytes.Buffer
-		if err := producer.WriteJUnit(&buf, rep); err != nil {
-			return err
-		}
-		if err := writeFileAtomic(junitPath, buf.Bytes()); err != nil {
+		if err := producer.WriteJUnitFile(junitPath, rep); err != nil {
 			return fmt.Errorf("--junit %s: %w", junitPath, err)
 		}
 	}
 	if mdPath != "" {
-		var buf bytes.Buffer
-		if err := producer.WriteMarkdown(&buf, rep); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(mdPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
+		if err := producer.AppendMarkdownFile(mdPath, rep); err != nil {
 			return fmt.Errorf("--summary-md %s: %w", mdPath, err)
-		}
-		_, werr := f.Write(buf.Bytes())
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return fmt.Errorf("--summary-md %s: %w", mdPath, werr)
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data through a temporary file in the
-// same directory, so a reader never sees half a report.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(name, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(name, path)
-	}
-	if werr != nil {
-		os.Remove(name)
-	}
-	return werr
 }

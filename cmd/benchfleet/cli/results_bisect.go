@@ -62,7 +62,9 @@ func (a *app) bisect(ctx context.Context, c producer.BisectConfig) error {
 	}
 	defer nc.Close()
 	p := &producer.Submitter{JS: js, Log: a.log}
-	if p.Topo, err = topology.Ensure(ctx, js, topology.Config{Log: a.log}); err == nil {
+	topo, err := topology.Ensure(ctx, js, topology.Config{Log: a.log})
+	if err == nil {
+		p.Runs, p.Jobs = topo.Runs, topo.Jobs
 		p.Store, err = a.openStore(ctx)
 	}
 	if err != nil {

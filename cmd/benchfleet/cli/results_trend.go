@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/atomicfile"
 	"github.com/benchfleet/benchfleet/producer/chart"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -56,7 +57,7 @@ a self-contained SVG written atomically. PNG is not supported in this build.`,
 			if err := chart.WriteTrendSVG(&buf, rs, chart.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe()}); err != nil {
 				return err
 			}
-			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+			if err := atomicfile.WriteFile(out, buf.Bytes()); err != nil {
 				return fmt.Errorf("--out %q: %w", out, err)
 			}
 			fmt.Fprintf(a.stdout, "wrote the %s trend of %s to %s\n", m, count(len(rs), "result"), out)
@@ -102,7 +103,7 @@ previous passed result, commit and run. The file is written atomically.`,
 			if err := chart.WriteReportHTML(&buf, rs, opts); err != nil {
 				return err
 			}
-			if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+			if err := atomicfile.WriteFile(out, buf.Bytes()); err != nil {
 				return fmt.Errorf("--out %q: %w", out, err)
 			}
 			fmt.Fprintf(a.stdout, "wrote a report of %s to %s\n", count(len(rs), "result"), out)

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,7 +173,7 @@ Start with:  benchfleet demo`,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%v%s", err, flagHint(c, err)) })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL(s), comma-separated (env NATS_URL)")
+	pf.StringVar(&a.natsURL, "nats", os.Getenv("NATS_URL"), "NATS server URL(s), comma-separated (env NATS_URL)")
 	pf.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS creds file (env NATS_CREDS)")
 	pf.StringVar(&a.nkey, "nkey", os.Getenv("NATS_NKEY"), "NATS nkey seed file (env NATS_NKEY)")
 	pf.StringVar(&a.user, "user", os.Getenv("NATS_USER"), "NATS user (env NATS_USER; password from NATS_PASSWORD or the file NATS_PASSWORD_FILE, never a flag)")
@@ -190,74 +191,14 @@ Start with:  benchfleet demo`,
 	pf.StringVar(&a.tlsKey, "tls-key", os.Getenv("NATS_TLS_KEY"), "client key for NATS (env NATS_TLS_KEY)")
 	pf.StringVar(&a.inboxPrefix, "inbox-prefix", os.Getenv("NATS_INBOX_PREFIX"), "prefix of this client's NATS reply subjects; default _INBOX_<user> with --user (the inbox of deploy/nats users), else _INBOX (env NATS_INBOX_PREFIX)")
 	pf.StringVar(&a.storeURL, "store", os.Getenv("BENCHFLEET_STORE"), "result store: file:///dir or s3://bucket/prefix?endpoint=...&region=... (env BENCHFLEET_STORE)")
-	pf.StringVar(&a.logLevel, "log-level", envOr("BENCHFLEET_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env BENCHFLEET_LOG_LEVEL)")
-	pf.StringVar(&a.logFormat, "log-format", envOr("BENCHFLEET_LOG_FORMAT", "auto"), "log format: auto (console on a TTY, else JSON), console, json")
+	pf.StringVar(&a.logLevel, "log-level", cmp.Or(os.Getenv("BENCHFLEET_LOG_LEVEL"), "info"), "log level: debug, info, warn, error (env BENCHFLEET_LOG_LEVEL)")
+	pf.StringVar(&a.logFormat, "log-format", cmp.Or(os.Getenv("BENCHFLEET_LOG_FORMAT"), "auto"), "log format: auto (console on a TTY, else JSON), console, json")
 	a.hiddenFlags(pf)
 	root.AddCommand(
 		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
 		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(), a.serveCmd(), a.spoolCmd(),
 	)
 	return root
-}
-
-// topologyFlags adds the queue tuning flags of commands that create the
-// topology and run a worker (worker, dev, demo).
-func (a *app) topologyFlags(cmd *cobra.Command) {
-	a.consumerFlags(cmd)
-	f := cmd.Flags()
-	f.IntVar(&a.maxDeliver, "max-deliver", a.envInt("BENCHFLEET_MAX_DELIVER", 4), "deliveries of a job before the worker dead-letters it; a worker setting (env BENCHFLEET_MAX_DELIVER)")
-	f.DurationVar(&a.heartbeat, "heartbeat", a.envDuration("BENCHFLEET_HEARTBEAT", 0), "in-progress interval while a job runs, a worker setting; default a third of --ack-wait (env BENCHFLEET_HEARTBEAT)")
-}
-
-// queueFlags adds the queue tuning flags of commands that create the
-// topology but run no worker (submit, topology apply). --max-deliver and
-// --heartbeat, settings of each worker, are hidden there and refused
-// (refuseWorkerFlags); their environment variables are the worker's.
-func (a *app) queueFlags(cmd *cobra.Command) {
-	a.consumerFlags(cmd)
-	f := cmd.Flags()
-	f.IntVar(&a.maxDeliver, "max-deliver", 4, "not taken: a worker setting")
-	f.DurationVar(&a.heartbeat, "heartbeat", 0, "not taken: a worker setting")
-	_ = f.MarkHidden("max-deliver")
-	_ = f.MarkHidden("heartbeat")
-}
-
-func (a *app) consumerFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.DurationVar(&a.ackWait, "ack-wait", a.envDuration("BENCHFLEET_ACK_WAIT", topology.DefaultAckWait), "redeliver a claimed job after this long without a heartbeat; set on the job consumers when created, changed only by topology apply (env BENCHFLEET_ACK_WAIT)")
-	f.IntVar(&a.replicas, "replicas", a.envInt("BENCHFLEET_REPLICAS", 1), "replicas of streams and buckets (3 on a cluster); set when created, changed only by topology apply (env BENCHFLEET_REPLICAS)")
-}
-
-// refuseWorkerFlags is a usage error for --max-deliver or --heartbeat given
-// to a command that runs no worker (queueFlags): each is a setting of the
-// worker that claims the job, which the job consumers do not hold.
-func refuseWorkerFlags(cmd *cobra.Command) error {
-	for _, fl := range []struct{ name, env, what string }{
-		{"max-deliver", "BENCHFLEET_MAX_DELIVER", "the worker that claims a job counts its deliveries, up to its own --max-deliver"},
-		{"heartbeat", "BENCHFLEET_HEARTBEAT", "it is the in-progress interval of the worker running a job"},
-	} {
-		if cmd.Flags().Changed(fl.name) {
-			return usageErr("--%s is a worker setting, not taken by %s: %s; give it to `benchfleet worker` (or dev, demo), or set %s where the worker runs",
-				fl.name, cmd.CommandPath(), fl.what, fl.env)
-		}
-	}
-	return nil
-}
-
-func (a *app) topologyConfig() (topology.Config, error) {
-	if a.ackWait < time.Second {
-		return topology.Config{}, usageErr("--ack-wait %s: must be at least 1s", a.ackWait)
-	}
-	if a.maxDeliver < 1 || a.maxDeliver > 100 {
-		return topology.Config{}, usageErr("--max-deliver %d: must be between 1 and 100", a.maxDeliver)
-	}
-	if a.heartbeat < 0 || (a.heartbeat > 0 && a.heartbeat >= a.ackWait) {
-		return topology.Config{}, usageErr("--heartbeat %s: must be shorter than --ack-wait %s", a.heartbeat, a.ackWait)
-	}
-	if a.replicas < 1 || a.replicas > 5 {
-		return topology.Config{}, usageErr("--replicas %d: must be between 1 and 5", a.replicas)
-	}
-	return topology.Config{AckWait: a.ackWait, Replicas: a.replicas, Log: a.log}, nil
 }
 
 func (a *app) setup() error {
@@ -291,7 +232,7 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 	}
 	nc, err := natsconn.Connect(ctx, natsconn.Options{
 		URL: a.natsURL, Name: name, Creds: a.creds, NKeySeed: a.nkey, User: a.user, Password: a.password,
-		Token: cmpOr(a.token, os.Getenv("NATS_TOKEN")), TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
+		Token: cmp.Or(a.token, os.Getenv("NATS_TOKEN")), TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
 	}, a.log)
 	if err != nil {
 		// Refused credentials, a failed TLS handshake and a denied inbox
@@ -311,32 +252,70 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 	return nc, js, nil
 }
 
-// openTopology connects and opens the existing topology without changing
-// it, for commands that only read or flag (a reader credential may not
-// create streams). The caller closes the connection.
-func (a *app) openTopology(ctx context.Context, name string) (*nats.Conn, *topology.Handles, error) {
-	nc, js, err := a.connect(ctx, name)
-	if err != nil {
-		return nil, nil, err
+// dial is connect for a worker process (process.Options.Connect).
+func (a *app) dial(name string) func(context.Context) (*nats.Conn, error) {
+	return func(ctx context.Context) (*nats.Conn, error) {
+		nc, _, err := a.connect(ctx, name)
+		return nc, err
 	}
-	topo, err := topology.Open(ctx, js)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, topo, nil
 }
 
-// openStore opens --store; required says whether a missing flag is an error.
-func (a *app) openStore(ctx context.Context) (storage.Bucket, error) {
-	if a.storeURL == "" {
-		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
+// session is what a command works with: a NATS connection and its
+// JetStream API, the topology (opened, never changed) and the store, as
+// the command asked for them (need). close releases them.
+type session struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	topo  *topology.Handles
+	store storage.Bucket
+}
+
+// What a session opens besides the connection.
+type need int
+
+const (
+	withTopology  need = 1 << iota // the existing topology: a reader credential may not create it
+	withStore                      // --store, required (a file store is created: openStore)
+	withStoreRead                  // --store, required and existing (openStoreRead)
+	withStoreIf                    // --store when given, existing
+)
+
+// session connects as name and opens what n asks for; on an error nothing
+// is left open.
+func (a *app) session(ctx context.Context, name string, n need) (_ *session, err error) {
+	s := &session{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.nc, s.js, err = a.connect(ctx, name); err != nil {
+		return nil, err
 	}
-	b, err := storage.Open(ctx, a.storeURL, a.log)
+	if n&withTopology != 0 {
+		if s.topo, err = topology.Open(ctx, s.js); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case n&withStore != 0:
+		s.store, err = a.openStore(ctx)
+	case n&withStoreRead != 0 || (n&withStoreIf != 0 && a.storeURL != ""):
+		s.store, err = a.openStoreRead(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	return s, nil
+}
+
+func (s *session) close() {
+	if s.store != nil {
+		s.store.Close()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
 }
 
 // signalContext ends on SIGINT or SIGTERM, for commands that clean up.
@@ -347,13 +326,6 @@ func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (a *app) isTTY() bool {
 	f, ok := a.stdout.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 func (a *app) envDuration(k string, def time.Duration) time.Duration {
@@ -380,12 +352,4 @@ func (a *app) envInt(k string, def int) int {
 		return def
 	}
 	return n
-}
-
-// cmpOr returns the first non-empty string.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

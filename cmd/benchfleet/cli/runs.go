@@ -1,22 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/escape"
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
 )
 
 func (a *app) runsCmd() *cobra.Command {
@@ -29,17 +25,19 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-runs")
+			// A job's end is its stored result: with a store, STATE is
+			// exact; without one it follows the events.
+			n := withTopology
+			if format != "json" {
+				n |= withStoreIf
+			}
+			s, err := a.session(ctx, "benchfleet-runs", n)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			topo, err := topology.Open(ctx, js)
-			if err != nil {
-				return err
-			}
+			defer s.close()
 			if format == "json" {
-				sums, err := producer.ListRuns(ctx, js, topo.Runs, nil, 0)
+				sums, err := producer.ListRuns(ctx, s.js, s.topo.Runs, nil, 0)
 				if err = a.warnSkippedRuns(err); err != nil {
 					return err
 				}
@@ -49,30 +47,11 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 				return writeJSON(a.stdout, mans)
 			}
-			// A job's end is its stored result: with a store, STATE is
-			// exact; without one it follows the events.
-			var store storage.Bucket
-			if a.storeURL != "" {
-				if store, err = a.openStoreRead(ctx); err != nil {
-					return err
-				}
-				defer store.Close()
-			}
-			sums, err := producer.ListRuns(ctx, js, topo.Runs, store, math.MaxInt)
+			sums, err := producer.ListRuns(ctx, s.js, s.topo.Runs, s.store, math.MaxInt)
 			if err = a.warnSkippedRuns(err); err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(escape.TerminalWriter(a.stdout), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tCREATED\tJOBS\tPRIORITY\tCOMMIT\tSUBMITTER\tSTATE")
-			for _, r := range sums {
-				m, state := r.Manifest, r.State
-				if state == "" {
-					state = "?"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
-					producer.ShortCommit(m.Source.Commit), m.Submitter, state)
-			}
-			return tw.Flush()
+			return producer.WriteRuns(a.stdout, sums)
 		},
 	}
 	list.Flags().StringVar(&format, "format", "table", "table or json")
@@ -82,16 +61,12 @@ func (a *app) runsCmd() *cobra.Command {
 		Use: "watch RUN", Short: "Follow a run's progress to its end and print its results", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-watch")
+			s, m, err := a.runSession(ctx, "benchfleet-watch", args[0], 0)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			m, err := a.manifest(cmd, js, args[0])
-			if err != nil {
-				return err
-			}
-			return a.waitRun(ctx, js, m, waitOptions{timeout: watchTimeout})
+			defer s.close()
+			return a.waitRun(ctx, s.js, m, waitOptions{timeout: watchTimeout})
 		},
 	}
 	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
@@ -104,15 +79,13 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			nc, js, err := a.connect(ctx, "benchfleet-runs")
+			// Statuses come from stored results: without --store, show has
+			// the events' progress only.
+			s, m, err := a.runSession(ctx, "benchfleet-runs", args[0], withStoreIf)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			m, err := a.manifest(cmd, js, args[0])
-			if err != nil {
-				return err
-			}
+			defer s.close()
 			if showFormat == "json" {
 				return writeJSON(a.stdout, m)
 			}
@@ -121,18 +94,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
 			}
-			// Statuses come from stored results: without --store, show has
-			// the events' progress only.
-			w := &producer.Watcher{JS: js, Manifest: m}
-			if a.storeURL != "" {
-				store, err := a.openStoreRead(ctx)
-				if err != nil {
-					return err
-				}
-				defer store.Close()
-				w.Store = store
-			}
-			states, err := w.Snapshot(ctx)
+			states, err := (&producer.Watcher{JS: s.js, Manifest: m, Store: s.store}).Snapshot(ctx)
 			if err != nil {
 				return err
 			}
@@ -142,7 +104,7 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			p := producer.ProgressOf(m, states)
 			fmt.Fprintln(a.stdout, progressText(p))
-			a.printSpooled(ctx, js, p)
+			a.printSpooled(ctx, s.js, p)
 			return nil
 		},
 	}
@@ -160,27 +122,18 @@ have all ended is left as it is.`,
 			if err := protocol.ValidID("run", args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			nc, js, err := a.connect(ctx, "benchfleet-cancel")
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			topo, err := topology.Open(ctx, js)
-			if err != nil {
-				return err
-			}
-			req := producer.CancelRequest{Run: args[0]}
+			n := withTopology
 			if a.storeURL != "" {
-				b, err := a.openStore(ctx)
-				if err != nil {
-					return err
-				}
-				defer b.Close()
-				req.Store = b
+				n |= withStore
 			}
-			out, err := producer.CancelRun(ctx, js, topo, req)
+			s, err := a.session(ctx, "benchfleet-cancel", n)
 			if err != nil {
-				if errors.Is(err, jetstream.ErrKeyNotFound) {
+				return err
+			}
+			defer s.close()
+			out, err := producer.CancelRun(ctx, s.js, producer.CancelRequest{Run: args[0], Store: s.store})
+			if err != nil {
+				if errors.Is(err, producer.ErrUnknownRun) {
 					return usageErr("run %q not found", args[0])
 				}
 				return err
@@ -211,20 +164,26 @@ func (a *app) warnSkippedRuns(err error) error {
 	return nil
 }
 
-// manifest reads a run's manifest, as a usage error when the run is unknown.
-func (a *app) manifest(cmd *cobra.Command, js jetstream.JetStream, run string) (*protocol.RunManifest, error) {
+// runSession opens a session with the topology (and what n asks for
+// besides) and reads run's manifest, as a usage error when the run is
+// unknown.
+func (a *app) runSession(ctx context.Context, name, run string, n need) (*session, *protocol.RunManifest, error) {
 	if err := protocol.ValidID("run", run); err != nil {
-		return nil, usageErr("%v", err)
+		return nil, nil, usageErr("%v", err)
 	}
-	topo, err := topology.Open(cmd.Context(), js)
+	s, err := a.session(ctx, name, n|withTopology)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	m, err := producer.GetManifest(cmd.Context(), topo.Runs, run)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, usageErr("run %q not found", run)
+	m, err := producer.GetManifest(ctx, s.topo.Runs, run)
+	if errors.Is(err, producer.ErrUnknownRun) {
+		err = usageErr("run %q not found", run)
 	}
-	return m, err
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, m, nil
 }
 
 func checkFormat(got string, allowed ...string) error {

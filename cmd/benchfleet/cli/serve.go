@@ -9,10 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -64,21 +62,12 @@ a DNS-rebound name cannot reach the pages or the actions.
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			nc, topo, err := a.openTopology(ctx, "benchfleet-serve")
+			s, err := a.session(ctx, "benchfleet-serve", withTopology|withStoreRead)
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return err
-			}
-			store, err := a.openStoreRead(ctx)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			return a.serveUI(ctx, listen, ui.Config{JS: js, Topology: topo, Store: store, Gate: gc, Actions: actions,
+			defer s.close()
+			return a.serveUI(ctx, listen, ui.Config{JS: s.js, Topology: s.topo, Store: s.store, Gate: gc, Actions: actions,
 				ActionsToken: token, AllowHosts: allowHosts, Log: a.log}, true)
 		},
 	}
@@ -124,15 +113,11 @@ func (a *app) serveUI(ctx context.Context, addr string, cfg ui.Config, wait bool
 // With actions and no operator token in $BENCHFLEET_ACTIONS_TOKEN, it
 // makes one and prints it.
 func (a *app) devUI(ctx context.Context, addr string, actions bool, allowHosts []string, store storage.Bucket) error {
-	nc, js, err := a.connect(ctx, "benchfleet-dev-ui")
+	s, err := a.session(ctx, "benchfleet-dev-ui", withTopology)
 	if err != nil {
 		return err
 	}
-	context.AfterFunc(ctx, nc.Close)
-	topo, err := topology.Open(ctx, js)
-	if err != nil {
-		return err
-	}
+	context.AfterFunc(ctx, s.close)
 	token, _ := actionsToken("")
 	if actions && token == "" {
 		var b [16]byte
@@ -142,7 +127,7 @@ func (a *app) devUI(ctx context.Context, addr string, actions bool, allowHosts [
 		token = hex.EncodeToString(b[:])
 		fmt.Fprintf(a.stdout, "dashboard operator token (log in at /login): %s\n", token)
 	}
-	return a.serveUI(ctx, addr, ui.Config{JS: js, Topology: topo, Store: store, Actions: actions, ActionsToken: token,
+	return a.serveUI(ctx, addr, ui.Config{JS: s.js, Topology: s.topo, Store: store, Actions: actions, ActionsToken: token,
 		AllowHosts: allowHosts, Log: a.log}, false)
 }
 

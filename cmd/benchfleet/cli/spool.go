@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker/process"
 )
 
 func (a *app) spoolCmd() *cobra.Command {
@@ -39,6 +39,9 @@ run it again); 64 bad input, or the spool is in use.`,
 			if st, err := os.Stat(filepath.Join(dir, "ready")); err != nil || !st.IsDir() {
 				return usageErr("%s is not a spool folder (no ready/ in it)", dir)
 			}
+			if abs, err := filepath.Abs(dir); err == nil {
+				dir = abs // as the spool names itself
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			bucket, err := a.openStore(ctx)
@@ -46,26 +49,20 @@ run it again); 64 bad input, or the spool is in use.`,
 				return err
 			}
 			defer bucket.Close()
-			lock, err := dirlock.Acquire(dir, "benchfleet spool drain")
-			if err != nil {
-				if errors.Is(err, dirlock.ErrHeld) {
-					return usageErr("spool %v", err)
-				}
+			rep, err := process.DrainSpool(ctx, dir, bucket, a.log)
+			var oe *process.OptionError
+			if errors.As(err, &oe) {
+				return usageErr("spool %v", oe.Err)
+			} else if err != nil && rep == (storage.DrainReport{}) {
 				return err
 			}
-			defer lock.Unlock()
-			spool, err := storage.NewSpool(dir, bucket, a.log)
-			if err != nil {
-				return err
-			}
-			rep, err := spool.Drain(ctx)
-			fmt.Fprintf(a.stdout, "spool %s: %s delivered to the store", spool.Dir(), count(rep.Delivered, "result"))
+			fmt.Fprintf(a.stdout, "spool %s: %s delivered to the store", dir, count(rep.Delivered, "result"))
 			if rep.Failed > 0 {
-				fmt.Fprintf(a.stdout, ", %d undeliverable (moved to %s)", rep.Failed, filepath.Join(spool.Dir(), "failed"))
+				fmt.Fprintf(a.stdout, ", %d undeliverable (moved to %s)", rep.Failed, filepath.Join(dir, "failed"))
 			}
 			if rep.Left > 0 || err != nil {
 				fmt.Fprintf(a.stdout, ", %d left\n", rep.Left)
-				return &exitError{code: ExitFailed, err: fmt.Errorf("spool %s: %d result(s) not delivered: %w; run it again when the store answers", spool.Dir(), rep.Left, err)}
+				return &exitError{code: ExitFailed, err: fmt.Errorf("spool %s: %d result(s) not delivered: %w; run it again when the store answers", dir, rep.Left, err)}
 			}
 			fmt.Fprintln(a.stdout, "; the spool is empty")
 			return nil

@@ -39,7 +39,7 @@ func TestWaiterAndDashboardShowSpooledResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := testfleet.StartWorker(t, worker.Config{ID: "spooler", Conn: nc, Store: broken, Sink: spool, Slots: testfleet.SimSlots("sim", 1),
-		Topology: tc, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
+		AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	readDir := t.TempDir()
 	args := []string{"--nats", srv.ClientURL(), "--store", "file://" + readDir, "--log-level", "warn"}
 

@@ -20,6 +20,15 @@ func (a *app) hiddenFlags(pf *pflag.FlagSet) {
 	_ = pf.MarkHidden("service-poll")
 }
 
+// openStore opens --store, creating a file store that does not exist yet
+// (the worker's, submit's).
+func (a *app) openStore(ctx context.Context) (storage.Bucket, error) {
+	if a.storeURL == "" {
+		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
+	}
+	return storage.Open(ctx, a.storeURL, a.log)
+}
+
 // openStoreRead opens --store for a command that only reads it (queries,
 // reports, runs show and watch, the dashboard): a file store that does not
 // exist is a usage error naming it, not a new empty store (openStore, for

@@ -141,12 +141,12 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	}
 	// A commit status goes to the commit this process was given only.
 	f.notify.repo, f.notify.commit = sub.Source.Repo, sub.Source.Commit
-	p, tc, closeNATS, err := a.openSubmitter(ctx, "benchfleet-submit")
+	p, tc, topo, closeNATS, err := a.openSubmitter(ctx, "benchfleet-submit")
 	if err != nil {
 		return err
 	}
 	defer closeNATS()
-	a.warnTopologyDrift(ctx, cmd, p.JS, tc, submissionPools(sub))
+	a.warnTopologyDrift(ctx, cmd, p.JS, tc, sub.Pools())
 	if a.storeURL != "" {
 		b, err := a.openStore(ctx)
 		if err != nil {
@@ -162,7 +162,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
-	warnings, said := a.warnUnserved(ctx, p.Topo, res.Manifest)
+	warnings, said := a.warnUnserved(ctx, topo, res.Manifest)
 	if !f.wait {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
@@ -173,21 +173,21 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 
 // openSubmitter connects and creates what is missing of the topology, for
 // a command that submits (submit, demo); the caller calls closeNATS.
-func (a *app) openSubmitter(ctx context.Context, name string) (_ *producer.Submitter, _ topology.Config, closeNATS func(), _ error) {
+func (a *app) openSubmitter(ctx context.Context, name string) (_ *producer.Submitter, _ topology.Config, _ *topology.Handles, closeNATS func(), _ error) {
 	tc, err := a.topologyConfig()
 	if err != nil {
-		return nil, tc, nil, err
+		return nil, tc, nil, nil, err
 	}
 	nc, js, err := a.connect(ctx, name)
 	if err != nil {
-		return nil, tc, nil, err
+		return nil, tc, nil, nil, err
 	}
 	topo, err := topology.Ensure(ctx, js, tc)
 	if err != nil {
 		nc.Close()
-		return nil, tc, nil, err
+		return nil, tc, nil, nil, err
 	}
-	return &producer.Submitter{JS: js, Topo: topo, Log: a.log}, tc, nc.Close, nil
+	return &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: a.log}, tc, topo, nc.Close, nil
 }
 
 // submitRun submits sub with p and says what it did: re-attached, or

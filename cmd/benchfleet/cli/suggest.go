@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/benchfleet/benchfleet/internal/editdist"
 )
 
 // flagHint is what follows cobra's "unknown flag: --modle": the closest
@@ -21,7 +23,7 @@ func flagHint(cmd *cobra.Command, err error) string {
 		if f.Hidden {
 			return
 		}
-		d := editDistance(name, f.Name)
+		d := editdist.Distance(name, f.Name)
 		// Close: a typo or two, and not most of the name (--x is not --xy's typo).
 		if d > 2 || d*2 >= len(f.Name) {
 			return
@@ -36,32 +38,4 @@ func flagHint(cmd *cobra.Command, err error) string {
 		return ""
 	}
 	return " (did you mean --" + best + "?)"
-}
-
-// editDistance is the Damerau–Levenshtein distance (optimal string
-// alignment) between a and b: insertions, deletions, substitutions and
-// swaps of two neighbours each cost 1.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

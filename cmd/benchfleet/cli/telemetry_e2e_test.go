@@ -63,7 +63,7 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 	nc, js := testfleet.Connect(t, srv.ClientURL())
 	tc := topology.Config{AckWait: 10 * time.Second}
 	testfleet.Topology(t, js, tc)
-	testfleet.StartWorker(t, worker.Config{ID: "tt-telemetry", Conn: nc, Store: store, Topology: tc, IdlePoll: 100 * time.Millisecond,
+	testfleet.StartWorker(t, worker.Config{ID: "tt-telemetry", Conn: nc, Store: store, AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond,
 		Slots: []worker.Slot{{Device: devs[0], Runner: r, Health: device.NewTTHealth(dcfg), Sampler: device.NewTTSampler(dcfg)}},
 		Log:   zerolog.Nop()})
 

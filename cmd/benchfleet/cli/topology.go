@@ -43,11 +43,11 @@ as the admin user once after installing, and again to change a setting
 				return err
 			}
 			defer nc.Close()
-			actx, stop := refusedAPI(ctx, nc)
+			actx, stop := topology.WatchRefusal(ctx, nc)
 			h, err := topology.Apply(actx, js, tc)
 			cause := context.Cause(actx)
 			stop()
-			if errors.Is(cause, errNotAdmin) {
+			if errors.Is(cause, topology.ErrNotAdmin) {
 				return a.notAdminErr(cause)
 			}
 			if err != nil {

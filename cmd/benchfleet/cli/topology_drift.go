@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
-	"github.com/benchfleet/benchfleet/worker"
 )
 
 // queueEnv is the environment variable of each queue tuning flag
@@ -42,68 +39,30 @@ func givenQueueFlag(cmd *cobra.Command, name string) string {
 // did nothing there. Only `topology apply` changes it. pools limits the
 // consumers compared (those cmd uses). A failed comparison is logged, not
 // an error.
-func (a *app) warnTopologyDrift(ctx context.Context, cmd *cobra.Command, js jetstream.JetStream, tc topology.Config, pools []string) {
+func (a *app) warnTopologyDrift(ctx context.Context, cmd *cobra.Command, js topology.Inspector, tc topology.Config, pools []string) {
 	given := map[string]string{}
+	var settings []string
 	for _, s := range []string{topology.SettingAckWait, topology.SettingReplicas} {
 		if g := givenQueueFlag(cmd, s); g != "" {
 			given[s] = g
+			settings = append(settings, s)
 		}
 	}
 	if len(given) == 0 {
 		return
 	}
-	diffs, err := topology.Diff(ctx, js, tc, pools)
+	drifts, err := topology.Drifts(ctx, js, tc, pools, settings...)
 	if err != nil {
 		a.log.Debug().Err(err).Msg("could not compare the queue flags with the live topology")
 		return
 	}
-	first, more := map[string]topology.Difference{}, map[string]int{}
-	var order []string
-	for _, d := range diffs {
-		if given[d.Setting] == "" {
-			continue
-		}
-		if _, ok := first[d.Setting]; ok {
-			more[d.Setting]++
-			continue
-		}
-		first[d.Setting] = d
-		order = append(order, d.Setting)
-	}
-	for _, s := range order {
-		d := first[s]
+	for _, d := range drifts {
 		also := ""
-		if n := more[s]; n > 0 {
-			also = fmt.Sprintf(" (and %d more)", n)
+		if d.More > 0 {
+			also = fmt.Sprintf(" (and %d more)", d.More)
 		}
 		fmt.Fprintf(a.stderr, "benchfleet: warning: %s has no effect: the live %s has %s %s%s; %s only creates what is missing and never changes it — "+
 			"change it with `benchfleet topology apply --%s %s` (as the admin user on deploy/nats)\n",
-			given[s], d.Object, s, d.Live, also, cmd.Name(), s, d.Want)
+			given[d.Setting], d.Object, d.Setting, d.Live, also, cmd.Name(), d.Setting, d.Want)
 	}
-}
-
-// submissionPools lists the pools of sub's jobs, each once.
-func submissionPools(sub *producer.Submission) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, j := range sub.Jobs {
-		if !seen[j.Pool] {
-			seen[j.Pool] = true
-			out = append(out, j.Pool)
-		}
-	}
-	return out
-}
-
-// slotPools lists the pools of a worker's slots, each once.
-func slotPools(slots []worker.Slot) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range slots {
-		if !seen[s.Device.Pool] {
-			seen[s.Device.Pool] = true
-			out = append(out, s.Device.Pool)
-		}
-	}
-	return out
 }

@@ -198,7 +198,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 	}
 	const run = "auth-1"
 	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
-	sub := &producer.Submitter{JS: jsP, Topo: topoP, Log: zerolog.Nop()}
+	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
 		t.Fatalf("producer submit: %v", err)
 	}
@@ -285,7 +285,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, err := worker.New(worker.Config{ID: "auth-worker", Conn: ncW, Store: store, Slots: testfleet.SimSlots("auth", 1),
-		Topology: tc, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.New(logW)})
+		AckWait: tc.AckWait, Replicas: tc.Replicas, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.New(logW)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 	}
 	const run = "lp-1"
 	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
-	sub := &producer.Submitter{JS: jsP, Topo: topoP, Log: zerolog.Nop()}
+	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
 		t.Fatalf("producer submit: %v", err)
 	}
@@ -109,7 +109,7 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, err := worker.New(worker.Config{ID: "lp-worker", Conn: ncW, Store: store, Slots: testfleet.SimSlots("lp", 1),
-		Topology: topology.Config{AckWait: 5 * time.Second}, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.New(logW)})
+		AckWait: 5 * time.Second, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.New(logW)})
 	if err != nil {
 		t.Fatal(err)
 	}

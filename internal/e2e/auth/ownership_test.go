@@ -91,7 +91,7 @@ func TestSquattedJobIDFailsSubmit(t *testing.T) {
 	if _, err := jsU.PublishMsg(t.Context(), m); err != nil {
 		t.Fatalf("the squatting publish: %v", err)
 	}
-	sub := &producer.Submitter{JS: jsP, Topo: topoP, Log: zerolog.Nop()}
+	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	_, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err == nil || !errors.Is(err, producer.ErrSquatted) || !strings.Contains(err.Error(), jobs[1].ID) {
 		t.Fatalf("submit over a squatted id: %v, want an error naming job %s", err, jobs[1].ID)
@@ -163,7 +163,7 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 	_, _, topoW, _ := openAs(t, url, "worker")
 
 	const trusted = "ci-1"
-	sub := &producer.Submitter{JS: jsP, Topo: topoP, Log: zerolog.Nop()}
+	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: trusted, Submitter: "ci", Priority: protocol.PriorityHigh,
 		Jobs: testfleet.SimJobs(t, trusted, 1, nil)}); err != nil {
 		t.Fatalf("producer submit: %v", err)
@@ -175,7 +175,7 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 
 	// Its own run, at normal priority: submitted and cancelled.
 	own := protocol.UntrustedRunPrefix + "pr-7"
-	subU := &producer.Submitter{JS: jsU, Topo: topoU, Log: zerolog.Nop()}
+	subU := &producer.Submitter{JS: jsU, Runs: topoU.Runs, Jobs: topoU.Jobs, Log: zerolog.Nop()}
 	if _, err := subU.Submit(t.Context(), producer.Submission{Run: own, Submitter: "fork", Priority: protocol.PriorityNormal,
 		Jobs: testfleet.SimJobs(t, own, 1, nil)}); err != nil {
 		t.Fatalf("untrusted submit of its own run: %v\n%s", err, logU.String())

@@ -101,7 +101,7 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 	// worker's jobs once their AckWait runs out.
 	nc, _ := testfleet.Connect(t, srv.ClientURL())
 	testfleet.StartWorker(t, worker.Config{
-		ID: "rescuer", Conn: nc, Store: store, Slots: testfleet.SimSlots("rescuer", 2), Topology: tc,
+		ID: "rescuer", Conn: nc, Store: store, Slots: testfleet.SimSlots("rescuer", 2), AckWait: tc.AckWait,
 		IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
 	})
 	testfleet.Eventually(t, 45*time.Second, "6 results", func() bool {

@@ -33,7 +33,7 @@ func TestDeadLetterNotStoredJobHandedBack(t *testing.T) {
 	nc, js := testfleet.Connect(t, srv.ClientURL())
 	topo := testfleet.Topology(t, js, tc)
 	testfleet.StartWorker(t, worker.Config{
-		ID: "w", Conn: nc, Store: fb, Slots: testfleet.SimSlots("w", 1), Topology: tc, MaxDeliver: 1,
+		ID: "w", Conn: nc, Store: fb, Slots: testfleet.SimSlots("w", 1), AckWait: tc.AckWait, MaxDeliver: 1,
 		Backoff: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
 	})
 	// Worker.Start ensured the topology; take BENCH_DEAD away now.

@@ -55,7 +55,7 @@ func TestStreamLeaderNodeShutDownMidRun(t *testing.T) {
 		nc := connectFirst(t, cluster, i)
 		conns = append(conns, nc)
 		testfleet.StartWorker(t, worker.Config{
-			ID: id, Conn: nc, Store: store, Slots: testfleet.SimSlots(id, 4), Topology: tc,
+			ID: id, Conn: nc, Store: store, Slots: testfleet.SimSlots(id, 4), AckWait: tc.AckWait, Replicas: tc.Replicas,
 			Backoff: 100 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
 		})
 	}

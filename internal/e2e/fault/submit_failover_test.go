@@ -73,7 +73,7 @@ func TestSubmitWhileStreamLeaderDies(t *testing.T) {
 		}
 		killed <- 0
 	}()
-	p := &producer.Submitter{JS: pjs, Topo: topo, Log: zerolog.Nop()}
+	p := &producer.Submitter{JS: pjs, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
 	defer cancel()
 	start := time.Now()

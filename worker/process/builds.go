@@ -1,4 +1,4 @@
-package cli
+package process
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/build"
@@ -34,20 +35,16 @@ func (s *storeRef) get(ctx context.Context, key string) (io.ReadCloser, error) {
 // names the repositories test trees come from (builds.repos); without
 // them it returns nil, and jobs that name wheels are invalid on this
 // host. reg, if set, gets the cache's metrics.
-func (a *app) buildCache(wf *worker.File, workDir string, store *storeRef, reg *prometheus.Registry) (*build.Cache, error) {
+func buildCache(wf *worker.File, workDir string, store *storeRef, reg prometheus.Registerer, log zerolog.Logger) (*build.Cache, error) {
 	if wf == nil || len(wf.Builds.Repos) == 0 {
 		return nil, nil
 	}
 	dir, maxBytes, err := wf.Builds.Limits(workDir)
 	if err != nil {
-		return nil, configUsage(err)
+		return nil, err
 	}
 	var cache atomic.Pointer[build.Cache]
-	var r prometheus.Registerer // nil, not a nil *Registry
-	if reg != nil {
-		r = reg
-	}
-	m, err := worker.NewBuildMetrics(r, func() int64 {
+	m, err := worker.NewBuildMetrics(reg, func() int64 {
 		if c := cache.Load(); c != nil {
 			return c.Bytes()
 		}
@@ -58,12 +55,12 @@ func (a *app) buildCache(wf *worker.File, workDir string, store *storeRef, reg *
 	}
 	c, err := build.New(build.Config{Dir: dir, MaxBytes: maxBytes, Repos: wf.Builds.Repos, Fetch: store.get,
 		NotFound: func(err error) bool { return errors.Is(err, storage.ErrNotFound) },
-		Log:      a.log, OnSetup: m.Setup})
+		Log:      log, OnSetup: m.Setup})
 	if err != nil {
-		return nil, usageErr("config builds: %v", err)
+		return nil, &OptionError{Option: "config builds", Err: err}
 	}
 	cache.Store(c)
-	a.log.Info().Str("dir", dir).Int64("max_bytes", maxBytes).Int("repos", len(wf.Builds.Repos)).Msg("build cache ready: jobs that name wheels run their own build")
+	log.Info().Str("dir", dir).Int64("max_bytes", maxBytes).Int("repos", len(wf.Builds.Repos)).Msg("build cache ready: jobs that name wheels run their own build")
 	return c, nil
 }
 
