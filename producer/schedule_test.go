@@ -122,7 +122,7 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 		for _, m := range matrix {
 			jobs = append(jobs, schedJob(t, run, m, protocol.PriorityNormal))
 		}
-		p := &producer.Submitter{JS: js, Topo: topo, Store: store, History: store, Schedule: cfg, Log: zerolog.Nop()}
+		p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, History: store, Schedule: cfg, Log: zerolog.Nop()}
 		res, err := p.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
 		if err != nil {
 			t.Fatalf("submit %s: %v", run, err)
