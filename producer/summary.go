@@ -31,6 +31,9 @@ type Row struct {
 	// Verdict is the regression gate's verdict when it ran.
 	Verdict string
 	Result  *protocol.Result
+	// Repeats are the job's confirmation repeats (protocol.ManifestJob
+	// Repeat and Of), in repeat order: attempts of this row, not rows.
+	Repeats []Attempt
 }
 
 // Rows builds the summary rows of a run from its job states, in manifest
@@ -38,7 +41,11 @@ type Row struct {
 // (a dead-lettered job is an error); events give the progress of the rest.
 func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 	var rows []Row
+	repeats := repeatsOf(m)
 	for _, st := range Sorted(m, states) {
+		if st.Job.Repeat > 0 && states[st.Job.Of] != nil {
+			continue // an attempt of its original's row
+		}
 		r := Row{Job: st.Job.ID, Model: st.Job.Model, Pool: st.Job.Pool, Runner: st.Job.Runner, BatchSize: st.Job.BatchSize,
 			DataFormat: st.Job.DataFormat, Status: st.Status(), Attempt: st.Attempt}
 		switch {
@@ -65,6 +72,17 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 			r.Reason = fmt.Sprintf("reported %s; no stored result read (yet)", st.Kind)
 		default:
 			r.Reason = string(st.Kind)
+		}
+		for _, rj := range repeats[st.Job.ID] {
+			rs := states[rj.ID]
+			if rs == nil {
+				continue
+			}
+			res := rs.Result
+			if res == nil && rs.Terminal() {
+				res = &protocol.Result{Job: rj.ID, Status: rs.Status()}
+			}
+			r.Repeats = append(r.Repeats, attemptOf(rj.ID, rj.Repeat, res))
 		}
 		rows = append(rows, r)
 	}

@@ -80,7 +80,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 				return err
 			}
 			fmt.Fprintf(a.stdout, "run %s: %s submitted\n", run, jobCount(len(jobs)))
-			return a.waitRun(ctx, js, res.Manifest, waitOptions{timeout: time.Hour, inProcess: true})
+			return a.waitRun(ctx, &producer.Watcher{JS: js, Manifest: res.Manifest}, waitOptions{timeout: time.Hour, inProcess: true})
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data", "./benchfleet-data", "directory for the embedded NATS data and the file store")

@@ -91,7 +91,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.waitRun(ctx, js, m, waitOptions{timeout: watchTimeout})
+			return a.waitRun(ctx, &producer.Watcher{JS: js, Manifest: m}, waitOptions{timeout: watchTimeout})
 		},
 	}
 	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
@@ -141,8 +141,8 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			p := producer.ProgressOf(m, states)
-			fmt.Fprintln(a.stdout, progressText(p))
-			a.printSpooled(ctx, js, p)
+			fmt.Fprintln(a.stdout, p.String())
+			a.printSpooled(producer.SpooledReport(ctx, js, p))
 			return nil
 		},
 	}
