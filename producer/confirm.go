@@ -56,10 +56,21 @@ type Confirmation struct {
 	Reproduced bool `json:"reproduced"`
 }
 
+// medianScale is how much narrower the noise band of the median of n
+// attempts is than that of one: the median's standard error relative to
+// one value's for normal noise, sqrt(π/2n), at most 1.
+func medianScale(n int) float64 {
+	if n <= 1 {
+		return 1
+	}
+	return min(1, math.Sqrt(math.Pi/(2*float64(n))))
+}
+
 // JudgeAttempts judges a series on the median of a candidate's attempts
 // (samples/sec of the original and of the repeats that passed, each above
-// 0) against history, as Judge judges one value. With one attempt it is
-// Judge of that attempt.
+// 0) against history, as Judge judges one value, with the noise band of a
+// median of that many attempts (NoiseK·medianScale(n)·σ; n = 1 is Judge
+// of that attempt). The threshold is the same.
 func (c GateConfig) JudgeAttempts(history, attempts []float64) Judgement {
 	var vals []float64
 	for _, v := range attempts {
@@ -70,7 +81,17 @@ func (c GateConfig) JudgeAttempts(history, attempts []float64) Judgement {
 	if len(vals) == 0 {
 		return c.Judge(true, 0, history)
 	}
+	c.NoiseK *= medianScale(len(vals))
 	return c.Judge(true, median(vals), history)
+}
+
+// Suspect reports whether value (a passed job's samples/sec) is worth
+// confirming: a regression by Judge with the noise band its 1+Repeats
+// attempts will be judged at (JudgeAttempts). Every regression Judge finds
+// is a suspect; with Repeats 0 the suspects are exactly those.
+func (c GateConfig) Suspect(value float64, history []float64) bool {
+	c.NoiseK *= medianScale(1 + c.Repeats)
+	return c.Judge(true, value, history).Verdict == VerdictRegression
 }
 
 // confirm judges row r, the original judged j against hist, on its

@@ -26,16 +26,17 @@ type Confirmer struct {
 	OnQueued func(suspects, jobs int)
 }
 
-// Suspects are the rows of rep the gate judged a regression on their own
-// (no confirmation repeats yet): what Requeue re-queues. None when a job
-// of the run did not pass: that run fails whatever its repeats show.
+// Suspects are the rows of rep the gate suspects of a regression
+// (GateRow.Suspect: no confirmation repeats yet): what Requeue re-queues.
+// None when a job of the run did not pass or had not ended: that run
+// fails (or times out) whatever repeats would show.
 func Suspects(rep *RunReport) []Row {
-	if rep == nil || rep.Outcome() != OutcomeRegression {
+	if rep == nil || RowsCode(rep.Rows) != ExitPassed || rep.Unfinished() > 0 {
 		return nil
 	}
 	var out []Row
 	for _, r := range rep.Rows {
-		if r.Verdict == string(VerdictRegression) && len(r.Repeats) == 0 && r.Result != nil {
+		if v := rep.verdictOf(r.Job); v != nil && v.Suspect && r.Result != nil {
 			out = append(out, r)
 		}
 	}

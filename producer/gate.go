@@ -306,6 +306,9 @@ type GateRow struct {
 	// repeats (absent otherwise); Value, Change and Verdict are then the
 	// median's.
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	// Suspect says the job passed, has no repeats, and is worth
+	// confirming (GateConfig.Suspect). Not part of the JSON contract.
+	Suspect bool `json:"-"`
 }
 
 // Gate compares the results of a run with the history of their series on
@@ -371,6 +374,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []Row
 		}
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,
 			Value: value, Verdict: j.Verdict, Series: s, History: j.N, Sigma: j.Sigma, Band: j.Band, Confirmation: conf}
+		gr.Suspect = conf == nil && passed && g.cfg.Suspect(r.SamplesPerSec, vals)
 		if j.HasBaseline {
 			b := j.Baseline
 			gr.Baseline = &b

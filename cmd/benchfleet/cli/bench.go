@@ -47,7 +47,7 @@ func (a *app) benchCmd() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark here (go tool pprof)")
-	cmd.AddCommand(a.benchDispatchCmd(), a.benchWorkerCPUCmd(), a.benchSubmitCmd(), a.benchQueryCmd(), a.benchChaosCmd(), a.benchBuildsCmd())
+	cmd.AddCommand(a.benchDispatchCmd(), a.benchWorkerCPUCmd(), a.benchSubmitCmd(), a.benchQueryCmd(), a.benchChaosCmd(), a.benchBuildsCmd(), a.benchGateCmd())
 	return cmd
 }
 
