@@ -198,21 +198,22 @@ data_format, a, b, change, a_status, b_status}.`,
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
-			var sets [2][]*protocol.Result
-			for i, r := range args {
+			for _, r := range args {
 				if err := protocol.ValidID("run", r); err != nil {
 					return usageErr("%v", err)
 				}
-				rs, err := a.queryStore(cmd.Context(), storage.Filter{Run: r})
-				if err != nil {
-					return err
-				}
-				if len(rs) == 0 {
-					return usageErr("run %q: no results in the store", r)
-				}
-				sets[i] = rs
 			}
-			c := producer.Compare(sets[0], sets[1])
+			b, err := a.openStoreRead(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			c, err := producer.CompareRuns(cmd.Context(), a.historyFrom(b), args[0], args[1])
+			if errors.Is(err, producer.ErrNoResults) {
+				return usageErr("%v", err)
+			} else if err != nil {
+				return err
+			}
 			if format == "json" {
 				return writeJSON(a.stdout, append([]producer.CompareRow{}, c.Rows...))
 			}

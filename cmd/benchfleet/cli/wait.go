@@ -59,14 +59,14 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	defer stop()
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	pr := newProgressPrinter(a.stdout, a.isTTY())
+	pr := producer.NewProgressPrinter(a.stdout, a.isTTY())
 	// mu orders the printer and the warnings between the waiter and the
 	// watch of the pools' service.
 	var mu sync.Mutex
 	warn := func(note string) {
 		mu.Lock()
 		defer mu.Unlock()
-		pr.interrupt(func() { fmt.Fprintf(a.stderr, "warning: %s\n", note) })
+		pr.Interrupt(func() { fmt.Fprintf(a.stderr, "warning: %s\n", note) })
 		o.warnings = append(o.warnings, note)
 	}
 	// A job reported ended whose result this store never shows: most often
@@ -81,7 +81,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	onProgress := func(p producer.Progress) {
 		if !o.quiet {
 			mu.Lock()
-			pr.update(p)
+			pr.Update(p)
 			mu.Unlock()
 		}
 	}
@@ -89,7 +89,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	if err == nil && o.gate && o.gateConfig.Repeats > 0 {
 		c := &producer.Confirmer{JS: w.JS, Store: store, Repeats: o.gateConfig.Repeats, Log: a.log, OnQueued: func(suspects, jobs int) {
 			mu.Lock()
-			pr.interrupt(func() {
+			pr.Interrupt(func() {
 				fmt.Fprintf(a.stdout, "%d suspected regression(s): %s queued to confirm\n", suspects, jobCount(jobs))
 			})
 			mu.Unlock()
@@ -98,7 +98,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 		states, _, err = c.Confirm(wctx, w, states, req, onProgress)
 	}
 	stopWatch()
-	pr.finish()
+	pr.Finish()
 	m := w.Manifest
 	if err != nil {
 		switch {
@@ -158,58 +158,4 @@ func (a *app) printSpooled(notes []string) {
 		fmt.Fprintln(a.stdout)
 		fmt.Fprintln(a.stdout, strings.Join(notes, "\n"))
 	}
-}
-
-// progressPrinter shows a live bar on a TTY and periodic lines otherwise.
-type progressPrinter struct {
-	w       interface{ Write([]byte) (int, error) }
-	tty     bool
-	last    time.Time
-	lastTxt string
-	start   time.Time
-}
-
-func newProgressPrinter(w interface{ Write([]byte) (int, error) }, tty bool) *progressPrinter {
-	return &progressPrinter{w: w, tty: tty, start: time.Now()}
-}
-
-func (p *progressPrinter) update(pr producer.Progress) {
-	txt := pr.String()
-	now := time.Now()
-	if p.tty {
-		if now.Sub(p.last) < 100*time.Millisecond && pr.All.Done() < pr.All.Total {
-			return
-		}
-		fmt.Fprintf(p.w, "\r\033[K%s %s", bar(pr.All.Done(), pr.All.Total, 24), txt)
-	} else {
-		if txt == p.lastTxt || (now.Sub(p.last) < 5*time.Second && pr.All.Done() < pr.All.Total) {
-			return
-		}
-		fmt.Fprintf(p.w, "[%s] %s\n", time.Since(p.start).Truncate(time.Second), txt)
-	}
-	p.last, p.lastTxt = now, txt
-}
-
-// interrupt runs fn (which writes a line elsewhere, e.g. stderr) so that it
-// does not land inside the live bar on a TTY.
-func (p *progressPrinter) interrupt(fn func()) {
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.last = time.Time{}
-	}
-	fn()
-}
-
-func (p *progressPrinter) finish() {
-	if p.tty {
-		fmt.Fprintln(p.w)
-	}
-}
-
-func bar(done, total, width int) string {
-	if total <= 0 {
-		return "[" + strings.Repeat(" ", width) + "]"
-	}
-	n := done * width / total
-	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
 }
