@@ -50,4 +50,3 @@ func TestResultsOutputEscapesJobText(t *testing.T) {
 		t.Errorf("table passes terminal escapes: %q", out)
 	}
 }
-
