@@ -96,7 +96,8 @@ func (c GateConfig) Suspect(value float64, history []float64) bool {
 
 // confirm judges row r, the original judged j against hist, on its
 // attempts when it has repeats. The verdict is the median's; a regression
-// of the original that the median does not show is not reproduced.
+// of the original that the median does not show is not reproduced. While
+// a repeat has not ended the verdict stays the original's.
 func (c GateConfig) confirm(r Row, j Judgement, hist []float64) (Judgement, *Confirmation) {
 	if len(r.Repeats) == 0 || r.Status != protocol.StatusPassed {
 		return j, nil
@@ -104,14 +105,21 @@ func (c GateConfig) confirm(r Row, j Judgement, hist []float64) (Judgement, *Con
 	conf := &Confirmation{Attempts: append([]Attempt{attemptOf(r.Job, 0, r.Result)}, r.Repeats...)}
 	conf.Attempts[0].SamplesPerSec = r.SamplesPerSec
 	vals := make([]float64, 0, len(conf.Attempts))
+	pending := false
 	for _, a := range conf.Attempts {
-		if a.Status == protocol.StatusPassed {
+		switch a.Status {
+		case protocol.StatusPassed:
 			vals = append(vals, a.SamplesPerSec)
+		case "":
+			pending = true
 		}
 	}
 	jm := c.JudgeAttempts(hist, vals)
 	if jm.HasBaseline {
 		conf.Median = jm.Baseline * (1 + jm.Change)
+	}
+	if pending {
+		return j, conf // not judged on its attempts until they have all ended
 	}
 	conf.Reproduced = jm.Verdict == VerdictRegression
 	if j.Verdict == VerdictRegression && !conf.Reproduced && jm.Verdict != VerdictInsufficientHistory {

@@ -395,6 +395,8 @@ func TestCIGateFailureTakesPrecedence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The verdicts and the report are the library's (producer
+	// TestJudgeStored); here: the exit code, the output, the file written.
 	md := filepath.Join(t.TempDir(), "summary.md")
 	code, out, errOut := ciRun(t, "results", "gate", "--run", "pr-1", "--store", "file://"+dir, "--summary-md", md)
 	if code != ExitFailed {
@@ -403,11 +405,8 @@ func TestCIGateFailureTakesPrecedence(t *testing.T) {
 	if !strings.Contains(out, "gate FAIL: 1 regression(s), 1 failed") {
 		t.Errorf("output:\n%s", out)
 	}
-	data, _ := os.ReadFile(md)
-	s := string(data)
-	if !strings.Contains(s, "`pr-1`: FAIL") || !strings.Contains(s, "pcc 0.31 below 0.99") ||
-		strings.Index(s, "| simnet-a |") > strings.Index(s, "| simnet-b |") {
-		t.Errorf("markdown: want FAIL, the PCC reason, the regression row first:\n%s", s)
+	if data, _ := os.ReadFile(md); !strings.Contains(string(data), "`pr-1`: FAIL") {
+		t.Errorf("--summary-md: want the FAIL report:\n%s", data)
 	}
 }
 

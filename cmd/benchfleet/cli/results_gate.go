@@ -76,7 +76,11 @@ of the last --window passed results, the noise band is --noise-k × σ with
 regression when it is slower than the baseline by more than BOTH
 --threshold and the noise band; improved when faster by more than both;
 insufficient-history when the series has fewer than --min-history results
-(reported, never a failure); failed when the job did not pass.`
+(reported, never a failure); failed when the job did not pass. A suspected
+regression that submit re-ran (--confirm N, default 2: at high priority, on
+other boards of the pool when it has them) is judged on the median of its
+attempts, at the noise band of a median: a regression only when the median
+is one too, else not-reproduced (reported with its attempts, not failed).`
 
 const notifyHelp = `--notify URL posts the regressed and failed jobs of a run that did not pass
 as JSON (a Slack/Mattermost "text" plus structured fields), once per run
@@ -112,7 +116,8 @@ func (a *app) resultsGateCmd() *cobra.Command {
 
 JSON output: an array of {job, model, pool, batch_size, data_format,
 baseline, value, change, verdict}; baseline and change are null without
-history. The run's manifest is read from the store (runs/<run>/manifest.json),
+history; a job with repeats also has confirmation {attempts, median,
+reproduced}, and its value and change are the median's. The run's manifest is read from the store (runs/<run>/manifest.json),
 so only --store is needed; without a manifest the run's results are used.
 
 ` + notifyHelp,
