@@ -171,8 +171,11 @@ func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary) st
 	case producer.RunFailed:
 		return string(producer.OutcomeFail)
 	}
+	// Keyed by the run and its job count: confirmation repeats added to a
+	// run that looked finished change its verdict.
+	key := fmt.Sprintf("%s#%d", rs.Manifest.Run, len(rs.Manifest.Jobs))
 	s.mu.Lock()
-	v, ok := s.verdicts[rs.Manifest.Run]
+	v, ok := s.verdicts[key]
 	s.mu.Unlock()
 	if ok {
 		return v
@@ -186,7 +189,7 @@ func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary) st
 	if len(s.verdicts) > 10000 {
 		clear(s.verdicts)
 	}
-	s.verdicts[rs.Manifest.Run] = v
+	s.verdicts[key] = v
 	s.mu.Unlock()
 	return v
 }
