@@ -20,9 +20,12 @@ type Confirmer struct {
 	Store storage.Bucket
 	// Repeats is how many repeats each suspect gets (1..protocol.MaxRepeat).
 	Repeats int
-	Log     zerolog.Logger
-	// OnQueued, if not nil, is called by Confirm when it has queued jobs
-	// repeats of suspects suspected regressions, before it waits for them.
+	// Log gets what does not stop a confirmation (a manifest not written
+	// to the store).
+	Log zerolog.Logger
+	// OnQueued, if not nil, is called by Confirm when it has queued the
+	// repeats (jobs in all) of suspects suspected regressions, before it
+	// waits for them.
 	OnQueued func(suspects, jobs int)
 }
 
