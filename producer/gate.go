@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -124,6 +125,44 @@ func (c GateConfig) String() string {
 		s += fmt.Sprintf(", a regression confirmed by %d repeats", c.Repeats)
 	}
 	return s
+}
+
+// GateOptions are the gate's tuning as a person writes it, e.g. on the
+// command line: Threshold as "5%" or "0.05", every field required (the
+// command line's defaults are the Default constants; Repeats 0 is none).
+type GateOptions struct {
+	BaselineBranch string
+	Window         int
+	Threshold      string
+	MinHistory     int
+	NoiseK         float64
+	Repeats        int
+}
+
+// Config validates o and gives the gate's configuration. An error starts
+// with the option it is about as the command line names it ("threshold",
+// "window", "min-history", "noise-k", "confirm", "baseline-branch").
+func (o GateOptions) Config() (GateConfig, error) {
+	th, err := ParseThreshold(o.Threshold)
+	if err != nil {
+		return GateConfig{}, fmt.Errorf("threshold: %w", err)
+	}
+	switch {
+	case o.BaselineBranch == "":
+		return GateConfig{}, errors.New("baseline-branch: must not be empty")
+	case strings.ContainsAny(o.BaselineBranch, "\x00\n\r"):
+		return GateConfig{}, fmt.Errorf("baseline-branch %q: must not contain control characters", o.BaselineBranch)
+	case o.Window < 1 || o.Window > 1000:
+		return GateConfig{}, fmt.Errorf("window %d: must be between 1 and 1000", o.Window)
+	case o.MinHistory < 1 || o.MinHistory > o.Window:
+		return GateConfig{}, fmt.Errorf("min-history %d: must be between 1 and the window (%d)", o.MinHistory, o.Window)
+	case o.Repeats < 0 || o.Repeats > protocol.MaxRepeat:
+		return GateConfig{}, fmt.Errorf("confirm %d: must be between 0 and %d", o.Repeats, protocol.MaxRepeat)
+	case !(o.NoiseK > 0) || o.NoiseK > 100:
+		return GateConfig{}, fmt.Errorf("noise-k %v: must be above 0 and at most 100 (a small value like 0.01 leaves the threshold alone to decide)", o.NoiseK)
+	}
+	c := GateConfig{BaselineBranch: o.BaselineBranch, Window: o.Window, Threshold: th, NoiseK: o.NoiseK, MinHistory: o.MinHistory, Repeats: o.Repeats}
+	return c.WithDefaults()
 }
 
 // ParseThreshold reads a threshold written as a percentage ("5%", "2.5%")

@@ -14,8 +14,14 @@ import (
 var ErrNoResults = errors.New("no results in the store")
 
 // CompareRuns reads the results of runs a and b through query and
-// compares them (Compare). A run without results is ErrNoResults.
+// compares them (Compare). A run id that is not one is a
+// *protocol.FieldError; a run without results is ErrNoResults.
 func CompareRuns(ctx context.Context, query HistoryFunc, a, b string) (Comparison, error) {
+	for _, run := range []string{a, b} {
+		if err := protocol.ValidID("run", run); err != nil {
+			return Comparison{}, err
+		}
+	}
 	var sets [2][]*protocol.Result
 	for i, run := range []string{a, b} {
 		rs, err := query(ctx, storage.Filter{Run: run})

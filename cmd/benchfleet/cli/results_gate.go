@@ -13,51 +13,28 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// gateFlags are the regression gate's tuning flags, shared by `submit`
-// and `results gate`.
-type gateFlags struct {
-	baseline   string
-	window     int
-	threshold  string
-	minHistory int
-	noiseK     float64
-	repeats    int
-}
+// gateFlags are the regression gate's tuning flags, shared by `submit`,
+// `results gate`, `serve` and `bench gate`.
+type gateFlags struct{ o producer.GateOptions }
 
 func (g *gateFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.baseline, "baseline-branch", producer.DefaultBaselineBranch, "branch whose passed results are the baseline")
-	fs.IntVar(&g.window, "window", producer.DefaultWindow, "baseline: median of the last N passed results of each series")
-	fs.StringVar(&g.threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
-	fs.IntVar(&g.minHistory, "min-history", producer.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
-	fs.Float64Var(&g.noiseK, "noise-k", producer.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
+	fs.StringVar(&g.o.BaselineBranch, "baseline-branch", producer.DefaultBaselineBranch, "branch whose passed results are the baseline")
+	fs.IntVar(&g.o.Window, "window", producer.DefaultWindow, "baseline: median of the last N passed results of each series")
+	fs.StringVar(&g.o.Threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
+	fs.IntVar(&g.o.MinHistory, "min-history", producer.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
+	fs.Float64Var(&g.o.NoiseK, "noise-k", producer.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
 }
 
 // registerConfirm adds --confirm, for the commands that can re-queue.
 func (g *gateFlags) registerConfirm(fs *pflag.FlagSet) {
-	fs.IntVar(&g.repeats, "confirm", producer.DefaultRepeats, "re-run a suspected regression N more times (high priority, on other boards when the pool has them) and fail only when the median of its attempts regressed too; 0: fail at once")
+	fs.IntVar(&g.o.Repeats, "confirm", producer.DefaultRepeats, "re-run a suspected regression N more times (high priority, on other boards when the pool has them) and fail only when the median of its attempts regressed too; 0: fail at once")
 }
 
 // config validates the flags; every error is a usage error naming its flag.
 func (g *gateFlags) config() (producer.GateConfig, error) {
-	th, err := producer.ParseThreshold(g.threshold)
+	cfg, err := g.o.Config()
 	if err != nil {
-		return producer.GateConfig{}, usageErr("--threshold: %v", err)
-	}
-	switch {
-	case g.baseline == "":
-		return producer.GateConfig{}, usageErr("--baseline-branch: must not be empty")
-	case g.window < 1 || g.window > 1000:
-		return producer.GateConfig{}, usageErr("--window %d: must be between 1 and 1000", g.window)
-	case g.minHistory < 1 || g.minHistory > g.window:
-		return producer.GateConfig{}, usageErr("--min-history %d: must be between 1 and --window (%d)", g.minHistory, g.window)
-	case g.repeats < 0 || g.repeats > protocol.MaxRepeat:
-		return producer.GateConfig{}, usageErr("--confirm %d: must be between 0 and %d", g.repeats, protocol.MaxRepeat)
-	case !(g.noiseK > 0) || g.noiseK > 100:
-		return producer.GateConfig{}, usageErr("--noise-k %v: must be above 0 and at most 100 (a small value like 0.01 leaves the threshold alone to decide)", g.noiseK)
-	}
-	cfg := producer.GateConfig{BaselineBranch: g.baseline, Window: g.window, Threshold: th, NoiseK: g.noiseK, MinHistory: g.minHistory, Repeats: g.repeats}
-	if _, err := cfg.WithDefaults(); err != nil {
-		return producer.GateConfig{}, usageErr("%v", err)
+		return cfg, usageErr("--%v", err)
 	}
 	return cfg, nil
 }
@@ -203,18 +180,13 @@ data_format, a, b, change, a_status, b_status}.`,
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
-			for _, r := range args {
-				if err := protocol.ValidID("run", r); err != nil {
-					return usageErr("%v", err)
-				}
-			}
 			b, err := a.openStoreRead(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer b.Close()
 			c, err := producer.CompareRuns(cmd.Context(), a.historyFrom(b), args[0], args[1])
-			if errors.Is(err, producer.ErrNoResults) {
+			if errors.Is(err, producer.ErrNoResults) || errors.Is(err, protocol.ErrInvalid) {
 				return usageErr("%v", err)
 			} else if err != nil {
 				return err
