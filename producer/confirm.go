@@ -165,6 +165,16 @@ func attemptsText(c *Confirmation) string {
 	return b.String()
 }
 
+// confirmNote is a confirmation in a few words for a table's note column,
+// e.g. "3 attempts, median 999.9: not reproduced".
+func confirmNote(c *Confirmation) string {
+	word := "not reproduced"
+	if c.Reproduced {
+		word = "reproduced"
+	}
+	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), FmtRate(c.Median), word)
+}
+
 // repeatsOf indexes the confirmation repeats of manifest m by the job they
 // repeat, in repeat order.
 func repeatsOf(m *protocol.RunManifest) map[string][]protocol.ManifestJob {

@@ -122,7 +122,7 @@ func (c GateConfig) String() string {
 	s := fmt.Sprintf("baseline %s: median of the last %d passed results, threshold %s, noise band %sσ (MAD), at least %d results",
 		c.BaselineBranch, c.Window, FmtPercent(c.Threshold), strconv.FormatFloat(c.NoiseK, 'g', -1, 64), c.MinHistory)
 	if c.Repeats > 0 {
-		s += fmt.Sprintf(", a regression confirmed by %d repeats", c.Repeats)
+		s += fmt.Sprintf(", a suspected regression confirmed by %d repeats", c.Repeats)
 	}
 	return s
 }
@@ -486,7 +486,8 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 }
 
 // ApplyVerdicts copies the change and verdict of each gate row onto the
-// summary row of the same job.
+// summary row of the same job; a row with confirmation repeats and no
+// reason gets a note of its attempts as its reason.
 func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 	by := make(map[string]*GateRow, len(verdicts))
 	for i := range verdicts {
@@ -496,6 +497,9 @@ func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 		if v, ok := by[rows[i].Job]; ok {
 			rows[i].Change = v.Change
 			rows[i].Verdict = string(v.Verdict)
+			if c := v.Confirmation; c != nil && rows[i].Reason == "" {
+				rows[i].Reason = confirmNote(c)
+			}
 		}
 	}
 }
