@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -35,6 +36,10 @@ const (
 	// letter): it never started or is still running when the waiting
 	// ended. Never passed; a waiter that timed out exits 3, not 1.
 	VerdictUnfinished Verdict = "unfinished"
+	// VerdictNotReproduced: the job alone was a regression, but the median
+	// of its attempts (the job and its confirmation repeats) is not.
+	// Reported with every attempt, never a failure.
+	VerdictNotReproduced Verdict = "not-reproduced"
 )
 
 // Gate defaults.
@@ -67,6 +72,12 @@ type GateConfig struct {
 	// MinHistory is the fewest baseline results needed for a verdict other
 	// than insufficient-history (default 5; at most Window).
 	MinHistory int
+	// Repeats is how many confirmation repeats a front end that can
+	// re-queue (submit --gate) gives a suspected regression before it
+	// fails (0: none, the suspect fails at once; at most
+	// protocol.MaxRepeat). Judging folds in whatever repeats a run has,
+	// whatever Repeats says.
+	Repeats int
 }
 
 // WithDefaults returns c with every zero field set to its default, and an
@@ -96,6 +107,8 @@ func (c GateConfig) WithDefaults() (GateConfig, error) {
 		return c, fmt.Errorf("gate: NoiseK %v: must be a non-negative number", c.NoiseK)
 	case c.MinHistory < 1 || c.MinHistory > c.Window:
 		return c, fmt.Errorf("gate: MinHistory %d: must be between 1 and Window (%d)", c.MinHistory, c.Window)
+	case c.Repeats < 0 || c.Repeats > protocol.MaxRepeat:
+		return c, fmt.Errorf("gate: Repeats %d: must be between 0 and %d", c.Repeats, protocol.MaxRepeat)
 	case strings.ContainsAny(c.BaselineBranch, "\x00\n\r"):
 		return c, fmt.Errorf("gate: BaselineBranch %q: must not contain control characters", c.BaselineBranch)
 	}
@@ -106,8 +119,50 @@ func (c GateConfig) WithDefaults() (GateConfig, error) {
 // median of the last 10 passed results, threshold 5%, noise band 3σ, at
 // least 5 results".
 func (c GateConfig) String() string {
-	return fmt.Sprintf("baseline %s: median of the last %d passed results, threshold %s, noise band %sσ (MAD), at least %d results",
+	s := fmt.Sprintf("baseline %s: median of the last %d passed results, threshold %s, noise band %sσ (MAD), at least %d results",
 		c.BaselineBranch, c.Window, FmtPercent(c.Threshold), strconv.FormatFloat(c.NoiseK, 'g', -1, 64), c.MinHistory)
+	if c.Repeats > 0 {
+		s += fmt.Sprintf(", a suspected regression confirmed by %d repeats", c.Repeats)
+	}
+	return s
+}
+
+// GateOptions are the gate's tuning as a person writes it, e.g. on the
+// command line: Threshold as "5%" or "0.05", every field required (the
+// command line's defaults are the Default constants; Repeats 0 is none).
+type GateOptions struct {
+	BaselineBranch string
+	Window         int
+	Threshold      string
+	MinHistory     int
+	NoiseK         float64
+	Repeats        int
+}
+
+// Config validates o and gives the gate's configuration. An error starts
+// with the option it is about as the command line names it ("threshold",
+// "window", "min-history", "noise-k", "confirm", "baseline-branch").
+func (o GateOptions) Config() (GateConfig, error) {
+	th, err := ParseThreshold(o.Threshold)
+	if err != nil {
+		return GateConfig{}, fmt.Errorf("threshold: %w", err)
+	}
+	switch {
+	case o.BaselineBranch == "":
+		return GateConfig{}, errors.New("baseline-branch: must not be empty")
+	case strings.ContainsAny(o.BaselineBranch, "\x00\n\r"):
+		return GateConfig{}, fmt.Errorf("baseline-branch %q: must not contain control characters", o.BaselineBranch)
+	case o.Window < 1 || o.Window > 1000:
+		return GateConfig{}, fmt.Errorf("window %d: must be between 1 and 1000", o.Window)
+	case o.MinHistory < 1 || o.MinHistory > o.Window:
+		return GateConfig{}, fmt.Errorf("min-history %d: must be between 1 and the window (%d)", o.MinHistory, o.Window)
+	case o.Repeats < 0 || o.Repeats > protocol.MaxRepeat:
+		return GateConfig{}, fmt.Errorf("confirm %d: must be between 0 and %d", o.Repeats, protocol.MaxRepeat)
+	case !(o.NoiseK > 0) || o.NoiseK > 100:
+		return GateConfig{}, fmt.Errorf("noise-k %v: must be above 0 and at most 100 (a small value like 0.01 leaves the threshold alone to decide)", o.NoiseK)
+	}
+	c := GateConfig{BaselineBranch: o.BaselineBranch, Window: o.Window, Threshold: th, NoiseK: o.NoiseK, MinHistory: o.MinHistory, Repeats: o.Repeats}
+	return c.WithDefaults()
 }
 
 // ParseThreshold reads a threshold written as a percentage ("5%", "2.5%")
@@ -225,6 +280,31 @@ func (c GateConfig) Judge(passed bool, value float64, history []float64) Judgeme
 	return j
 }
 
+// onePerRun keeps one result per run of hist (sorted oldest first), at
+// the place of the run's first: the one of the run's median samples/sec
+// (the lower one of an even count). A run's confirmation repeats, and jobs
+// that differ only by labels, are one point of history, not several.
+func onePerRun(hist []*protocol.Result) []*protocol.Result {
+	byRun := map[string][]*protocol.Result{}
+	var order []string
+	for _, r := range hist {
+		if _, ok := byRun[r.Run]; !ok {
+			order = append(order, r.Run)
+		}
+		byRun[r.Run] = append(byRun[r.Run], r)
+	}
+	if len(order) == len(hist) {
+		return hist
+	}
+	out := make([]*protocol.Result, 0, len(order))
+	for _, run := range order {
+		rs := byRun[run]
+		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Measurements.SamplesPerSec < rs[b].Measurements.SamplesPerSec })
+		out = append(out, rs[(len(rs)-1)/2])
+	}
+	return out
+}
+
 func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
@@ -260,6 +340,14 @@ type GateRow struct {
 	Sigma   float64 `json:"-"`
 	Band    float64 `json:"-"`
 	Reason  string  `json:"-"`
+
+	// Confirmation lists the attempts of a job that has confirmation
+	// repeats (absent otherwise); Value, Change and Verdict are then the
+	// median's.
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	// Suspect says the job passed, has no repeats, and is worth
+	// confirming (GateConfig.Suspect). Not part of the JSON contract.
+	Suspect bool `json:"-"`
 }
 
 // Gate compares the results of a run with the history of their series on
@@ -315,16 +403,21 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []Row
 			vals[i] = h.Measurements.SamplesPerSec
 		}
 		passed := r.Status == protocol.StatusPassed
-		j := g.cfg.Judge(passed, r.SamplesPerSec, vals)
+		j, conf := g.cfg.confirm(r, g.cfg.Judge(passed, r.SamplesPerSec, vals), vals)
 		if r.Status == "" {
 			j.Verdict = VerdictUnfinished
 		}
+		value := r.SamplesPerSec
+		if conf != nil {
+			value = conf.Median
+		}
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,
-			Value: r.SamplesPerSec, Verdict: j.Verdict, Series: s, History: j.N, Sigma: j.Sigma, Band: j.Band}
+			Value: value, Verdict: j.Verdict, Series: s, History: j.N, Sigma: j.Sigma, Band: j.Band, Confirmation: conf}
+		gr.Suspect = conf == nil && passed && g.cfg.Suspect(r.SamplesPerSec, vals)
 		if j.HasBaseline {
 			b := j.Baseline
 			gr.Baseline = &b
-			if r.SamplesPerSec > 0 {
+			if value > 0 {
 				c := j.Change
 				gr.Change = &c
 			}
@@ -383,6 +476,8 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 			}
 			return a.Job < b.Job
 		})
+		hist = onePerRun(hist)
+		out[s] = hist
 		if len(hist) > g.cfg.Window {
 			out[s] = hist[len(hist)-g.cfg.Window:]
 		}
@@ -391,7 +486,8 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 }
 
 // ApplyVerdicts copies the change and verdict of each gate row onto the
-// summary row of the same job.
+// summary row of the same job; a row with confirmation repeats and no
+// reason gets a note of its attempts as its reason.
 func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 	by := make(map[string]*GateRow, len(verdicts))
 	for i := range verdicts {
@@ -401,6 +497,9 @@ func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 		if v, ok := by[rows[i].Job]; ok {
 			rows[i].Change = v.Change
 			rows[i].Verdict = string(v.Verdict)
+			if c := v.Confirmation; c != nil && rows[i].Reason == "" {
+				rows[i].Reason = confirmNote(c)
+			}
 		}
 	}
 }
@@ -408,6 +507,8 @@ func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 // GateCounts counts a run's verdicts.
 type GateCounts struct {
 	Total, OK, Regressions, Improved, InsufficientHistory, Failed int
+	// NotReproduced counts suspected regressions their repeats cleared.
+	NotReproduced int
 	// Unfinished counts jobs that had not ended (VerdictUnfinished).
 	Unfinished int
 }
@@ -429,6 +530,8 @@ func CountVerdicts(verdicts []GateRow) GateCounts {
 			c.Failed++
 		case VerdictUnfinished:
 			c.Unfinished++
+		case VerdictNotReproduced:
+			c.NotReproduced++
 		}
 	}
 	return c
@@ -517,12 +620,18 @@ func (r *RunReport) Counts() (passed, failed, regressions, improved int) {
 	return
 }
 
-// Unfinished counts the run's rows that had not ended (no status).
+// Unfinished counts the run's jobs that had not ended (no status): rows
+// and their confirmation repeats.
 func (r *RunReport) Unfinished() int {
 	n := 0
 	for _, row := range r.Rows {
 		if row.Status == "" {
 			n++
+		}
+		for _, a := range row.Repeats {
+			if a.Status == "" {
+				n++
+			}
 		}
 	}
 	return n
@@ -589,8 +698,12 @@ func RowsFromResults(m *protocol.RunManifest, results []*protocol.Result) []Row 
 	}
 	var rows []Row
 	seen := map[string]bool{}
+	repeats := repeatsOf(m)
 	add := func(mj protocol.ManifestJob) {
 		seen[mj.ID] = true
+		if mj.Repeat > 0 {
+			return // an attempt of its original's row
+		}
 		row := Row{Job: mj.ID, Model: mj.Model, Pool: mj.Pool, Runner: mj.Runner, BatchSize: mj.BatchSize, DataFormat: mj.DataFormat}
 		if res, ok := by[mj.ID]; ok {
 			row.Result = res
@@ -603,6 +716,10 @@ func RowsFromResults(m *protocol.RunManifest, results []*protocol.Result) []Row 
 			}
 		} else {
 			row.Reason = "no result"
+		}
+		for _, rj := range repeats[mj.ID] {
+			seen[rj.ID] = true
+			row.Repeats = append(row.Repeats, attemptOf(rj.ID, rj.Repeat, by[rj.ID]))
 		}
 		rows = append(rows, row)
 	}

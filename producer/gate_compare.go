@@ -1,10 +1,40 @@
 package producer
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
+
+// ErrNoResults matches a run with no results in the store.
+var ErrNoResults = errors.New("no results in the store")
+
+// CompareRuns reads the results of runs a and b through query and
+// compares them (Compare). A run id that is not one is a
+// *protocol.FieldError; a run without results is ErrNoResults.
+func CompareRuns(ctx context.Context, query HistoryFunc, a, b string) (Comparison, error) {
+	for _, run := range []string{a, b} {
+		if err := protocol.ValidID("run", run); err != nil {
+			return Comparison{}, err
+		}
+	}
+	var sets [2][]*protocol.Result
+	for i, run := range []string{a, b} {
+		rs, err := query(ctx, storage.Filter{Run: run})
+		if err != nil {
+			return Comparison{}, err
+		}
+		if len(rs) == 0 {
+			return Comparison{}, fmt.Errorf("run %q: %w", run, ErrNoResults)
+		}
+		sets[i] = rs
+	}
+	return Compare(sets[0], sets[1]), nil
+}
 
 // CompareRow is one series present in two runs: its samples/sec in run A
 // and run B (the median of the passed results of the series in each run)

@@ -271,3 +271,31 @@ func TestCompare(t *testing.T) {
 		t.Fatalf("only: %+v %+v", c.OnlyA, c.OnlyB)
 	}
 }
+
+// The gate's options as a person writes them: an error names the option.
+func TestGateOptions(t *testing.T) {
+	t.Parallel()
+	ok := GateOptions{BaselineBranch: "main", Window: 10, Threshold: "5%", MinHistory: 5, NoiseK: 3, Repeats: 2}
+	c, err := ok.Config()
+	if err != nil || c.Threshold != 0.05 || c.Repeats != 2 || c.Window != 10 {
+		t.Fatalf("%+v: %v", c, err)
+	}
+	for _, tc := range []struct {
+		edit func(*GateOptions)
+		opt  string
+	}{
+		{func(o *GateOptions) { o.Threshold = "5" }, "threshold"},
+		{func(o *GateOptions) { o.BaselineBranch = "" }, "baseline-branch"},
+		{func(o *GateOptions) { o.BaselineBranch = "a\nb" }, "baseline-branch"},
+		{func(o *GateOptions) { o.Window = 0 }, "window"},
+		{func(o *GateOptions) { o.MinHistory = 11 }, "min-history"},
+		{func(o *GateOptions) { o.Repeats = -1 }, "confirm"},
+		{func(o *GateOptions) { o.NoiseK = 0 }, "noise-k"},
+	} {
+		o := ok
+		tc.edit(&o)
+		if _, err := o.Config(); err == nil || !strings.HasPrefix(err.Error(), tc.opt) {
+			t.Errorf("%+v: %v, want an error about %s", o, err, tc.opt)
+		}
+	}
+}

@@ -104,12 +104,21 @@ func WriteJUnit(w io.Writer, r *RunReport) error {
 			suite.Errors++
 		case row.Verdict == string(VerdictRegression) && r.GateOn:
 			msg := regressionText(v, r.Gate)
+			if v.Confirmation != nil {
+				msg += "; " + attemptsText(v.Confirmation)
+			}
 			c.Failure = &junitProblem{Type: "regression", Message: "performance regression: " + msg, Text: msg}
 			suite.Failures++
 		}
 		if row.Verdict != "" && c.Failure == nil && c.Error == nil && v != nil {
 			if t := regressionText(v, r.Gate); t != "" {
 				c.SystemOut = "verdict " + row.Verdict + ": " + t
+			}
+		}
+		if v != nil && v.Confirmation != nil {
+			c.Properties = append(c.Properties, attemptProperties(v.Confirmation)...)
+			if c.Failure == nil {
+				c.SystemOut = strings.TrimPrefix(c.SystemOut+"\n", "\n") + attemptsText(v.Confirmation)
 			}
 		}
 		suite.Cases = append(suite.Cases, c)
@@ -212,4 +221,22 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return Shorten(s, 200)
+}
+
+// attemptProperties are a confirmed job's attempts as testcase
+// properties: attempts (how many), attempt.<n> (samples/sec or status and
+// board of each, the original 0), median.
+func attemptProperties(c *Confirmation) []junitProperty {
+	p := []junitProperty{{"attempts", strconv.Itoa(len(c.Attempts))}}
+	for _, a := range c.Attempts {
+		v := strconv.FormatFloat(a.SamplesPerSec, 'f', 3, 64)
+		if a.Status != protocol.StatusPassed {
+			v = statusWord(a.Status)
+		}
+		if a.Board != "" {
+			v += " on " + a.Board
+		}
+		p = append(p, junitProperty{"attempt." + strconv.Itoa(a.Repeat), v})
+	}
+	return append(p, junitProperty{"median", strconv.FormatFloat(c.Median, 'f', 3, 64)}, junitProperty{"reproduced", strconv.FormatBool(c.Reproduced)})
 }

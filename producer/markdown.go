@@ -72,6 +72,15 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 			}
 		}
 	}
+	var attempts strings.Builder
+	for _, row := range ordered {
+		if v := r.verdictOf(row.Job); v != nil && v.Confirmation != nil {
+			fmt.Fprintf(&attempts, "- `%s`: %s\n", mdCode(nameOf[row.Job]), mdCell(attemptsText(v.Confirmation)))
+		}
+	}
+	if attempts.Len() > 0 {
+		b.WriteString("\n### Confirmation repeats\n\n" + attempts.String())
+	}
 	if failed > 0 {
 		b.WriteString("\n### Failures\n\n")
 		for _, row := range ordered {

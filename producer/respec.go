@@ -31,6 +31,7 @@ func (e *RunDiffersError) Is(target error) bool { return target == ErrRunDiffers
 // sameJobs checks that jobs are exactly the jobs of the run m (job ids are
 // a hash of the run and the cell, so the same spec gives the same ids).
 func sameJobs(m *protocol.RunManifest, jobs []*protocol.Job) error {
+	m = withoutRepeats(m) // the gate's confirmation repeats are not the submit's
 	have := map[string]protocol.ManifestJob{}
 	withCells := true
 	for _, j := range m.Jobs {

@@ -1,14 +1,19 @@
 package producer
 
 import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 // Row is one job of a run's summary.
@@ -31,6 +36,9 @@ type Row struct {
 	// Verdict is the regression gate's verdict when it ran.
 	Verdict string
 	Result  *protocol.Result
+	// Repeats are the job's confirmation repeats (protocol.ManifestJob
+	// Repeat and Of), in repeat order: attempts of this row, not rows.
+	Repeats []Attempt
 }
 
 // Rows builds the summary rows of a run from its job states, in manifest
@@ -38,7 +46,11 @@ type Row struct {
 // (a dead-lettered job is an error); events give the progress of the rest.
 func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 	var rows []Row
+	repeats := repeatsOf(m)
 	for _, st := range Sorted(m, states) {
+		if st.Job.Repeat > 0 && states[st.Job.Of] != nil {
+			continue // an attempt of its original's row
+		}
 		r := Row{Job: st.Job.ID, Model: st.Job.Model, Pool: st.Job.Pool, Runner: st.Job.Runner, BatchSize: st.Job.BatchSize,
 			DataFormat: st.Job.DataFormat, Status: st.Status(), Attempt: st.Attempt}
 		switch {
@@ -65,6 +77,17 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 			r.Reason = fmt.Sprintf("reported %s; no stored result read (yet)", st.Kind)
 		default:
 			r.Reason = string(st.Kind)
+		}
+		for _, rj := range repeats[st.Job.ID] {
+			rs := states[rj.ID]
+			if rs == nil {
+				continue
+			}
+			res := rs.Result
+			if res == nil && rs.Terminal() {
+				res = &protocol.Result{Job: rj.ID, Status: rs.Status()}
+			}
+			r.Repeats = append(r.Repeats, attemptOf(rj.ID, rj.Repeat, res))
 		}
 		rows = append(rows, r)
 	}
@@ -149,4 +172,194 @@ func Shorten(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
+}
+
+// ResultQuery is a results query as a person writes it: every field
+// optional; Since a date (2026-11-01), an RFC 3339 time or an age (72h,
+// 30d).
+type ResultQuery struct {
+	Model, Pool, Run, Commit, Branch, Status, Since string
+}
+
+// Filter validates q and gives its storage filter, ages counted back from
+// now. An error starts with the field it is about ("pool", "run",
+// "status", "since").
+func (q ResultQuery) Filter(now time.Time) (storage.Filter, error) {
+	f := storage.Filter{Model: q.Model, Pool: q.Pool, Run: q.Run, Commit: q.Commit, Branch: q.Branch, Status: protocol.Status(q.Status)}
+	if q.Pool != "" && !protocol.ValidPool(q.Pool) {
+		return f, fmt.Errorf("pool %q: want one of %s", q.Pool, strings.Join(protocol.Pools, ", "))
+	}
+	if q.Run != "" {
+		if err := protocol.ValidID("run", q.Run); err != nil {
+			return f, fmt.Errorf("run: %w", err)
+		}
+	}
+	switch f.Status {
+	case "", protocol.StatusPassed, protocol.StatusFailed, protocol.StatusError, protocol.StatusTimeout, protocol.StatusCancelled:
+	default:
+		return f, fmt.Errorf("status %q: want passed, failed, error, timeout or cancelled", q.Status)
+	}
+	if q.Since != "" {
+		t, err := ParseSince(q.Since, now)
+		if err != nil {
+			return f, fmt.Errorf("since %q: %w", q.Since, err)
+		}
+		f.Since = t
+	}
+	return f, nil
+}
+
+// Describe lists the filters set, e.g. " — model resnet50, since 30d", or
+// "" when none is.
+func (q ResultQuery) Describe() string {
+	var parts []string
+	for _, p := range [][2]string{{"model", q.Model}, {"pool", q.Pool}, {"run", q.Run}, {"commit", q.Commit},
+		{"branch", q.Branch}, {"since", q.Since}, {"status", q.Status}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " — " + strings.Join(parts, ", ")
+}
+
+// ParseSince reads a date (2026-11-01), an RFC 3339 time, or an age such
+// as 72h or 30d counted back from now.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, errors.New("want a date (2006-01-02), an RFC 3339 time, or an age like 72h or 30d")
+}
+
+// WriteResults writes results as `results query` prints them: format
+// "json" (an array of Result documents), "csv" (a header and one row per
+// result, job text escaped against spreadsheet formulas) or else a table
+// (job text stripped of terminal escapes) with a count.
+func WriteResults(w io.Writer, rs []*protocol.Result, format string) error {
+	switch format {
+	case "json":
+		if rs == nil {
+			rs = []*protocol.Result{}
+		}
+		return writeIndentedJSON(w, rs)
+	case "csv":
+		cw := csv.NewWriter(w)
+		_ = cw.Write([]string{"run", "job", "created", "model", "pool", "runner", "batch_size", "data_format", "status",
+			"samples_per_sec", "pcc", "p50_ms", "commit", "branch", "worker", "device", "attempt",
+			"build_kind", "build_commit", "build_cache", "setup_s"})
+		for _, r := range rs {
+			var build protocol.BuildInfo
+			if r.Build != nil {
+				build = *r.Build
+			}
+			_ = cw.Write(escape.CSVRow([]string{r.Run, r.Job, r.RunCreatedAt.Format(time.RFC3339), r.Benchmark.Model, r.Pool, r.Runner,
+				strconv.Itoa(r.Benchmark.BatchSize), r.Benchmark.DataFormat, string(r.Status),
+				csvNum(r.Measurements.SamplesPerSec), csvNum(r.PCC.Value),
+				csvNum(r.Measurements.IterationMS.P50), r.Source.Commit, r.Source.Branch,
+				r.Worker.ID, r.Device.ID, strconv.Itoa(r.Attempt),
+				build.Kind, build.Commit, build.Cache, csvNum(r.Phases.SetupS)}))
+		}
+		cw.Flush()
+		return cw.Error()
+	default:
+		tw := tabwriter.NewWriter(escape.TerminalWriter(w), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CREATED\tRUN\tJOB\tMODEL\tPOOL\tBATCH\tFORMAT\tSAMPLES/S\tPCC\tSTATUS\tCOMMIT")
+		for _, r := range rs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.RunCreatedAt.Format("2006-01-02 15:04"),
+				r.Run, r.Job, r.Benchmark.Model, r.Pool, r.Benchmark.BatchSize, r.Benchmark.DataFormat,
+				FmtRate(r.Measurements.SamplesPerSec), FmtPCC(r.PCC.Value), r.Status, ShortCommit(r.Source.Commit))
+		}
+		fmt.Fprintf(tw, "(%s)\n", plural(len(rs), "1 result", strconv.Itoa(len(rs))+" results"))
+		return tw.Flush()
+	}
+}
+
+// csvNum is a measured figure, or empty when it was not measured (0).
+func csvNum(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// writeIndentedJSON writes v as indented JSON and a newline, as every
+// JSON output of the command line is written.
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// ProgressPrinter shows a run's progress (Progress.String) as a live bar
+// on a TTY and as a line every 5 s otherwise. Not safe for concurrent use.
+type ProgressPrinter struct {
+	w       io.Writer
+	tty     bool
+	last    time.Time
+	lastTxt string
+	start   time.Time
+}
+
+// NewProgressPrinter prints to w, with the live bar when tty.
+func NewProgressPrinter(w io.Writer, tty bool) *ProgressPrinter {
+	return &ProgressPrinter{w: w, tty: tty, start: time.Now()}
+}
+
+// Update shows pr (on a TTY at most every 100 ms, else when it changed and
+// 5 s passed, or the run is done).
+func (p *ProgressPrinter) Update(pr Progress) {
+	txt := pr.String()
+	now := time.Now()
+	if p.tty {
+		if now.Sub(p.last) < 100*time.Millisecond && pr.All.Done() < pr.All.Total {
+			return
+		}
+		fmt.Fprintf(p.w, "\r\033[K%s %s", bar(pr.All.Done(), pr.All.Total, 24), txt)
+	} else {
+		if txt == p.lastTxt || (now.Sub(p.last) < 5*time.Second && pr.All.Done() < pr.All.Total) {
+			return
+		}
+		fmt.Fprintf(p.w, "[%s] %s\n", time.Since(p.start).Truncate(time.Second), txt)
+	}
+	p.last, p.lastTxt = now, txt
+}
+
+// Interrupt runs fn (which writes a line elsewhere, e.g. stderr) so that it
+// does not land inside the live bar on a TTY.
+func (p *ProgressPrinter) Interrupt(fn func()) {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.last = time.Time{}
+	}
+	fn()
+}
+
+// Finish ends the live bar's line.
+func (p *ProgressPrinter) Finish() {
+	if p.tty {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func bar(done, total, width int) string {
+	if total <= 0 {
+		return "[" + strings.Repeat(" ", width) + "]"
+	}
+	n := done * width / total
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
 }

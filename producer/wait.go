@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -462,4 +463,75 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 // ProgressOf summarizes the states of a run's jobs.
 func ProgressOf(m *protocol.RunManifest, states map[string]*JobState) Progress {
 	return progress(m.Run, states, nil)
+}
+
+// WatchService runs sw (its Workers from js's bench-workers) until the
+// returned stop is called: it checks the fleet once before it returns,
+// then watches in a goroutine that stop ends and waits for. A fleet that
+// cannot be opened is no watch (it is a hint): stop does nothing then.
+func WatchService(ctx context.Context, js jetstream.JetStream, sw *ServiceWatch) (stop func()) {
+	topo, err := topology.Open(ctx, js)
+	if err != nil {
+		return func() {}
+	}
+	sw.Workers = topo.Workers
+	sw.Check(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sw.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// SpooledReport says, per worker, which of a run's results (progress p)
+// wait in a worker's spool and what becomes of them, from the fleet's
+// heartbeats read through js (SpooledNotes); nil when none is spooled.
+func SpooledReport(ctx context.Context, js jetstream.JetStream, p Progress) []string {
+	if p.All.Spooled == 0 {
+		return nil
+	}
+	var fleet []protocol.WorkerStatus
+	if topo, err := topology.Open(ctx, js); err == nil {
+		fleet, _ = ReadFleet(ctx, topo.Workers)
+	}
+	return SpooledNotes(p, fleet)
+}
+
+// String is the progress in one line, e.g. "3/5 done (2 passed, 1
+// failed), 1 running, 1 queued | n150 1/2 sim 2/3 (1 failed)".
+func (p Progress) String() string {
+	c := p.All
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d done (%d passed, %d failed", c.Done(), c.Total, c.Passed, c.Failed)
+	if c.Cancelled > 0 {
+		fmt.Fprintf(&b, ", %d cancelled", c.Cancelled)
+	}
+	fmt.Fprintf(&b, "), %d running, %d queued", c.Running, c.Queued)
+	if c.Recording > 0 {
+		fmt.Fprintf(&b, ", %d recording", c.Recording)
+	}
+	for _, note := range SpooledNotes(p, nil) {
+		b.WriteString("; " + note)
+	}
+	if len(p.ByPool) > 1 {
+		pools := make([]string, 0, len(p.ByPool))
+		for k := range p.ByPool {
+			pools = append(pools, k)
+		}
+		sort.Strings(pools)
+		b.WriteString(" |")
+		for _, k := range pools {
+			pc := p.ByPool[k]
+			fmt.Fprintf(&b, " %s %d/%d", k, pc.Done(), pc.Total)
+			if pc.Failed > 0 {
+				fmt.Fprintf(&b, " (%d failed)", pc.Failed)
+			}
+		}
+	}
+	return b.String()
 }

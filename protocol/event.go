@@ -146,6 +146,12 @@ type ManifestJob struct {
 	// Cell is the job's Cell() text, so a re-submit can say what differs;
 	// absent in manifests written before it was added.
 	Cell string `json:"cell,omitempty"`
+	// Repeat and Of mark a confirmation repeat (Job.Repeat 1..MaxRepeat)
+	// of the run's job Of, added by the regression gate; absent (0, "")
+	// for the run's own jobs. A repeat is an attempt of Of's row, not a
+	// row of its own.
+	Repeat int    `json:"repeat,omitempty"`
+	Of     string `json:"of,omitempty"`
 }
 
 // DeadLetter is a job that will not be run again without a deliberate retry.

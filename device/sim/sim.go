@@ -111,7 +111,7 @@ func (*Runner) Check(b protocol.Benchmark) error { return nil }
 
 // Run implements device.Runner.
 func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, rec device.Recorder) (*device.Outcome, error) {
-	p, err := parse(job.Labels)
+	p, err := parse(labelsOf(job))
 	if err != nil {
 		return nil, err
 	}

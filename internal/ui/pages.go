@@ -171,8 +171,11 @@ func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary) st
 	case producer.RunFailed:
 		return string(producer.OutcomeFail)
 	}
+	// Keyed by the run and its job count: confirmation repeats added to a
+	// run that looked finished change its verdict.
+	key := fmt.Sprintf("%s#%d", rs.Manifest.Run, len(rs.Manifest.Jobs))
 	s.mu.Lock()
-	v, ok := s.verdicts[rs.Manifest.Run]
+	v, ok := s.verdicts[key]
 	s.mu.Unlock()
 	if ok {
 		return v
@@ -186,30 +189,28 @@ func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary) st
 	if len(s.verdicts) > 10000 {
 		clear(s.verdicts)
 	}
-	s.verdicts[rs.Manifest.Run] = v
+	s.verdicts[key] = v
 	s.mu.Unlock()
 	return v
 }
 
-// report is a run with the gate's verdicts: from states when given (a
-// Watcher snapshot), else from the run's stored results.
+// report is a run with the gate's verdicts (producer.Judge, the gate every
+// front end shares): from states when given (a Watcher snapshot), else
+// from the run's stored results.
 func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map[string]*producer.JobState) (*producer.RunReport, error) {
-	var rows []producer.Row
+	var (
+		v   *producer.RunVerdict
+		err error
+	)
 	if states != nil {
-		rows = producer.Rows(m, states)
+		v, err = producer.Judge(ctx, producer.JudgeRequest{Manifest: m, Rows: producer.Rows(m, states), Gate: true, GateConfig: s.cfg.Gate, History: s.history})
 	} else {
-		rs, _, err := storage.Query(ctx, s.cfg.Store, storage.Filter{Run: m.Run, Since: m.CreatedAt.Add(-time.Second)})
-		if err != nil {
-			return nil, err
-		}
-		rows = producer.RowsFromResults(m, rs)
+		v, err = producer.JudgeStored(ctx, producer.StoredJudge{Run: m.Run, Manifest: m, Store: s.cfg.Store, Query: s.history, Gate: true, GateConfig: s.cfg.Gate})
 	}
-	verdicts, err := s.gate.Evaluate(ctx, m, rows)
 	if err != nil {
 		return nil, err
 	}
-	producer.ApplyVerdicts(rows, verdicts)
-	return &producer.RunReport{Manifest: m, Rows: rows, Verdicts: verdicts, Gate: s.cfg.Gate, GateOn: true}, nil
+	return v.Report, nil
 }
 
 // jobRow is one job of the run page.
@@ -437,7 +438,14 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.failBack(w, r, http.StatusNotFound, fmt.Errorf("run %s has no job %q", m.Run, id), "/runs/"+m.Run, "run "+m.Run)
 		return
 	}
-	rep, err := s.report(ctx, m, map[string]*producer.JobState{id: js})
+	// The job and its confirmation repeats, which are its attempts.
+	sub := map[string]*producer.JobState{id: js}
+	for _, j := range m.Jobs {
+		if j.Of == id && st[j.ID] != nil {
+			sub[j.ID] = st[j.ID]
+		}
+	}
+	rep, err := s.report(ctx, m, sub)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return

@@ -50,6 +50,7 @@ func (a *app) benchCmd() *cobra.Command {
 		a.benchChaosCmd(),
 		a.benchBuildsCmd(),
 		a.benchScheduleCmd(),
+		a.benchGateCmd(),
 	)
 	return cmd
 }

@@ -164,8 +164,9 @@ func TestCISubmitGateReportsAndReattach(t *testing.T) {
 
 	// The results report 900 samples/sec (sim.samples_per_sec).
 	results := testfleet.Results(t, f.store, run)
-	if len(results) != 3 {
-		t.Fatalf("%d results, want 3", len(results))
+	// Three jobs, and the two confirmation repeats of the regression.
+	if len(results) != 5 {
+		t.Fatalf("%d results, want 5", len(results))
 	}
 	for _, r := range results {
 		if s := r.Measurements.SamplesPerSec; s < 897 || s > 903 {
@@ -290,8 +291,8 @@ func TestCISubmitGateReportsAndReattach(t *testing.T) {
 	}
 	verdicts := map[string]string{}
 	for _, r := range rows {
-		if len(r) != 9 {
-			t.Errorf("gate row has %d fields, want the 9 of the contract: %v", len(r), r)
+		if _, ok := r["confirmation"]; len(r) != 9 && !(ok && len(r) == 10) {
+			t.Errorf("gate row has %d fields, want the 9 of the contract (and its confirmation): %v", len(r), r)
 		}
 		verdicts[r["model"].(string)] = r["verdict"].(string)
 		if r["model"] == "simnet-new" && (r["baseline"] != nil || r["change"] != nil) {
@@ -360,6 +361,8 @@ func TestCIGateFailureTakesPrecedence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The verdicts and the report are the library's (producer
+	// TestJudgeStored); here: the exit code, the output, the file written.
 	md := filepath.Join(t.TempDir(), "summary.md")
 	code, out, errOut := ciRun(t, "results", "gate", "--run", "pr-1", "--store", "file://"+dir, "--summary-md", md)
 	if code != ExitFailed {
@@ -368,11 +371,8 @@ func TestCIGateFailureTakesPrecedence(t *testing.T) {
 	if !strings.Contains(out, "gate FAIL: 1 regression(s), 1 failed") {
 		t.Errorf("output:\n%s", out)
 	}
-	data, _ := os.ReadFile(md)
-	s := string(data)
-	if !strings.Contains(s, "`pr-1`: FAIL") || !strings.Contains(s, "pcc 0.31 below 0.99") ||
-		strings.Index(s, "| simnet-a |") > strings.Index(s, "| simnet-b |") {
-		t.Errorf("markdown: want FAIL, the PCC reason, the regression row first:\n%s", s)
+	if data, _ := os.ReadFile(md); !strings.Contains(string(data), "`pr-1`: FAIL") {
+		t.Errorf("--summary-md: want the FAIL report:\n%s", data)
 	}
 }
 

@@ -71,7 +71,7 @@ passed. Results stay in DIR/store/results/v1/...`,
 				return err
 			}
 			fmt.Fprintf(a.stdout, "run %s: %s submitted\n", sub.Run, jobCount(len(sub.Jobs)))
-			return a.waitRun(ctx, p.JS, res.Manifest, waitOptions{timeout: time.Hour, inProcess: true})
+			return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest}, waitOptions{timeout: time.Hour, inProcess: true})
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data", "./benchfleet-data", "directory for the embedded NATS data and the file store")

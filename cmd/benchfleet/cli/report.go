@@ -26,7 +26,7 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []pro
 			return nil, ExitFailed, err
 		}
 		defer b.Close()
-		req.History = a.historyFrom(ctx, b)
+		req.History = a.historyFrom(b)
 	}
 	v, err := producer.Judge(ctx, req)
 	switch {

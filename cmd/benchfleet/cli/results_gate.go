@@ -3,11 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,53 +13,36 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// gateFlags are the regression gate's tuning flags, shared by `submit`
-// and `results gate`.
-type gateFlags struct {
-	baseline   string
-	window     int
-	threshold  string
-	minHistory int
-	noiseK     float64
-}
+// gateFlags are the regression gate's tuning flags, shared by `submit`,
+// `results gate`, `serve` and `bench gate`.
+type gateFlags struct{ o producer.GateOptions }
 
 func (g *gateFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.baseline, "baseline-branch", producer.DefaultBaselineBranch, "branch whose passed results are the baseline")
-	fs.IntVar(&g.window, "window", producer.DefaultWindow, "baseline: median of the last N passed results of each series")
-	fs.StringVar(&g.threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
-	fs.IntVar(&g.minHistory, "min-history", producer.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
-	fs.Float64Var(&g.noiseK, "noise-k", producer.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
+	fs.StringVar(&g.o.BaselineBranch, "baseline-branch", producer.DefaultBaselineBranch, "branch whose passed results are the baseline")
+	fs.IntVar(&g.o.Window, "window", producer.DefaultWindow, "baseline: median of the last N passed results of each series")
+	fs.StringVar(&g.o.Threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
+	fs.IntVar(&g.o.MinHistory, "min-history", producer.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
+	fs.Float64Var(&g.o.NoiseK, "noise-k", producer.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
+}
+
+// registerConfirm adds --confirm, for the commands that can re-queue.
+func (g *gateFlags) registerConfirm(fs *pflag.FlagSet) {
+	fs.IntVar(&g.o.Repeats, "confirm", producer.DefaultRepeats, "re-run a suspected regression N more times (high priority, on other boards when the pool has them) and fail only when the median of its attempts regressed too; 0: fail at once")
 }
 
 // config validates the flags; every error is a usage error naming its flag.
 func (g *gateFlags) config() (producer.GateConfig, error) {
-	th, err := producer.ParseThreshold(g.threshold)
+	cfg, err := g.o.Config()
 	if err != nil {
-		return producer.GateConfig{}, usageErr("--threshold: %v", err)
-	}
-	switch {
-	case g.baseline == "":
-		return producer.GateConfig{}, usageErr("--baseline-branch: must not be empty")
-	case g.window < 1 || g.window > 1000:
-		return producer.GateConfig{}, usageErr("--window %d: must be between 1 and 1000", g.window)
-	case g.minHistory < 1 || g.minHistory > g.window:
-		return producer.GateConfig{}, usageErr("--min-history %d: must be between 1 and --window (%d)", g.minHistory, g.window)
-	case !(g.noiseK > 0) || g.noiseK > 100:
-		return producer.GateConfig{}, usageErr("--noise-k %v: must be above 0 and at most 100 (a small value like 0.01 leaves the threshold alone to decide)", g.noiseK)
-	}
-	cfg := producer.GateConfig{BaselineBranch: g.baseline, Window: g.window, Threshold: th, NoiseK: g.noiseK, MinHistory: g.minHistory}
-	if _, err := cfg.WithDefaults(); err != nil {
-		return producer.GateConfig{}, usageErr("%v", err)
+		return cfg, usageErr("--%v", err)
 	}
 	return cfg, nil
 }
 
 // historyFrom reads baseline history through the CLI's results query
 // (which uses the Parquet index where there is one).
-func (a *app) historyFrom(ctx context.Context, b storage.Bucket) producer.HistoryFunc {
-	return func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
-		return a.query(ctx, b, f)
-	}
+func (a *app) historyFrom(b storage.Bucket) producer.HistoryFunc {
+	return func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) { return a.query(ctx, b, f) }
 }
 
 const gateHelp = `The gate compares each job's samples/sec with the history of its series
@@ -74,7 +53,11 @@ of the last --window passed results, the noise band is --noise-k × σ with
 regression when it is slower than the baseline by more than BOTH
 --threshold and the noise band; improved when faster by more than both;
 insufficient-history when the series has fewer than --min-history results
-(reported, never a failure); failed when the job did not pass.`
+(reported, never a failure); failed when the job did not pass. A suspected
+regression that submit re-ran (--confirm N, default 2: at high priority, on
+other boards of the pool when it has them) is judged on the median of its
+attempts, at the noise band of a median: a regression only when the median
+is one too, else not-reproduced (reported with its attempts, not failed).`
 
 const notifyHelp = `--notify URL posts the regressed and failed jobs of a run that did not pass
 as JSON (a Slack/Mattermost "text" plus structured fields), once per run
@@ -110,7 +93,8 @@ func (a *app) resultsGateCmd() *cobra.Command {
 
 JSON output: an array of {job, model, pool, batch_size, data_format,
 baseline, value, change, verdict}; baseline and change are null without
-history. The run's manifest is read from the store (runs/<run>/manifest.json),
+history; a job with repeats also has confirmation {attempts, median,
+reproduced}, and its value and change are the median's. The run's manifest is read from the store (runs/<run>/manifest.json),
 so only --store is needed; without a manifest the run's results are used.
 
 ` + notifyHelp,
@@ -140,41 +124,28 @@ so only --store is needed; without a manifest the run's results are used.
 				return err
 			}
 			defer b.Close()
-			rs, err := a.query(cmd.Context(), b, storage.Filter{Run: run})
-			if err != nil {
-				return err
-			}
-			m, err := storedManifest(ctx, b, run, rs)
-			if err != nil {
-				return err
-			}
-			rows := producer.RowsFromResults(m, rs)
-			g, err := producer.NewGate(cfg, a.historyFrom(ctx, b))
-			if err != nil {
+			v, err := producer.JudgeStored(ctx, producer.StoredJudge{Run: run, Store: b, Query: a.historyFrom(b), Gate: true, GateConfig: cfg})
+			switch {
+			case errors.Is(err, producer.ErrNoRun), errors.Is(err, producer.ErrGateConfig):
 				return usageErr("%v", err)
-			}
-			verdicts, err := g.Evaluate(ctx, m, rows)
-			if err != nil {
+			case err != nil:
 				return err
 			}
-			producer.ApplyVerdicts(rows, verdicts)
-			rep := &producer.RunReport{Manifest: m, Rows: rows, Verdicts: verdicts, Gate: g.Config(), GateOn: true}
+			rep := v.Report
 			if format == "json" {
-				if verdicts == nil {
-					verdicts = []producer.GateRow{}
-				}
-				if err := writeJSON(a.stdout, verdicts); err != nil {
-					return err
-				}
-			} else if err := writeGateTable(a.stdout, rep); err != nil {
+				err = writeJSON(a.stdout, append([]producer.GateRow{}, rep.Verdicts...))
+			} else {
+				err = producer.WriteGateTable(a.stdout, rep)
+			}
+			if err != nil {
 				return err
 			}
 			if err := writeReports(rep, junitPath, summaryPath); err != nil {
 				return err
 			}
 			nf.send(ctx, a, b, rep)
-			if code := rep.Outcome().ExitCode(); code != ExitOK {
-				return exitCode(code)
+			if v.Code != ExitOK {
+				return exitCode(v.Code)
 			}
 			return nil
 		},
@@ -189,24 +160,6 @@ so only --store is needed; without a manifest the run's results are used.
 	fl.StringVar(&nf.commit, "commit", os.Getenv("GITHUB_SHA"), "with --github-token: the commit to set the status on; the run's must be the same (env GITHUB_SHA)")
 	fl.StringVar(&nf.repo, "repo", os.Getenv("GITHUB_REPOSITORY"), "with --github-token: the repository of --commit (env GITHUB_REPOSITORY)")
 	return cmd
-}
-
-// storedManifest reads a run's manifest from the store, or rebuilds it
-// from the run's results. A run with neither is a usage error.
-func storedManifest(ctx context.Context, b storage.Bucket, run string, rs []*protocol.Result) (*protocol.RunManifest, error) {
-	var m protocol.RunManifest
-	err := storage.GetJSON(ctx, b, storage.ManifestKey(run), &m)
-	switch {
-	case err == nil && m.Run == run:
-		return &m, nil
-	case err == nil:
-		return nil, fmt.Errorf("run %s: the stored manifest names run %q", run, m.Run)
-	case !errors.Is(err, storage.ErrNotFound):
-		return nil, err
-	case len(rs) == 0:
-		return nil, usageErr("run %q: no manifest and no results in the store", run)
-	}
-	return producer.ManifestFromResults(run, rs), nil
 }
 
 func (a *app) resultsCompareCmd() *cobra.Command {
@@ -227,104 +180,23 @@ data_format, a, b, change, a_status, b_status}.`,
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
-			for _, r := range args {
-				if err := protocol.ValidID("run", r); err != nil {
-					return usageErr("%v", err)
-				}
-			}
-			ctx := cmd.Context()
-			b, err := a.openStoreRead(ctx)
+			b, err := a.openStoreRead(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			var sets [2][]*protocol.Result
-			for i, r := range args {
-				rs, err := a.query(cmd.Context(), b, storage.Filter{Run: r})
-				if err != nil {
-					return err
-				}
-				if len(rs) == 0 {
-					return usageErr("run %q: no results in the store", r)
-				}
-				sets[i] = rs
-			}
-			c := producer.Compare(sets[0], sets[1])
-			if format == "json" {
-				rows := c.Rows
-				if rows == nil {
-					rows = []producer.CompareRow{}
-				}
-				return writeJSON(a.stdout, rows)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "MODEL\tPOOL\tBATCH\tFORMAT\tRUNNER\t%s\t%s\tCHANGE\n", shortRun(args[0]), shortRun(args[1]))
-			for _, r := range c.Rows {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Model, r.Pool, r.BatchSize, r.DataFormat, r.Runner,
-					rateOrStatus(r.A, r.AStatus), rateOrStatus(r.B, r.BStatus), producer.FmtChange(r.Change))
-			}
-			if err := tw.Flush(); err != nil {
+			c, err := producer.CompareRuns(cmd.Context(), a.historyFrom(b), args[0], args[1])
+			if errors.Is(err, producer.ErrNoResults) || errors.Is(err, protocol.ErrInvalid) {
+				return usageErr("%v", err)
+			} else if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "(%d series in both runs", len(c.Rows))
-			if len(c.OnlyA) > 0 {
-				fmt.Fprintf(a.stdout, "; %d only in %s", len(c.OnlyA), args[0])
+			if format == "json" {
+				return writeJSON(a.stdout, append([]producer.CompareRow{}, c.Rows...))
 			}
-			if len(c.OnlyB) > 0 {
-				fmt.Fprintf(a.stdout, "; %d only in %s", len(c.OnlyB), args[1])
-			}
-			fmt.Fprintln(a.stdout, ")")
-			return nil
+			return producer.WriteCompareTable(a.stdout, c, args[0], args[1])
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "table or json")
 	return cmd
-}
-
-func shortRun(r string) string {
-	if len(r) > 24 {
-		return r[:24]
-	}
-	return r
-}
-
-func rateOrStatus(v float64, s protocol.Status) string {
-	if v > 0 {
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	if s == "" {
-		return "-"
-	}
-	return string(s)
-}
-
-// writeGateTable prints the gate's verdicts and a closing line with the
-// counts and the outcome.
-func writeGateTable(w io.Writer, rep *producer.RunReport) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tMODEL\tPOOL\tBATCH\tFORMAT\tBASELINE\tVALUE\tCHANGE\tBAND\tHISTORY\tVERDICT")
-	for _, v := range rep.Verdicts {
-		base, band := "-", "-"
-		if v.Baseline != nil {
-			base = strconv.FormatFloat(*v.Baseline, 'f', 1, 64)
-			band = "±" + strconv.FormatFloat(v.Band, 'f', 1, 64)
-		}
-		val := "-"
-		if v.Value > 0 {
-			val = strconv.FormatFloat(v.Value, 'f', 1, 64)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.Job, v.Model, v.Pool, v.BatchSize, v.DataFormat,
-			base, val, producer.FmtChange(v.Change), band, v.History, v.Verdict)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	c := producer.CountVerdicts(rep.Verdicts)
-	unfinished := ""
-	if c.Unfinished > 0 {
-		unfinished = fmt.Sprintf(", %d unfinished", c.Unfinished)
-	}
-	_, err := fmt.Fprintf(w, "gate %s: %d regression(s), %d failed%s, %d improved, %d ok, %d insufficient-history (%s)\n",
-		rep.Outcome(), c.Regressions, c.Failed, unfinished, c.Improved, c.OK, c.InsufficientHistory, rep.Gate)
-	return err
 }

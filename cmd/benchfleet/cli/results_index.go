@@ -1,16 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/export"
 )
@@ -39,7 +36,7 @@ processes killed midway.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := storage.CompactOptions{Force: force}
 			if since != "" {
-				t, err := parseSince(since, time.Now())
+				t, err := producer.ParseSince(since, time.Now())
 				if err != nil {
 					return usageErr("--since %q: %v", since, err)
 				}
@@ -51,34 +48,17 @@ processes killed midway.`,
 				return err
 			}
 			defer b.Close()
-			start := time.Now()
-			// A file store also sheds the temporary files of writes killed
-			// midway (never keys; nothing else removes them).
-			temps := 0
-			if fb, ok := storage.AsFile(b); ok {
-				if temps, err = fb.RemoveStaleTemps(ctx, storage.StaleTempAge); err != nil {
-					a.log.Warn().Err(err).Msg("could not remove stale temporary files")
-				}
+			rep, err := storage.Maintain(ctx, b, opts)
+			if rep.TempsErr != nil {
+				a.log.Warn().Err(rep.TempsErr).Msg("could not remove stale temporary files")
 			}
-			st, err := storage.Compact(ctx, b, opts)
-			for _, k := range st.Unreadable {
+			for _, k := range rep.Unreadable {
 				a.log.Warn().Str("key", k).Msg("result could not be decoded; left out of the index")
 			}
 			if err != nil {
 				return err
 			}
-			extra := ""
-			if st.Sealed > 0 {
-				extra += fmt.Sprintf(", %d sealed", st.Sealed)
-			}
-			if st.LateCleared > 0 {
-				extra += fmt.Sprintf(", %d late results folded in", st.LateCleared)
-			}
-			if temps > 0 {
-				extra += ", " + count(temps, "stale temporary file") + " removed"
-			}
-			fmt.Fprintf(a.stdout, "compacted %d of %d date partitions (%d rows written, %d current%s, %d stale parts removed) in %s\n",
-				st.Written, st.Partitions, st.Rows, st.Current, extra, st.Removed, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintln(a.stdout, rep)
 			return nil
 		},
 	}
@@ -121,7 +101,14 @@ other filters are those of 'results query'.`,
 			if err != nil {
 				return err
 			}
-			return writeExport(a.stdout, out, rs)
+			err = export.WriteTo(a.stdout, out, rs)
+			if pe := (*export.PathError)(nil); errors.As(err, &pe) {
+				return usageErr("--out %v", pe)
+			}
+			if err != nil && out != "" {
+				return fmt.Errorf("--out %w", err)
+			}
+			return err
 		},
 	}
 	fl := cmd.Flags()
@@ -131,60 +118,4 @@ other filters are those of 'results query'.`,
 	// a passing test.
 	addFilterFlags(cmd, &q, "passed", "passed, failed, error, timeout, cancelled or all")
 	return cmd
-}
-
-// writeExport writes rs as benchmark JSON lines to path, or to stdout when
-// path is empty. A file is written to a temporary name and renamed, so a
-// reader never sees half an export.
-func writeExport(stdout io.Writer, path string, rs []*protocol.Result) error {
-	if path == "" {
-		return export.WriteJSONL(stdout, rs)
-	}
-	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
-		return writeExportDir(stdout, path, rs)
-	}
-	if err := writeExportFile(path, rs); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "exported %s to %s\n", count(len(rs), "result"), path)
-	return nil
-}
-
-// writeExportDir writes one file per pipeline into dir, named as
-// Tenstorrent's loader names them (export.FileName).
-func writeExportDir(stdout io.Writer, dir string, rs []*protocol.Result) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usageErr("--out %q: %v", dir, err)
-	}
-	names, groups := export.GroupFiles(rs)
-	for _, name := range names {
-		p := filepath.Join(dir, name)
-		if err := writeExportFile(p, groups[name]); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "exported %s to %s\n", count(len(groups[name]), "result"), p)
-	}
-	if len(names) == 0 {
-		fmt.Fprintf(stdout, "exported 0 results (nothing matched)\n")
-	}
-	return nil
-}
-
-func writeExportFile(path string, rs []*protocol.Result) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return usageErr("--out %q: %v", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := export.WriteJSONL(tmp, rs); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("--out %q: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("--out %q: %w", path, err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -49,19 +50,9 @@ a self-contained SVG written atomically. PNG is not supported in this build.`,
 			if err := checkOut(out, ".svg"); err != nil {
 				return err
 			}
-			rs, err := a.trendResults(cmd, &q)
-			if err != nil {
-				return err
-			}
-			var buf bytes.Buffer
-			if err := chart.WriteTrendSVG(&buf, rs, chart.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe()}); err != nil {
-				return err
-			}
-			if err := atomicfile.WriteFile(out, buf.Bytes()); err != nil {
-				return fmt.Errorf("--out %q: %w", out, err)
-			}
-			fmt.Fprintf(a.stdout, "wrote the %s trend of %s to %s\n", m, count(len(rs), "result"), out)
-			return nil
+			return a.writeChart(cmd, &q, out, "the "+string(m)+" trend of", func(w io.Writer, rs []*protocol.Result) error {
+				return chart.WriteTrendSVG(w, rs, chart.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe()})
+			})
 		},
 	}
 	addFilterFlags(cmd, &q, "", "passed, failed, error, timeout or cancelled")
@@ -94,20 +85,9 @@ previous passed result, commit and run. The file is written atomically.`,
 			if err := checkOut(out, ".html", ".htm"); err != nil {
 				return err
 			}
-			rs, err := a.trendResults(cmd, &q)
-			if err != nil {
-				return err
-			}
-			var buf bytes.Buffer
-			opts := chart.ReportOptions{Query: strings.TrimPrefix(q.describe(), " — ")}
-			if err := chart.WriteReportHTML(&buf, rs, opts); err != nil {
-				return err
-			}
-			if err := atomicfile.WriteFile(out, buf.Bytes()); err != nil {
-				return fmt.Errorf("--out %q: %w", out, err)
-			}
-			fmt.Fprintf(a.stdout, "wrote a report of %s to %s\n", count(len(rs), "result"), out)
-			return nil
+			return a.writeChart(cmd, &q, out, "a report of", func(w io.Writer, rs []*protocol.Result) error {
+				return chart.WriteReportHTML(w, rs, chart.ReportOptions{Query: strings.TrimPrefix(q.describe(), " — ")})
+			})
 		},
 	}
 	addFilterFlags(cmd, &q, "", "passed, failed, error, timeout or cancelled")
@@ -133,34 +113,28 @@ func checkOut(out string, exts ...string) error {
 	return usageErr("--out %q: want a %s file", out, exts[0])
 }
 
-// trendResults runs the filtered query; no result is a usage error.
-func (a *app) trendResults(cmd *cobra.Command, q *queryFlags) ([]*protocol.Result, error) {
+// writeChart runs the filtered query (no result is a usage error), renders
+// its results and writes them to out atomically, saying "wrote <what>
+// <n> results to <out>".
+func (a *app) writeChart(cmd *cobra.Command, q *queryFlags, out, what string, render func(io.Writer, []*protocol.Result) error) error {
 	f, err := q.filter()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rs, err := a.queryStore(cmd.Context(), f)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(rs) == 0 {
-		return nil, usageErr("no results match%s", q.describe())
+		return usageErr("no results match%s", q.describe())
 	}
-	return rs, nil
-}
-
-// describe lists the filters set, e.g. " — model resnet50, since 30d", or ""
-// when none is.
-func (q *queryFlags) describe() string {
-	var parts []string
-	for _, p := range []struct{ name, v string }{{"model", q.model}, {"pool", q.pool}, {"run", q.run},
-		{"commit", q.commit}, {"branch", q.branch}, {"since", q.since}, {"status", q.status}} {
-		if p.v != "" {
-			parts = append(parts, p.name+" "+p.v)
-		}
+	var buf bytes.Buffer
+	if err := render(&buf, rs); err != nil {
+		return err
 	}
-	if len(parts) == 0 {
-		return ""
+	if err := atomicfile.WriteFile(out, buf.Bytes()); err != nil {
+		return fmt.Errorf("--out %q: %w", out, err)
 	}
-	return " — " + strings.Join(parts, ", ")
+	fmt.Fprintf(a.stdout, "wrote %s %s to %s\n", what, count(len(rs), "result"), out)
+	return nil
 }

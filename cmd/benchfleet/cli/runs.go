@@ -66,7 +66,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			return a.waitRun(ctx, s.js, m, waitOptions{timeout: watchTimeout})
+			return a.waitRun(ctx, &producer.Watcher{JS: s.js, Manifest: m}, waitOptions{timeout: watchTimeout})
 		},
 	}
 	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
@@ -103,8 +103,8 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			p := producer.ProgressOf(m, states)
-			fmt.Fprintln(a.stdout, progressText(p))
-			a.printSpooled(ctx, s.js, p)
+			fmt.Fprintln(a.stdout, p.String())
+			a.printSpooled(producer.SpooledReport(ctx, s.js, p))
 			return nil
 		},
 	}

@@ -98,6 +98,7 @@ reached (a cluster electing a leader is retried for 30 s first).`,
 	fl.StringArrayVar(&o.BuildWheels, "build-wheel", nil, "wheel file (or pattern like 'dist/*.whl') to upload to the store and measure (repeatable; needs --repo, a full --commit and --store)")
 	fl.StringArrayVar(&o.WheelKeys, "wheel", nil, "wheel already in the store to measure, by its key builds/sha256/<hex>/<name>.whl (repeatable)")
 	f.gateFlags.register(fl)
+	f.gateFlags.registerConfirm(fl)
 	f.notify.register(fl)
 	a.queueFlags(cmd)
 	return cmd
@@ -167,7 +168,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, p.JS, res.Manifest, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
+	return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest}, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
 		warnings: warnings, serviceSaid: said})
 }
 

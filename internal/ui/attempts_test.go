@@ -1,0 +1,50 @@
+package ui_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/device/sim"
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/producer"
+)
+
+// A suspected regression and its confirmation repeats are one job of the
+// run page with its attempts, and its job page shows them too.
+func TestRunPageShowsAttempts(t *testing.T) {
+	t.Parallel()
+	cfg, submit := newFarm(t)
+	jobs := testfleet.SimJobs(t, "ui-confirm", 1, map[string]string{sim.LabelSamplesPerSec: "900", sim.LabelRepeatSamplesPerSec: "1000"})
+	plantHistory(t, cfg.Store, jobs[0], 1000)
+	submit("ui-confirm", jobs)
+	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(testfleet.Results(t, cfg.Store, "ui-confirm")) == 1 })
+	v, err := producer.JudgeStored(t.Context(), producer.StoredJudge{Run: "ui-confirm", Store: cfg.Store, Gate: true, GateConfig: producer.GateConfig{Repeats: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &producer.Confirmer{JS: cfg.JS, Store: cfg.Store, Repeats: 2, Log: zerolog.Nop()}
+	if _, n, err := c.Requeue(t.Context(), v.Report); err != nil || n != 2 {
+		t.Fatalf("requeue: %v, %d queued", err, n)
+	}
+	testfleet.Eventually(t, 30*time.Second, "the repeats' results", func() bool { return len(testfleet.Results(t, cfg.Store, "ui-confirm")) == 3 })
+	hs := serve(t, cfg)
+	code, body := get(t, hs.URL+"/runs/ui-confirm")
+	if code != 200 {
+		t.Fatalf("run page: %d\n%s", code, body)
+	}
+	if n := strings.Count(body, "data-job="); n != 1 {
+		t.Errorf("the run page lists %d jobs, want 1 (the repeats are its attempts)", n)
+	}
+	for _, want := range []string{"not-reproduced", "attempts 900.0 (ui-host/", "not reproduced", "PASS"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("run page lacks %q:\n%s", want, body)
+		}
+	}
+	code, body = get(t, hs.URL+"/runs/ui-confirm/jobs/"+jobs[0].ID)
+	if code != 200 || !strings.Contains(body, "attempts 900.0") || !strings.Contains(body, "median 1") {
+		t.Errorf("job page: %d, want the attempts and their median\n%s", code, body)
+	}
+}

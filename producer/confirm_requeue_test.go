@@ -1,0 +1,85 @@
+package producer_test
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// Requeue records the repeats in the run's manifest (bench-runs, chunked
+// for a big run, and the store's copy), publishes them once at high
+// priority, and a re-submit of the run still re-attaches.
+func TestRequeueRecordsAndPublishesRepeats(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, protocol.ManifestChunkJobs} {
+		srv := testfleet.Server(t)
+		_, js := testfleet.Connect(t, srv.ClientURL())
+		topo := testfleet.Topology(t, js, topology.Config{})
+		store, err := storage.NewFileBucket(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := testfleet.SimJobs(t, "pr-9", n, nil)
+		res := testfleet.Submit(t, js, topo, store, "pr-9", protocol.PriorityNormal, jobs)
+		// The gate's report: the first job passed and is suspect.
+		suspect := &protocol.Result{Job: jobs[0].ID, Run: "pr-9", Pool: "sim", Runner: "sim", Status: protocol.StatusPassed,
+			Benchmark: jobs[0].Benchmark, Labels: jobs[0].Labels, Worker: protocol.WorkerRef{ID: "w1"}, Device: protocol.DeviceRef{ID: "sim-3"},
+			Measurements: protocol.Measurements{SamplesPerSec: 900}}
+		rows := []producer.Row{{Job: jobs[0].ID, Status: protocol.StatusPassed, Result: suspect, Verdict: string(producer.VerdictRegression)}}
+		for _, j := range jobs[1:] {
+			rows = append(rows, producer.Row{Job: j.ID, Status: protocol.StatusPassed})
+		}
+		rep := &producer.RunReport{Manifest: res.Manifest, Rows: rows, GateOn: true,
+			Verdicts: []producer.GateRow{{Job: jobs[0].ID, Verdict: producer.VerdictRegression, Suspect: true}}}
+		c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
+		m, queued, err := c.Requeue(t.Context(), rep)
+		if err != nil || queued != 2 || len(m.Jobs) != n+2 {
+			t.Fatalf("n=%d: requeue: %v, %d queued, %d jobs in the manifest", n, err, queued, len(m.Jobs))
+		}
+		for _, got := range []func() (*protocol.RunManifest, error){
+			func() (*protocol.RunManifest, error) { return producer.GetManifest(t.Context(), topo.Runs, "pr-9") },
+			func() (*protocol.RunManifest, error) {
+				var sm protocol.RunManifest
+				return &sm, storage.GetJSON(t.Context(), store, storage.ManifestKey("pr-9"), &sm)
+			},
+		} {
+			gm, err := got()
+			if err != nil || len(gm.Jobs) != n+2 {
+				t.Fatalf("n=%d: manifest read back: %v, %d jobs", n, err, len(gm.Jobs))
+			}
+			r1, r2 := gm.Jobs[n], gm.Jobs[n+1]
+			if r1.Repeat != 1 || r2.Repeat != 2 || r1.Of != jobs[0].ID || r2.Of != jobs[0].ID || r1.ID == r2.ID {
+				t.Errorf("n=%d: repeats in the manifest: %+v %+v", n, r1, r2)
+			}
+		}
+		// Published once, on the high subject, avoiding the suspect's board.
+		stream, err := js.Stream(t.Context(), protocol.StreamJobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := stream.GetLastMsgForSubject(t.Context(), protocol.JobSubject("sim", protocol.PriorityHigh))
+		if err != nil {
+			t.Fatalf("n=%d: no high-priority job: %v", n, err)
+		}
+		j, err := protocol.DecodeJob(msg.Data)
+		if err != nil || j.Repeat != 2 || len(j.Avoid) != 1 || j.Avoid[0] != "w1/sim-3" {
+			t.Errorf("n=%d: published repeat %+v (%v)", n, j, err)
+		}
+		// Again: the suspect has its repeats, nothing more is queued.
+		if _, queued, err := c.Requeue(t.Context(), rep); err != nil || queued != 0 {
+			t.Errorf("n=%d: second requeue: %v, %d queued", n, err, queued)
+		}
+		// A re-submit of the same jobs re-attaches (the repeats are not a change).
+		p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: zerolog.Nop()}
+		again, err := p.Submit(t.Context(), producer.Submission{Run: "pr-9", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+		if err != nil || !again.Attached {
+			t.Errorf("n=%d: re-submit: %v %+v", n, err, again)
+		}
+	}
+}
