@@ -1,3 +1,0 @@
-// Package archtest holds tests of the module's shape, not of its
-// behaviour: that the public packages expose only public types.
-package archtest
