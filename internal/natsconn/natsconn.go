@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/redact"
@@ -156,3 +157,24 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 // Redact hides passwords and tokens in (comma-separated) server URLs,
 // whatever characters they hold.
 func Redact(urls string) string { return redact.Userinfo(urls) }
+
+// Client is a connection and its JetStream API, what the command line
+// hands to the libraries.
+type Client struct {
+	*nats.Conn
+	JS jetstream.JetStream
+}
+
+// ConnectJetStream is Connect and the connection's JetStream API.
+func ConnectJetStream(ctx context.Context, o Options, log zerolog.Logger) (*Client, error) {
+	nc, err := Connect(ctx, o, log)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Client{Conn: nc, JS: js}, nil
+}

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"embed"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
-	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -68,13 +66,3 @@ func benchErr(err error) error {
 // benchLog is the log a bench's components get: warnings and failed jobs,
 // not a line per job.
 func (a *app) benchLog() zerolog.Logger { return a.log.Level(max(a.log.GetLevel(), zerolog.WarnLevel)) }
-
-//go:embed benchhelp
-var benchHelpFiles embed.FS
-
-// benchHelp is the long help of `bench <name>`, benchhelp/<name>.txt
-// (TestBenchHelp checks that every bench has one).
-func benchHelp(name string) string {
-	b, _ := benchHelpFiles.ReadFile("benchhelp/" + name + ".txt")
-	return strings.TrimSuffix(string(b), "\n")
-}

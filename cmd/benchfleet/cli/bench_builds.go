@@ -11,7 +11,7 @@ func (a *app) benchBuildsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "builds [--jobs N] [--rounds R]",
 		Short: "Measure the build cache: a cold setup against venv and pip by hand, a cache hit against the host's build",
-		Long:  benchHelp("builds"),
+		Long:  longHelp("bench-builds"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Log, cfg.Progress = a.benchLog(), a.stderr

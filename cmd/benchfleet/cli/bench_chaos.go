@@ -17,7 +17,7 @@ func (a *app) benchChaosCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "chaos [--jobs N] [--workers W] [--slots-per-worker S] [--kills K] [--job-duration D] [--ack-wait D]",
 		Short:   "Kill worker processes with SIGKILL mid-run and check that no job is lost or recorded twice",
-		Long:    benchHelp("chaos"),
+		Long:    longHelp("bench-chaos"),
 		Example: `  benchfleet bench chaos --jobs 500 --workers 3 --slots-per-worker 4 --kills 8`,
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return a.runChaos(cmd.Context(), cfg, keep) },

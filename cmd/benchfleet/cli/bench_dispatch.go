@@ -14,7 +14,7 @@ func (a *app) benchDispatchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dispatch [--jobs N] [--slots S] [--job-duration D] [--rounds R] [--probes P] [--box]",
 		Short: "Measure benchfleet's per-job overhead against raw JetStream, in one run",
-		Long:  benchHelp("dispatch"),
+		Long:  longHelp("bench-dispatch"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Progress = a.stderr

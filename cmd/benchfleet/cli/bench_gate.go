@@ -14,17 +14,7 @@ func (a *app) benchGateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gate [--series N] [--seed S] [--confirm N]",
 		Short: "Measure the regression gate: false positives and detection on synthetic series, with and without confirmation",
-		Long: `Judge synthetic series with the regression gate's own code: each has a
-history and a candidate with realistic noise (a few % jitter, occasional
-slow outliers, one bimodal board in every pool); a fraction has a planted
-drop. Without confirmation a candidate fails when the gate judges it a
-regression; with confirmation a suspect is run again --confirm times on
-the pool's other boards and fails only when the median of its attempts
-is a regression. The last line reads:
-
-  false positives <f>% detection <d>% (confirmed: false positives <f2>% detection <d2>%)
-
-The same --seed gives the same figures.`,
+		Long:  longHelp("bench-gate"),
 		Example: `  benchfleet bench gate
   benchfleet bench gate --series 10000 --seed 7 --threshold 3%`,
 		Args: cobra.NoArgs,

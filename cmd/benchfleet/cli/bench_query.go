@@ -18,7 +18,7 @@ func (a *app) benchQueryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query",
 		Short: "Measure a filtered history query: Parquet index vs raw JSON scan",
-		Long:  benchHelp("query"),
+		Long:  longHelp("bench-query"),
 		Example: `  benchfleet bench query
   benchfleet bench query --results 1000000 --duckdb
   benchfleet bench query --results 20000 --format json

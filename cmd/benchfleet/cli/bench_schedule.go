@@ -15,14 +15,8 @@ func (a *app) benchScheduleCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedule [--jobs N] [--long L] [--slots P] [--minute D] [--seed S]",
 		Short: "Measure a run's makespan in matrix order and in expected-duration order against the lower bound",
-		Long: `Run a synthetic matrix of sim jobs (L of 20-40 minutes, the rest 1-3, one
-minute lasting --minute) twice on an embedded NATS server and one worker of
-P sim slots: first in matrix order, then ordered by submit from the first
-pass's stored results (compacted into the index). Print each makespan
-against the lower bound max(longest job, total / P), ending with
-
-  makespan <r>x the lower bound (matrix order <m>x)`,
-		Args: cobra.NoArgs,
+		Long:  longHelp("bench-schedule"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Log = a.log
 			dir, err := os.MkdirTemp("", "benchfleet-schedule-")

@@ -11,7 +11,7 @@ func (a *app) benchSubmitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit [--jobs N]",
 		Short: "Measure publishing a run of N jobs against raw JetStream async publish, in one run",
-		Long:  benchHelp("submit"),
+		Long:  longHelp("bench-submit"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Progress, cfg.Log = a.stderr, a.log

@@ -14,7 +14,7 @@ func (a *app) benchWorkerCPUCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "worker-cpu [--job-duration D]",
 		Short:   "Measure the worker process's own CPU while one long job runs",
-		Long:    benchHelp("worker-cpu"),
+		Long:    longHelp("bench-worker-cpu"),
 		Example: `  benchfleet bench worker-cpu --job-duration 10s`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -33,12 +33,8 @@ func (a *app) demoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo [--data DIR]",
 		Short: "Run a small benchmark matrix end to end on an embedded NATS and file store",
-		Long: `One shot on the embedded default: an in-process NATS server (JetStream data
-in DIR/nats), a file store at DIR/store, and a worker with a cpu slot. It
-submits resnet50 (bfloat16 and float32) and mlp on the built-in reference
-engine, shows progress, prints the results table and exits 0 when every job
-passed. Results stay in DIR/store/results/v1/...`,
-		Args: cobra.NoArgs,
+		Long:  longHelp("demo"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()

@@ -17,12 +17,8 @@ func (a *app) devCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev [--data DIR] [--listen 127.0.0.1:4222] [--slots cpu=2,sim=8] [--metrics-listen ADDR] [--ui ADDR [--ui-actions]]",
 		Short: "Run an embedded NATS, a store and a worker until interrupted, for other terminals to submit to",
-		Long: `The demo's pieces, long-running: an in-process NATS server with JetStream on
---listen, the file store at DIR/store (or --store, e.g. an s3:// URL), and a
-worker with the --slots given. Submit from another terminal with
-  benchfleet submit --nats nats://127.0.0.1:4222 --store file://DIR/store --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait
-(--wait reads each job's verdict from the store).`,
-		Args: cobra.NoArgs,
+		Long:  longHelp("dev"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()

@@ -25,7 +25,7 @@ func (a *app) dlqCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			entries, err := producer.ReadDead(ctx, s.js)
+			entries, err := producer.ReadDead(ctx, s.JS)
 			if err != nil {
 				return err
 			}
@@ -45,7 +45,7 @@ func (a *app) dlqCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			job, err := producer.RetryDead(ctx, s.js, args[0])
+			job, err := producer.RetryDead(ctx, s.JS, args[0])
 			switch {
 			case errors.Is(err, producer.ErrNoDeadLetter):
 				return usageErr("no dead letter with id %q (see benchfleet dlq list)", args[0])

@@ -13,11 +13,7 @@ func (a *app) fleetReleaseCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "release WORKER DEVICE",
 		Short: "Return a quarantined board to service",
-		Long: `Release returns a quarantined Tenstorrent board to service. A quarantine is
-kept in the bench-health bucket, so it lasts across worker restarts until
-released. The worker checks the board again and takes jobs on it when it
-passes; the board's history is kept (fleet status shows its failures over
-the last 24 hours).`,
+		Long:  longHelp("fleet-release"),
 		Example: `  benchfleet fleet status
   benchfleet fleet release tt-lab-07 tt0`,
 		Args: cobra.ExactArgs(2),

@@ -56,13 +56,13 @@ until one is left (docs/OPERATIONS.md). Exit: 0 found; 1 not found; 64 bad input
 }
 
 func (a *app) bisect(ctx context.Context, c producer.BisectConfig) error {
-	nc, js, err := a.connect(ctx, "benchfleet-bisect")
+	nc, err := a.connect(ctx, "benchfleet-bisect")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	p := &producer.Submitter{JS: js, Log: a.log}
-	topo, err := topology.Ensure(ctx, js, topology.Config{Log: a.log})
+	p := &producer.Submitter{JS: nc.JS, Log: a.log}
+	topo, err := topology.Ensure(ctx, nc.JS, topology.Config{Log: a.log})
 	if err == nil {
 		p.Runs, p.Jobs = topo.Runs, topo.Jobs
 		p.Store, err = a.openStore(ctx)

@@ -85,9 +85,7 @@ func (a *app) resultsGateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gate --run RUN",
 		Short: "Apply the regression gate to a finished run (exit 2 on a regression)",
-		Long: `Apply the regression gate to a run whose results are in the store.
-
-` + gateHelp + `
+		Long: longHelp("results-gate") + gateHelp + `
 
 ` + gateExitHelp + `
 
@@ -165,15 +163,9 @@ so only --store is needed; without a manifest the run's results are used.
 func (a *app) resultsCompareCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "compare RUN_A RUN_B",
-		Short: "Compare two runs series by series: samples/sec in A and B and the change",
-		Long: `Compare two runs whose results are in the store. Results are matched by
-series (test/model, batch size, data format, pool, runner); a series with
-several passed results in a run counts with their median. change is
-(B - A) / A.
-
-JSON output: an array of {model, pool, runner, test, batch_size,
-data_format, a, b, change, a_status, b_status}.`,
+		Use:     "compare RUN_A RUN_B",
+		Short:   "Compare two runs series by series: samples/sec in A and B and the change",
+		Long:    longHelp("results-compare"),
 		Example: `  benchfleet results compare nightly-20261129 nightly-20261130`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -20,15 +20,7 @@ func (a *app) resultsCompactCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compact",
 		Short: "Bring the Parquet index (index/v1/date=.../part-*.parquet) up to date",
-		Long: `Compact writes, for every date partition whose results changed since the last
-compaction, one Parquet part covering all of that date's results, then
-deletes the part it replaces. Running it again without new results does
-nothing. Queries read the index for compacted dates and the JSON results
-for everything the index does not cover yet, so compaction never hides a
-result. The parts are Hive-partitioned: DuckDB, Spark, Trino or Athena can
-read index/v1/ in place (columns: docs/schema-parquet.md). On a file store it
-also removes temporary files (.tmp-*) older than an hour, left by writes of
-processes killed midway.`,
+		Long:  longHelp("results-compact"),
 		Example: `  benchfleet results compact
   benchfleet results compact --since 7d
   benchfleet results compact --force     # rewrite every part (repairs a damaged one)`,
@@ -75,14 +67,7 @@ func (a *app) resultsExportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export --format benchmark-jsonl",
 		Short: "Export results as Tenstorrent CompleteBenchmarkRun JSON lines",
-		Long: `Export writes one JSON object per line in the shape of Tenstorrent's
-CompleteBenchmarkRun record (run_start_ts, run_end_ts, run_type, git_*,
-device_hostname, device_info, ml_model_name, ..., measurements[...]), so the
-results can be loaded into their benchmark database and dashboards.
-
-By default only passed results are exported (the upstream harness writes a
-report only for a passing test); --status all exports every status. The
-other filters are those of 'results query'.`,
+		Long:  longHelp("results-export"),
 		Example: `  benchfleet results export --format benchmark-jsonl --since 1d --out runs.jsonl
   benchfleet results export --format benchmark-jsonl --run RUN --status all`,
 		Args: cobra.NoArgs,

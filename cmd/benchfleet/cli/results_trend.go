@@ -28,17 +28,7 @@ func (a *app) resultsTrendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trend --out FILE.svg",
 		Short: "Draw a metric over time, one line per series, as an SVG",
-		Long: `Trend draws one panel per model, stacked on a shared time axis, and in each
-one line per series (pool, batch size, data format, runner) of a metric
-over run creation time, through the series' passed results. Each panel's y
-axis is fitted to its passed results (it does not start at 0), so a 10%
-step shows. Results that did not pass are red crosses at their value, a
-triangle at the edge when the value lies beyond the axis, and on the bottom
-edge when nothing was measured; they never set the range. A samples/sec
-point that the regression gate's rule (5% and 3σ below the median of the
-series' last 10 earlier passed results) judges a regression is ringed in
-red with its change. The filters are those of 'results query'. The file is
-a self-contained SVG written atomically. PNG is not supported in this build.`,
+		Long:  longHelp("results-trend"),
 		Example: `  benchfleet results trend --model resnet50 --since 30d --out resnet50.svg
   benchfleet results trend --pool n150 --metric pcc --out pcc.svg`,
 		Args: cobra.NoArgs,
@@ -70,14 +60,7 @@ func (a *app) resultsReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report --out FILE.html",
 		Short: "Write a self-contained HTML report: summary, trend and latest result per series",
-		Long: `Report writes one self-contained HTML page about the results matching the
-filters (those of 'results query'): counts by status and the date range, the
-samples/sec trend (as 'results trend' draws it) inlined, the series whose
-latest result is a regression by the gate's rule, and a table of the latest
-result of every series, grouped by model, with samples/sec, PCC, status, the
-gate's verdict and change against the median of the earlier passed results
-(coloured only for a regression or an improvement), the change against the
-previous passed result, commit and run. The file is written atomically.`,
+		Long:  longHelp("results-report"),
 		Example: `  benchfleet results report --since 30d --out report.html
   benchfleet results report --branch main --pool n150 --out n150.html`,
 		Args: cobra.NoArgs,

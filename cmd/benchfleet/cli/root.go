@@ -18,7 +18,6 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
@@ -150,16 +149,9 @@ func isUsage(err error) bool {
 
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "benchfleet",
-		Short: "Run accelerator benchmarks across a farm of device hosts",
-		Long: `benchfleet runs accelerator benchmarks across a farm of device hosts.
-
-Producers publish benchmark jobs to NATS JetStream; a worker on each host
-claims jobs for its devices, runs compile, warmup, the timed loop and the PCC
-check, and uploads a JSON result and artifacts to object storage, where the
-history of results can be queried.
-
-Start with:  benchfleet demo`,
+		Use:           "benchfleet",
+		Short:         "Run accelerator benchmarks across a farm of device hosts",
+		Long:          longHelp("benchfleet"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
@@ -226,11 +218,11 @@ func (a *app) setup() error {
 }
 
 // connect dials NATS with the global auth flags.
-func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.JetStream, error) {
+func (a *app) connect(ctx context.Context, name string) (*natsconn.Client, error) {
 	if a.natsURL == "" {
-		return nil, nil, usageErr("no NATS server: give --nats URL or set NATS_URL (or run `benchfleet dev` and use its URL)")
+		return nil, usageErr("no NATS server: give --nats URL or set NATS_URL (or run `benchfleet dev` and use its URL)")
 	}
-	nc, err := natsconn.Connect(ctx, natsconn.Options{
+	c, err := natsconn.ConnectJetStream(ctx, natsconn.Options{
 		URL: a.natsURL, Name: name, Creds: a.creds, NKeySeed: a.nkey, User: a.user, Password: a.password,
 		Token: cmp.Or(a.token, os.Getenv("NATS_TOKEN")), TLSCA: a.tlsCA, TLSCert: a.tlsCert, TLSKey: a.tlsKey, InboxPrefix: a.inboxPrefix,
 	}, a.log)
@@ -240,23 +232,21 @@ func (a *app) connect(ctx context.Context, name string) (*nats.Conn, jetstream.J
 		// anything else (refused, timed out, no server) did not reach NATS.
 		if ctx.Err() == nil && !errors.As(err, new(*url.Error)) && !errors.Is(err, natsconn.ErrAuth) && !errors.Is(err, natsconn.ErrTLS) &&
 			!errors.Is(err, natsconn.ErrInboxDenied) {
-			return nil, nil, &exitError{code: ExitUnavailable, err: fmt.Errorf("could not reach NATS: %w", err)}
+			return nil, &exitError{code: ExitUnavailable, err: fmt.Errorf("could not reach NATS: %w", err)}
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
-	}
-	return nc, js, nil
+	return c, nil
 }
 
 // dial is connect for a worker process (process.Options.Connect).
 func (a *app) dial(name string) func(context.Context) (*nats.Conn, error) {
 	return func(ctx context.Context) (*nats.Conn, error) {
-		nc, _, err := a.connect(ctx, name)
-		return nc, err
+		c, err := a.connect(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return c.Conn, nil
 	}
 }
 
@@ -264,10 +254,9 @@ func (a *app) dial(name string) func(context.Context) (*nats.Conn, error) {
 // JetStream API, the topology (opened, never changed) and the store, as
 // the command asked for them (need). close releases them.
 type session struct {
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	topo  *topology.Handles
-	store storage.Bucket
+	*natsconn.Client // Conn and JS
+	topo             *topology.Handles
+	store            storage.Bucket
 }
 
 // What a session opens besides the connection.
@@ -289,11 +278,11 @@ func (a *app) session(ctx context.Context, name string, n need) (_ *session, err
 			s.close()
 		}
 	}()
-	if s.nc, s.js, err = a.connect(ctx, name); err != nil {
+	if s.Client, err = a.connect(ctx, name); err != nil {
 		return nil, err
 	}
 	if n&withTopology != 0 {
-		if s.topo, err = topology.Open(ctx, s.js); err != nil {
+		if s.topo, err = topology.Open(ctx, s.JS); err != nil {
 			return nil, err
 		}
 	}
@@ -313,8 +302,8 @@ func (s *session) close() {
 	if s.store != nil {
 		s.store.Close()
 	}
-	if s.nc != nil {
-		s.nc.Close()
+	if s.Client != nil {
+		s.Close()
 	}
 }
 

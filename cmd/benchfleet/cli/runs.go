@@ -37,7 +37,7 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			defer s.close()
 			if format == "json" {
-				sums, err := producer.ListRuns(ctx, s.js, s.topo.Runs, nil, 0)
+				sums, err := producer.ListRuns(ctx, s.JS, s.topo.Runs, nil, 0)
 				if err = a.warnSkippedRuns(err); err != nil {
 					return err
 				}
@@ -47,7 +47,7 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 				return writeJSON(a.stdout, mans)
 			}
-			sums, err := producer.ListRuns(ctx, s.js, s.topo.Runs, s.store, math.MaxInt)
+			sums, err := producer.ListRuns(ctx, s.JS, s.topo.Runs, s.store, math.MaxInt)
 			if err = a.warnSkippedRuns(err); err != nil {
 				return err
 			}
@@ -66,7 +66,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			return a.waitRun(ctx, &producer.Watcher{JS: s.js, Manifest: m}, waitOptions{timeout: watchTimeout})
+			return a.waitRun(ctx, &producer.Watcher{JS: s.JS, Manifest: m}, waitOptions{timeout: watchTimeout})
 		},
 	}
 	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
@@ -94,7 +94,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
 			}
-			states, err := (&producer.Watcher{JS: s.js, Manifest: m, Store: s.store}).Snapshot(ctx)
+			states, err := (&producer.Watcher{JS: s.JS, Manifest: m, Store: s.store}).Snapshot(ctx)
 			if err != nil {
 				return err
 			}
@@ -104,7 +104,7 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			p := producer.ProgressOf(m, states)
 			fmt.Fprintln(a.stdout, p.String())
-			a.printSpooled(producer.SpooledReport(ctx, s.js, p))
+			a.printSpooled(producer.SpooledReport(ctx, s.JS, p))
 			return nil
 		},
 	}
@@ -112,11 +112,7 @@ func (a *app) runsCmd() *cobra.Command {
 
 	cancel := &cobra.Command{
 		Use: "cancel RUN", Short: "Cancel a run: stop its running jobs, remove its queued ones", Args: cobra.ExactArgs(1),
-		Long: `Cancel a run that has not finished: its running jobs are stopped by their
-workers, and its jobs still queued are removed from the queue at once (also
-those of pools no worker serves), each ended with a cancelled event and,
-with --store (or BENCHFLEET_STORE), a cancelled result. A run whose jobs
-have all ended is left as it is.`,
+		Long: longHelp("runs-cancel"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := protocol.ValidID("run", args[0]); err != nil {
@@ -131,7 +127,7 @@ have all ended is left as it is.`,
 				return err
 			}
 			defer s.close()
-			out, err := producer.CancelRun(ctx, s.js, producer.CancelRequest{Run: args[0], Store: s.store})
+			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store})
 			if err != nil {
 				if errors.Is(err, producer.ErrUnknownRun) {
 					return usageErr("run %q not found", args[0])

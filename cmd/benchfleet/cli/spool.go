@@ -18,20 +18,9 @@ func (a *app) spoolCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "spool", Short: "Look after a worker's local spool of results"}
 	var timeout time.Duration
 	drain := &cobra.Command{
-		Use:   "drain DIR",
-		Short: "Upload the results waiting in a spool folder to the store, then exit",
-		Long: `Drain uploads every result waiting in the spool folder DIR (a worker's
---spool) to the store (--store), in the order they were spooled, and exits.
-A result already in the store is dropped from the spool (results are
-write-once); an entry that can never be delivered is moved to DIR/failed.
-
-Use it for the folder a worker no longer runs on: a worker restarted with
-another --spool refuses to start while its earlier spool holds results, and
-names the folder. A spool a running worker holds is refused: that worker
-uploads it itself.
-
-Exit codes: 0 the spool is empty; 1 results are left (the store failed;
-run it again); 64 bad input, or the spool is in use.`,
+		Use:     "drain DIR",
+		Short:   "Upload the results waiting in a spool folder to the store, then exit",
+		Long:    longHelp("spool-drain"),
 		Example: `  benchfleet spool drain /var/lib/benchfleet/spool-old --store s3://bench-results/farm?region=us-east-1`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

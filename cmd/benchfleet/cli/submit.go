@@ -32,25 +32,7 @@ func (a *app) submitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit (--matrix FILE | --pool P --model M --batch-size N --loop-count N ...)",
 		Short: "Submit a run of benchmark jobs (idempotent), optionally wait for its verdict",
-		Long: `Submit a run: one job from flags, or a matrix file that multiplies out.
-
-Job ids are derived from the run and each matrix cell, so submitting the
-same run again publishes nothing new and re-attaches to it.
-
-CI: with a commit (--commit, default $GITHUB_SHA) and no --run, the run id
-is derived from the repository, the commit and the matrix, so a re-triggered
-CI job for the same commit re-attaches to its run (and waits for it) instead
-of running it twice; pass --run to force a fresh run. A run with a commit
-and no priority (neither --priority nor the matrix's defaults.priority)
-runs at high priority; nightly sweeps set priority: low in their matrix.
-
-With a store, the jobs go out longest expected first within each priority
-(the median attempt of each series' recent passed results, from the index;
-jobs without history first), and submit says so on stderr.
-
-With --wait and a store (--store), the reports (--junit, --summary-md) show
-each job's change against its baseline; --gate also makes a regression fail
-the run (exit 2). ` + gateHelp + `
+		Long: longHelp("submit") + gateHelp + `
 
 With --gate: ` + notifyHelp + `
 
@@ -179,16 +161,16 @@ func (a *app) openSubmitter(ctx context.Context, name string) (_ *producer.Submi
 	if err != nil {
 		return nil, tc, nil, nil, err
 	}
-	nc, js, err := a.connect(ctx, name)
+	c, err := a.connect(ctx, name)
 	if err != nil {
 		return nil, tc, nil, nil, err
 	}
-	topo, err := topology.Ensure(ctx, js, tc)
+	topo, err := topology.Ensure(ctx, c.JS, tc)
 	if err != nil {
-		nc.Close()
+		c.Close()
 		return nil, tc, nil, nil, err
 	}
-	return &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: a.log}, tc, topo, nc.Close, nil
+	return &producer.Submitter{JS: c.JS, Runs: topo.Runs, Jobs: topo.Jobs, Log: a.log}, tc, topo, c.Close, nil
 }
 
 // submitRun submits sub with p and says what it did: re-attached, or

@@ -17,15 +17,7 @@ func (a *app) topologyCmd() *cobra.Command {
 	apply := &cobra.Command{
 		Use:   "apply",
 		Short: "Create or update every stream, consumer and bucket to the given settings",
-		Long: `Create or update benchfleet's JetStream topology (BENCH_JOBS, BENCH_EVENTS,
-BENCH_DEAD, the job consumers, the bench-workers, bench-runs and
-bench-health buckets) to the queue tuning flags given (--ack-wait, --replicas;
---max-deliver and --heartbeat are each worker's settings, not taken here).
-
-Producers (submit) and workers only create what is missing and never change
-what exists, so on deploy/nats their users have no update rights: run this
-as the admin user once after installing, and again to change a setting
-(e.g. --ack-wait or --replicas).`,
+		Long:  longHelp("topology-apply"),
 		Example: `  NATS_PASSWORD_FILE=/etc/benchfleet/admin.password benchfleet topology apply --nats tls://nats-1:4222 \
       --tls-ca ca.pem --user admin --inbox-prefix _INBOX_admin --replicas 3`,
 		Args: cobra.NoArgs,
@@ -38,13 +30,13 @@ as the admin user once after installing, and again to change a setting
 			if err != nil {
 				return err
 			}
-			nc, js, err := a.connect(ctx, "benchfleet-topology")
+			c, err := a.connect(ctx, "benchfleet-topology")
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			actx, stop := topology.WatchRefusal(ctx, nc)
-			h, err := topology.Apply(actx, js, tc)
+			defer c.Close()
+			actx, stop := topology.WatchRefusal(ctx, c.Conn)
+			h, err := topology.Apply(actx, c.JS, tc)
 			cause := context.Cause(actx)
 			stop()
 			if errors.Is(cause, topology.ErrNotAdmin) {

@@ -24,31 +24,7 @@ func (a *app) workerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker [--config FILE] [--slots cpu=2,sim=8] [--id NAME] [--spool DIR] [--metrics-listen ADDR] [--notify URL]",
 		Short: "Serve this host's devices: claim jobs, run them, store results",
-		Long: `Run a worker: one slot per device (Tenstorrent boards from discovery or the
-config file, built-in cpu/sim slots from --slots). Each slot claims one job at
-a time when its device is free, highest priority first.
-
-SIGTERM drains: running jobs finish (bounded by timeouts.drain), nothing new
-is claimed. A second SIGTERM stops at once and hands running jobs back.
-
-A worker id is one process at a time: a worker whose id another live worker
-holds (a fresh heartbeat in bench-workers) refuses to start; one whose
-earlier process on this host was killed starts at once. A worker remembers
-its spool (--state-dir): started with another --spool, or none, while the
-earlier spool still holds results not in the store, it refuses to start and
-names that folder (start with it again, or empty it with
-"benchfleet spool drain DIR"). A file store's temporary files left by a
-process killed mid-write (.tmp-*, older than an hour) are removed at start.
-
---metrics-listen ADDR serves Prometheus /metrics and /healthz (200 while
-NATS is connected and the spool, or without one the store, can take a
-result; 503 otherwise). --notify URL (config notify.url) posts quarantined
-devices and dead-lettered jobs as JSON, each once (docs/OPERATIONS.md).
-
-Runners (a slot names its runner: slots[].runner, discovery.runner; a
-harness's settings are forge: or harnesses.<name>: {workdir, python, env};
-see docs/OPERATIONS.md):
-` + runnerHelp(),
+		Long:  longHelp("worker") + runnerHelp(),
 		Example: `  benchfleet worker --nats nats://nats-1:4222 --store s3://bench/farm --config /etc/benchfleet/worker.yaml
   benchfleet worker --nats nats://127.0.0.1:4222 --store file:///tmp/bf/store --slots cpu=1,sim=4   # beside "benchfleet dev --data /tmp/bf"`,
 		Args: cobra.NoArgs,
