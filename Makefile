@@ -29,8 +29,13 @@ vet:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# The benchfleet binary the tests run, built once for the whole run
+# (internal/e2e/clitest.Binary; go test alone builds one per test process).
+TESTBIN := $(CURDIR)/.tools/test/benchfleet
+
 unit:
-	BENCHFLEET_REQUIRE_S3=1 BENCHFLEET_REQUIRE_PYTEST=1 BENCHFLEET_REQUIRE_BOX=1 BENCHFLEET_REQUIRE_PYDANTIC=1 BENCHFLEET_REQUIRE_BROWSER=1 BENCHFLEET_REQUIRE_DUCKDB=1 AWS_EC2_METADATA_DISABLED=true $(GO) test -count=1 -timeout 20m ./...
+	$(GO) build -o $(TESTBIN) ./cmd/benchfleet
+	BENCHFLEET_TEST_BINARY=$(TESTBIN) BENCHFLEET_REQUIRE_S3=1 BENCHFLEET_REQUIRE_PYTEST=1 BENCHFLEET_REQUIRE_BOX=1 BENCHFLEET_REQUIRE_PYDANTIC=1 BENCHFLEET_REQUIRE_BROWSER=1 BENCHFLEET_REQUIRE_DUCKDB=1 AWS_EC2_METADATA_DISABLED=true $(GO) test -count=1 -timeout 20m ./...
 
 # The packages with the most concurrency, under the race detector.
 race:

@@ -105,10 +105,22 @@ type builtBin struct {
 	err  error
 }
 
-// Binary builds the real benchfleet binary once per test process and
-// returns its path. The test package's TestMain calls Main, which removes it.
+// BinaryEnv names a benchfleet binary built for the whole test run (make
+// test builds it once, before the tests): every test process uses it
+// rather than building its own.
+const BinaryEnv = "BENCHFLEET_TEST_BINARY"
+
+// Binary returns the path of the real benchfleet binary: $BENCHFLEET_TEST_BINARY
+// when set (it must exist), else one built once per test process, which
+// the test package's TestMain (Main) removes.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv(BinaryEnv); p != "" {
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+			t.Fatalf("%s=%s: not a built binary (%v)", BinaryEnv, p, err)
+		}
+		return p
+	}
 	return Build(t, "github.com/benchfleet/benchfleet/cmd/benchfleet")
 }
 
