@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -16,12 +16,12 @@ import (
 // when redelivered, and the summary `runs cancel` prints says so.
 func TestCancelCountsOnlyLiveWorkersJobs(t *testing.T) {
 	t.Parallel()
-	f := testfleet.New(t, testfleet.Options{AckWait: 5 * time.Second})
-	w := testfleet.StartWorker(t, f.WorkerConfig(t, "live", testfleet.SimSlots("sim", 1)))
+	f := fleettest.New(t, fleettest.Options{AckWait: 5 * time.Second})
+	w := fleettest.StartWorker(t, f.WorkerConfig(t, "live", fleettest.SimSlots("sim", 1)))
 	const run = "cancel-orphans"
-	jobs := testfleet.SimJobs(t, run, 3, map[string]string{"sim.duration": "60s"})
-	testfleet.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 30*time.Second, "the live worker to run a job", func() bool {
+	jobs := fleettest.SimJobs(t, run, 3, map[string]string{"sim.duration": "60s"})
+	fleettest.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 30*time.Second, "the live worker to run a job", func() bool {
 		st := w.Status()
 		return len(st.Devices) == 1 && st.Devices[0].State == protocol.DeviceBusy
 	})
@@ -32,7 +32,7 @@ func TestCancelCountsOnlyLiveWorkersJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the live worker's claim in the run's events", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the live worker's claim in the run's events", func() bool {
 		states, err := (&producer.Watcher{JS: f.JS, Manifest: m}).Snapshot(t.Context())
 		return err == nil && states[running] != nil && states[running].OnBoard()
 	})

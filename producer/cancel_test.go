@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -16,12 +16,12 @@ import (
 // no cancel flag set, no job removed.
 func TestCancelFinishedRunChangesNothing(t *testing.T) {
 	t.Parallel()
-	f := testfleet.New(t, testfleet.Options{})
-	testfleet.StartWorker(t, f.WorkerConfig(t, "w", testfleet.SimSlots("sim", 1)))
+	f := fleettest.New(t, fleettest.Options{})
+	fleettest.StartWorker(t, f.WorkerConfig(t, "w", fleettest.SimSlots("sim", 1)))
 	const run = "done1"
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "1ms"})
-	testfleet.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(testfleet.Results(t, f.Store, run)) == 1 })
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "1ms"})
+	fleettest.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(fleettest.Results(t, f.Store, run)) == 1 })
 	out, err := producer.CancelRun(t.Context(), f.JS, producer.CancelRequest{Run: run, Store: f.Store})
 	if err != nil || !out.Finished || out.Removed != 0 || out.Running != 0 {
 		t.Fatalf("cancel of a finished run: %+v, %v; want Finished and nothing changed", out, err)
@@ -29,7 +29,7 @@ func TestCancelFinishedRunChangesNothing(t *testing.T) {
 	if _, err := f.Topo.Runs.Get(t.Context(), protocol.CancelKey(run)); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("cancel flag of a finished run: %v, want none", err)
 	}
-	if r := testfleet.Results(t, f.Store, run)[jobs[0].ID]; r == nil || r.Status != protocol.StatusPassed {
+	if r := fleettest.Results(t, f.Store, run)[jobs[0].ID]; r == nil || r.Status != protocol.StatusPassed {
 		t.Errorf("the finished job's result: %+v, want it passed still", r)
 	}
 }
@@ -39,13 +39,13 @@ func TestCancelFinishedRunChangesNothing(t *testing.T) {
 // Store) a cancelled result; an unknown run is jetstream.ErrKeyNotFound.
 func TestCancelRemovesQueuedJobs(t *testing.T) {
 	t.Parallel()
-	f := testfleet.New(t, testfleet.Options{}) // no worker serves any pool
+	f := fleettest.New(t, fleettest.Options{}) // no worker serves any pool
 	if _, err := producer.CancelRun(t.Context(), f.JS, producer.CancelRequest{Run: "nosuchrun"}); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("cancel of an unknown run: %v, want jetstream.ErrKeyNotFound", err)
 	}
 	const run = "orphan1"
-	jobs := testfleet.SimJobs(t, run, 2, nil)
-	testfleet.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, 2, nil)
+	fleettest.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
 	if p, _ := f.Pending(t, "sim", protocol.PriorityNormal); p != 2 {
 		t.Fatalf("%d jobs queued before cancel, want 2", p)
 	}
@@ -59,7 +59,7 @@ func TestCancelRemovesQueuedJobs(t *testing.T) {
 	if _, err := f.Topo.Runs.Get(t.Context(), protocol.CancelKey(run)); err != nil {
 		t.Errorf("the run's cancel flag: %v", err)
 	}
-	rs := testfleet.Results(t, f.Store, run)
+	rs := fleettest.Results(t, f.Store, run)
 	evs := f.Events(t, run)
 	for _, j := range jobs {
 		if r := rs[j.ID]; r == nil || r.Status != protocol.StatusCancelled {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -18,15 +18,15 @@ import (
 func TestRequeueRecordsAndPublishesRepeats(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, protocol.ManifestChunkJobs} {
-		srv := testfleet.Server(t)
-		_, js := testfleet.Connect(t, srv.ClientURL())
-		topo := testfleet.Topology(t, js, topology.Config{})
+		srv := fleettest.Server(t)
+		_, js := fleettest.Connect(t, srv.ClientURL())
+		topo := fleettest.Topology(t, js, topology.Config{})
 		store, err := storage.NewFileBucket(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs := testfleet.SimJobs(t, "pr-9", n, nil)
-		res := testfleet.Submit(t, js, topo, store, "pr-9", protocol.PriorityNormal, jobs)
+		jobs := fleettest.SimJobs(t, "pr-9", n, nil)
+		res := fleettest.Submit(t, js, topo, store, "pr-9", protocol.PriorityNormal, jobs)
 		// The gate's report: the first job passed and is suspect.
 		suspect := &protocol.Result{Job: jobs[0].ID, Run: "pr-9", Pool: "sim", Runner: "sim", Status: protocol.StatusPassed,
 			Benchmark: jobs[0].Benchmark, Labels: jobs[0].Labels, Worker: protocol.WorkerRef{ID: "w1"}, Device: protocol.DeviceRef{ID: "sim-3"},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -19,9 +19,9 @@ import (
 // terminal event is not.
 func TestWaitTellsOfAResultMissingAfterItsEvent(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	fleettest.Topology(t, js, topology.Config{})
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +62,9 @@ func TestWaitTellsOfAResultMissingAfterItsEvent(t *testing.T) {
 // which replaces it in the store, ends the job again.
 func TestWaitSetsADeadLettersResultAsideOnRequeue(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	fleettest.Topology(t, js, topology.Config{})
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestWaitSetsADeadLettersResultAsideOnRequeue(t *testing.T) {
 		t.Fatalf("before the re-queue: %v, status %q; want error (the dead letter's result)", err, states["j1"].Status())
 	}
 	publishEvent(t, js, protocol.Event{Run: m.Run, Job: "j1", Kind: protocol.EventQueued, Message: "re-queued from the dead-letter queue"})
-	testfleet.Eventually(t, 10*time.Second, "the re-queue to set the dead letter's result aside", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the re-queue to set the dead letter's result aside", func() bool {
 		states, err = w.Snapshot(t.Context())
 		return err == nil && !states["j1"].Terminal()
 	})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -22,7 +22,7 @@ import (
 // and nothing is published. The untouched manifest re-attaches.
 func TestReattachRefusesRewrittenManifest(t *testing.T) {
 	t.Parallel()
-	f := testfleet.New(t, testfleet.Options{})
+	f := fleettest.New(t, fleettest.Options{})
 	src := protocol.Source{Project: "tt-forge", Repo: "acme/bench", Commit: "0123456789abcdef0123456789abcdef01234567", Branch: "feature-r"}
 	cases := []struct {
 		name    string
@@ -45,7 +45,7 @@ func TestReattachRefusesRewrittenManifest(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			run := "reattach-" + strings.ReplaceAll(c.name, " ", "-")
-			jobs := testfleet.SimJobs(t, run, 2, nil)
+			jobs := fleettest.SimJobs(t, run, 2, nil)
 			p := &producer.Submitter{JS: f.JS, Runs: f.Topo.Runs, Jobs: f.Topo.Jobs, Store: f.Store, Log: zerolog.Nop()}
 			s := producer.Submission{Run: run, Submitter: "ci", Priority: protocol.PriorityNormal, Source: src, Jobs: jobs}
 			if _, err := p.Submit(t.Context(), s); err != nil {

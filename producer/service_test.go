@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -54,9 +54,9 @@ func TestPoolsService(t *testing.T) {
 // what was said already (by submit) is not repeated.
 func TestServiceWatchSaysWhenAPoolHasNoBoard(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
 	beat := func(state, reason string) {
 		t.Helper()
 		st := protocol.WorkerStatus{Schema: protocol.SchemaWorker, ID: "tt-host", Host: "tt-host", Time: time.Now().UTC(),
@@ -86,7 +86,7 @@ func TestServiceWatchSaysWhenAPoolHasNoBoard(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	waitSaid := func(n int, want string) {
 		t.Helper()
-		testfleet.Eventually(t, 10*time.Second, want, func() bool {
+		fleettest.Eventually(t, 10*time.Second, want, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(said) >= n

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -21,11 +21,11 @@ import (
 // chunked manifest names them all.
 func TestSubmitBoundedInFlight(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
 	const n = 3*producer.MaxInFlight + 17
-	jobs := testfleet.SimJobs(t, "bounded", n, nil)
+	jobs := fleettest.SimJobs(t, "bounded", n, nil)
 	peak, calls := 0, 0
 	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop(), Progress: func(stage string, done, total int) {
 		calls++
@@ -69,7 +69,7 @@ func TestSubmitBoundedInFlight(t *testing.T) {
 	}
 	// Again: nothing new, it re-attaches.
 	again, err := (&producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}).Submit(t.Context(),
-		producer.Submission{Run: "bounded", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: testfleet.SimJobs(t, "bounded", n, nil)})
+		producer.Submission{Run: "bounded", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: fleettest.SimJobs(t, "bounded", n, nil)})
 	if err != nil || !again.Attached {
 		t.Errorf("re-submit: %v, attached %v", err, again != nil && again.Attached)
 	}
@@ -81,13 +81,13 @@ func TestSubmitBoundedInFlight(t *testing.T) {
 // jobs), so nothing waits for jobs that are not there.
 func TestSubmitFailedAcksAreReported(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
 	if err := js.DeleteStream(t.Context(), protocol.StreamJobs); err != nil {
 		t.Fatal(err)
 	}
-	jobs := testfleet.SimJobs(t, "no-stream", 1500, nil)
+	jobs := fleettest.SimJobs(t, "no-stream", 1500, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}
@@ -104,10 +104,10 @@ func TestSubmitFailedAcksAreReported(t *testing.T) {
 // An invalid job publishes nothing: every job is checked first.
 func TestSubmitInvalidJobPublishesNothing(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
-	jobs := testfleet.SimJobs(t, "bad-one", 50, nil)
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
+	jobs := fleettest.SimJobs(t, "bad-one", 50, nil)
 	jobs[40].Benchmark.BatchSize = 8 // its id no longer binds its content
 	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}
 	_, err := p.Submit(t.Context(), producer.Submission{Run: "bad-one", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})

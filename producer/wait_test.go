@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -33,9 +33,9 @@ func publishEvent(t *testing.T, js jetstream.JetStream, e protocol.Event) {
 // waiter that replays the events must not stop at the dead letter.
 func TestWaitReplaysPastARequeuedDeadLetter(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	fleettest.Topology(t, js, topology.Config{})
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +87,9 @@ func passedResult(m *protocol.RunManifest, job string) *protocol.Result {
 // result stored without any event (events lost) does.
 func TestWaitConcludesFromStoredResults(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	fleettest.Topology(t, js, topology.Config{})
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

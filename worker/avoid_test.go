@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -12,15 +12,15 @@ import (
 // returns its result once it is stored.
 func (f *faultFleet) avoidResult(t *testing.T, run string, avoid []string, started func()) *protocol.Result {
 	t.Helper()
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
 	jobs[0].Avoid = avoid
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
 	if started != nil {
 		started()
 	}
 	var r *protocol.Result
-	testfleet.Eventually(t, 60*time.Second, "the job's result", func() bool {
-		r = testfleet.Results(t, f.store, run)[jobs[0].ID]
+	fleettest.Eventually(t, 60*time.Second, "the job's result", func() bool {
+		r = fleettest.Results(t, f.store, run)[jobs[0].ID]
 		return r != nil
 	})
 	return r
@@ -48,14 +48,14 @@ func TestAvoidedBoardPassesTheJobToAnotherWorker(t *testing.T) {
 	f := newFaultFleet(t)
 	cfgA := f.workerConfig(t, "avoid-a", 1)
 	cfgA.MaxDeliver = 1
-	testfleet.StartWorker(t, cfgA)
+	fleettest.StartWorker(t, cfgA)
 	cfgB := f.workerConfig(t, "avoid-b", 2)
 	cfgB.MaxDeliver = 1
 	cfgB.IdlePoll = 10 * time.Millisecond
 	r := f.avoidResult(t, "avoid-2w", []string{"avoid-a/avoid-a-0"}, func() {
 		// Worker a alone has the job first, then worker b comes.
-		testfleet.Eventually(t, 20*time.Second, "worker a to be delivered the job", func() bool { return f.delivered(t) >= 1 })
-		testfleet.StartWorker(t, cfgB)
+		fleettest.Eventually(t, 20*time.Second, "worker a to be delivered the job", func() bool { return f.delivered(t) >= 1 })
+		fleettest.StartWorker(t, cfgB)
 	})
 	if r.Status != protocol.StatusPassed || r.Worker.ID != "avoid-b" {
 		t.Fatalf("result %s on %s (%v), want passed on worker avoid-b", r.Status, r.Board(), r.Error)
@@ -71,7 +71,7 @@ func TestAvoidedBoardHandsTheJobToItsSibling(t *testing.T) {
 	f := newFaultFleet(t)
 	cfg := f.workerConfig(t, "avoid-s", 2)
 	cfg.MaxDeliver = 1
-	testfleet.StartWorker(t, cfg)
+	fleettest.StartWorker(t, cfg)
 	r := f.avoidResult(t, "avoid-sib", []string{"avoid-s/avoid-s-0"}, nil)
 	if r.Status != protocol.StatusPassed || r.Board() != "avoid-s/avoid-s-1" {
 		t.Fatalf("result %s on %s (%v), want passed on avoid-s/avoid-s-1", r.Status, r.Board(), r.Error)
@@ -86,7 +86,7 @@ func TestAvoidedOnlyBoardRunsTheJobAfterAFewPasses(t *testing.T) {
 	f := newFaultFleet(t)
 	cfg := f.workerConfig(t, "avoid-1", 1)
 	cfg.MaxDeliver = 2
-	testfleet.StartWorker(t, cfg)
+	fleettest.StartWorker(t, cfg)
 	r := f.avoidResult(t, "avoid-one", []string{"avoid-1/avoid-1-0", "other/board"}, nil)
 	if r.Status != protocol.StatusPassed || r.Board() != "avoid-1/avoid-1-0" {
 		t.Fatalf("result %s on %s (%v), want passed on avoid-1/avoid-1-0", r.Status, r.Board(), r.Error)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/cpu"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
@@ -34,14 +34,14 @@ func TestBadJobsAreDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Slots = append(cfg.Slots, worker.Slot{Device: device.Device{ID: "cpu-0", Pool: "cpu", Runner: "cpu", Chips: 1, Healthy: true}, Runner: cpuRunner})
-	testfleet.StartWorker(t, cfg)
+	fleettest.StartWorker(t, cfg)
 
 	const run = "bad-1"
 	// good returns a valid sim job document as a map to break.
 	n := 0
 	good := func() map[string]any {
 		n++
-		j := testfleet.SimJobs(t, run, 1, map[string]string{"case": fmt.Sprint(n)})[0]
+		j := fleettest.SimJobs(t, run, 1, map[string]string{"case": fmt.Sprint(n)})[0]
 		j.CreatedAt = time.Now().UTC()
 		b, _ := json.Marshal(j)
 		var m map[string]any
@@ -119,7 +119,7 @@ func TestBadJobsAreDeadLettered(t *testing.T) {
 	})
 	cases = append(cases, badCase{name: "cpu unknown model", subject: protocol.JobSubject("cpu", protocol.PriorityNormal), payload: cpuJob, reason: "notamodel", result: true})
 
-	nc, _ := testfleet.Connect(t, f.url)
+	nc, _ := fleettest.Connect(t, f.url)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestBadJobsAreDeadLettered(t *testing.T) {
 	}
 
 	var entries []dlqEntry
-	testfleet.Eventually(t, 20*time.Second, "a dead letter for every bad job", func() bool {
+	fleettest.Eventually(t, 20*time.Second, "a dead letter for every bad job", func() bool {
 		entries = f.dlqList(t)
 		return len(entries) >= len(cases)
 	})
@@ -206,10 +206,10 @@ func TestBadJobsAreDeadLettered(t *testing.T) {
 			wantResults++
 		}
 	}
-	testfleet.Eventually(t, 10*time.Second, "the failed results", func() bool {
-		return len(testfleet.Results(t, f.store, run)) >= wantResults
+	fleettest.Eventually(t, 10*time.Second, "the failed results", func() bool {
+		return len(fleettest.Results(t, f.store, run)) >= wantResults
 	})
-	results := testfleet.Results(t, f.store, run)
+	results := fleettest.Results(t, f.store, run)
 	if len(results) != wantResults {
 		t.Errorf("%d results, want %d", len(results), wantResults)
 	}
@@ -219,17 +219,17 @@ func TestBadJobsAreDeadLettered(t *testing.T) {
 		}
 	}
 	// Nothing is left queued or unacked: every bad job was settled once.
-	testfleet.Eventually(t, 10*time.Second, "every bad job settled", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "every bad job settled", func() bool {
 		p1, a1 := f.consumerPending(t, "sim", protocol.PriorityNormal)
 		p2, a2 := f.consumerPending(t, "cpu", protocol.PriorityNormal)
 		return p1+p2 == 0 && a1+a2 == 0
 	})
 
 	// The worker is alive and runs a good job.
-	okJobs := testfleet.SimJobs(t, "bad-after", 1, nil)
-	testfleet.Submit(t, f.js, f.topo, f.store, "bad-after", protocol.PriorityNormal, okJobs)
-	testfleet.Eventually(t, 10*time.Second, "a good job after the bad ones", func() bool {
-		r := testfleet.Results(t, f.store, "bad-after")[okJobs[0].ID]
+	okJobs := fleettest.SimJobs(t, "bad-after", 1, nil)
+	fleettest.Submit(t, f.js, f.topo, f.store, "bad-after", protocol.PriorityNormal, okJobs)
+	fleettest.Eventually(t, 10*time.Second, "a good job after the bad ones", func() bool {
+		r := fleettest.Results(t, f.store, "bad-after")[okJobs[0].ID]
 		return r != nil && r.Status == protocol.StatusPassed
 	})
 	// Re-queueing an invalid job is refused.

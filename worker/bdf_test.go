@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -45,8 +45,8 @@ func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
 	const run = "sparse-hang"
 	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
 	j.Limits.Timeout = protocol.Duration(2 * time.Minute) // the scaled watchdog ends the hang first
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
-	testfleet.Eventually(t, 2*time.Minute, "the hung board reset", func() bool {
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Eventually(t, 2*time.Minute, "the hung board reset", func() bool {
 		return slices.Contains(host.Calls(t), "tt-smi -r "+bdf2)
 	})
 	if got := harnesstest.ReadDump(t, dump).Env["TT_VISIBLE_DEVICES"]; got != bdf2 {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -20,7 +20,7 @@ func TestForgedJobIDIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	f := newFaultFleet(t)
 	const run = "bind-1"
-	real := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})[0]
+	real := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})[0]
 	real.CreatedAt = time.Now().UTC()
 	forged := *real
 	forged.Benchmark.Model = "forgednet"
@@ -36,18 +36,18 @@ func TestForgedJobIDIsDeadLettered(t *testing.T) {
 	if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{real})
-	testfleet.StartWorker(t, f.workerConfig(t, "bind-w", 1))
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{real})
+	fleettest.StartWorker(t, f.workerConfig(t, "bind-w", 1))
 
-	testfleet.Eventually(t, 20*time.Second, "the real job's result", func() bool {
-		return testfleet.Results(t, f.store, run)[real.ID] != nil
+	fleettest.Eventually(t, 20*time.Second, "the real job's result", func() bool {
+		return fleettest.Results(t, f.store, run)[real.ID] != nil
 	})
-	r := testfleet.Results(t, f.store, run)[real.ID]
+	r := fleettest.Results(t, f.store, run)[real.ID]
 	if r.Benchmark.Model != real.Benchmark.Model || r.Measurements.SamplesPerSec == 999999 {
 		t.Fatalf("the result of %s is the forged job's: model %q, %v samples/s", real.ID, r.Benchmark.Model, r.Measurements.SamplesPerSec)
 	}
 	var entries []dlqEntry
-	testfleet.Eventually(t, 10*time.Second, "the forged job's dead letter", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the forged job's dead letter", func() bool {
 		entries = f.dlqList(t)
 		return len(entries) == 1
 	})

@@ -17,7 +17,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/build"
 	"github.com/benchfleet/benchfleet/device/build/buildtest"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -67,16 +67,16 @@ func TestBuildCacheFaultPausesTheHost(t *testing.T) {
 	f := newTTFleet(t)
 	repo, commits, wheels := forgeBuild(t, f)
 	broken := buildHost(t, f, map[string]string{forgeRepoName: filepath.Join(t.TempDir(), "no-such-mirror.git")})
-	nc, _ := testfleet.Connect(t, f.srv)
-	wb := testfleet.StartWorker(t, worker.Config{ID: "tt-broken-mirror", Conn: nc, Store: f.store, Slots: broken.slots, AckWait: f.tc.AckWait,
+	nc, _ := fleettest.Connect(t, f.srv)
+	wb := fleettest.StartWorker(t, worker.Config{ID: "tt-broken-mirror", Conn: nc, Store: f.store, Slots: broken.slots, AckWait: f.tc.AckWait,
 		Backoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, BuildFaultPause: 2 * time.Second, Log: zerolog.Nop()})
 
 	const run = "build-broken-mirror"
 	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
 	j.Source = protocol.Source{Repo: forgeRepoName, Commit: commits[0], Wheels: wheels}
 	j.ID = protocol.JobID(j.Run, j.Cell())
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
-	testfleet.Eventually(t, time.Minute, "the broken host paused", func() bool {
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Eventually(t, time.Minute, "the broken host paused", func() bool {
 		d := wb.Status().Devices[0]
 		return d.State == protocol.DeviceQuarantined && strings.Contains(d.Reason, "build cache") && strings.Contains(d.Reason, "no-such-mirror")
 	})
@@ -86,7 +86,7 @@ func TestBuildCacheFaultPausesTheHost(t *testing.T) {
 	if r.Status != protocol.StatusPassed || r.Worker.ID != "tt-good-mirror" || r.Build == nil || r.Build.Kind != protocol.BuildProvisioned {
 		t.Fatalf("result: %s by %s build %+v (%+v), want passed on the healthy host's provisioned build", r.Status, r.Worker.ID, r.Build, r.Error)
 	}
-	testfleet.Eventually(t, time.Minute, "the broken host back after its pause", func() bool {
+	fleettest.Eventually(t, time.Minute, "the broken host back after its pause", func() bool {
 		return wb.Status().Devices[0].State == protocol.DeviceIdle
 	})
 }
@@ -110,7 +110,7 @@ func TestBuildStoreFailureIsNotTheBoards(t *testing.T) {
 	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
 	j.Source = protocol.Source{Repo: forgeRepoName, Commit: commits[0], Wheels: wheels}
 	j.ID = protocol.JobID(j.Run, j.Cell())
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
 	r := f.results(t, run, 1)[j.ID]
 	if r.Status != protocol.StatusPassed || r.Attempt != 2 || r.Build == nil || r.Build.Cache != protocol.CacheMiss {
 		t.Fatalf("result: %s attempt %d build %+v (%+v), want passed at attempt 2 on a build made then", r.Status, r.Attempt, r.Build, r.Error)

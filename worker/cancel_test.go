@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -19,12 +19,12 @@ import (
 func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 	t.Parallel()
 	f := newFaultFleet(t)
-	w := testfleet.StartWorker(t, f.workerConfig(t, "cancel-w", 2))
+	w := fleettest.StartWorker(t, f.workerConfig(t, "cancel-w", 2))
 
 	const run, other = "cancel-1", "cancel-other"
-	jobs := testfleet.SimJobs(t, run, 5, map[string]string{"sim.duration": "1m"})
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 10*time.Second, "two jobs running", func() bool {
+	jobs := fleettest.SimJobs(t, run, 5, map[string]string{"sim.duration": "1m"})
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 10*time.Second, "two jobs running", func() bool {
 		busy := 0
 		for _, d := range w.Status().Devices {
 			if d.State == protocol.DeviceBusy && d.Run == run {
@@ -55,12 +55,12 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 		t.Fatalf("cancel: %+v, %v; want the run cancelled", out, err)
 	}
 	var results map[string]*protocol.Result
-	testfleet.Eventually(t, 10*time.Second, "a cancelled result for every job", func() bool {
-		results = testfleet.Results(t, f.store, run)
+	fleettest.Eventually(t, 10*time.Second, "a cancelled result for every job", func() bool {
+		results = fleettest.Results(t, f.store, run)
 		return len(results) == len(jobs)
 	})
 	// The event and the ack follow the result.
-	testfleet.Eventually(t, 10*time.Second, "a cancelled event for every job, every job acked", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "a cancelled event for every job, every job acked", func() bool {
 		n := 0
 		for _, e := range f.events(t, run) {
 			if e.Kind == protocol.EventCancelled {
@@ -105,10 +105,10 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 	}
 
 	// The worker is fine and serves other runs.
-	otherJobs := testfleet.SimJobs(t, other, 1, nil)
-	testfleet.Submit(t, f.js, f.topo, f.store, other, protocol.PriorityNormal, otherJobs)
-	testfleet.Eventually(t, 10*time.Second, "the other run's result", func() bool {
-		r := testfleet.Results(t, f.store, other)[otherJobs[0].ID]
+	otherJobs := fleettest.SimJobs(t, other, 1, nil)
+	fleettest.Submit(t, f.js, f.topo, f.store, other, protocol.PriorityNormal, otherJobs)
+	fleettest.Eventually(t, 10*time.Second, "the other run's result", func() bool {
+		r := fleettest.Results(t, f.store, other)[otherJobs[0].ID]
 		return r != nil && r.Status == protocol.StatusPassed
 	})
 }

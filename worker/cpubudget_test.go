@@ -8,7 +8,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/cpu"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
@@ -28,7 +28,7 @@ func TestCPUBudgetJobIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Slots = []worker.Slot{{Device: device.Device{ID: "cpu-0", Pool: "cpu", Runner: "cpu", Chips: 1, Healthy: true}, Runner: r}}
-	w := testfleet.StartWorker(t, cfg)
+	w := fleettest.StartWorker(t, cfg)
 
 	publish := func(run string, b producer.BenchmarkSpec) *protocol.Job {
 		t.Helper()
@@ -50,10 +50,10 @@ func TestCPUBudgetJobIsDeadLettered(t *testing.T) {
 	huge := publish(run, producer.BenchmarkSpec{Model: cpu.ModelResNet50, BatchSize: protocol.MaxBatchSize, LoopCount: 4, InputSize: 1024})
 	next := publish(run, producer.BenchmarkSpec{Model: cpu.ModelMLP, BatchSize: 2, LoopCount: 2, InputSize: 64})
 
-	testfleet.Eventually(t, 60*time.Second, "results of both jobs", func() bool {
-		return len(testfleet.Results(t, f.store, run)) == 2
+	fleettest.Eventually(t, 60*time.Second, "results of both jobs", func() bool {
+		return len(fleettest.Results(t, f.store, run)) == 2
 	})
-	results := testfleet.Results(t, f.store, run)
+	results := fleettest.Results(t, f.store, run)
 	if res := results[huge.ID]; res.Status != protocol.StatusFailed || res.Error == nil || res.Error.Class != protocol.ClassInvalid ||
 		!strings.Contains(res.Error.Message, "needs an estimated") {
 		t.Errorf("over-budget job: %s %+v, want failed/invalid naming the estimate", res.Status, res.Error)
@@ -63,7 +63,7 @@ func TestCPUBudgetJobIsDeadLettered(t *testing.T) {
 	}
 
 	var dead []dlqEntry
-	testfleet.Eventually(t, 10*time.Second, "the dead letter", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the dead letter", func() bool {
 		dead = f.dlqList(t)
 		return len(dead) > 0
 	})

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -26,16 +26,16 @@ func busyJobs(w *worker.Worker) int {
 func TestStopDrainsRunningJobsClaimsNothingNew(t *testing.T) {
 	t.Parallel()
 	f := newFaultFleet(t)
-	w := testfleet.StartWorker(t, f.workerConfig(t, "drain-w", 2))
+	w := fleettest.StartWorker(t, f.workerConfig(t, "drain-w", 2))
 
 	const run = "drain-1"
-	jobs := testfleet.SimJobs(t, run, 5, map[string]string{"sim.duration": "1200ms"})
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 10*time.Second, "two jobs running", func() bool { return busyJobs(w) == 2 })
+	jobs := fleettest.SimJobs(t, run, 5, map[string]string{"sim.duration": "1200ms"})
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 10*time.Second, "two jobs running", func() bool { return busyJobs(w) == 2 })
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- w.Stop(context.Background()) }()
-	testfleet.Eventually(t, 5*time.Second, "the worker to report draining", func() bool { return w.Status().Draining })
+	fleettest.Eventually(t, 5*time.Second, "the worker to report draining", func() bool { return w.Status().Draining })
 	select {
 	case err := <-stopped:
 		if err != nil {
@@ -44,7 +44,7 @@ func TestStopDrainsRunningJobsClaimsNothingNew(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Stop did not return after the running jobs finished")
 	}
-	results := testfleet.Results(t, f.store, run)
+	results := fleettest.Results(t, f.store, run)
 	if len(results) != 2 {
 		t.Fatalf("%d results after the drain, want the 2 that were running", len(results))
 	}
@@ -68,16 +68,16 @@ func TestSecondStopHandsJobsBack(t *testing.T) {
 	t.Parallel()
 	const ackWait = 20 * time.Second
 	f := newFaultFleetAckWait(t, ackWait)
-	wa := testfleet.StartWorker(t, f.workerConfig(t, "hard-a", 2))
+	wa := fleettest.StartWorker(t, f.workerConfig(t, "hard-a", 2))
 
 	const run = "drain-2"
-	jobs := testfleet.SimJobs(t, run, 2, map[string]string{"sim.duration": "1500ms"})
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 10*time.Second, "two jobs running", func() bool { return busyJobs(wa) == 2 })
+	jobs := fleettest.SimJobs(t, run, 2, map[string]string{"sim.duration": "1500ms"})
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 10*time.Second, "two jobs running", func() bool { return busyJobs(wa) == 2 })
 
 	first := make(chan error, 1)
 	go func() { first <- wa.Stop(context.Background()) }()
-	testfleet.Eventually(t, 5*time.Second, "the worker to report draining", func() bool { return wa.Status().Draining })
+	fleettest.Eventually(t, 5*time.Second, "the worker to report draining", func() bool { return wa.Status().Draining })
 	start := time.Now()
 	if err := wa.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -86,15 +86,15 @@ func TestSecondStopHandsJobsBack(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the second Stop took %s; want at once", d)
 	}
-	if rs := testfleet.Results(t, f.store, run); len(rs) != 0 {
+	if rs := fleettest.Results(t, f.store, run); len(rs) != 0 {
 		t.Fatalf("the hard-stopped worker recorded %d results", len(rs))
 	}
-	testfleet.StartWorker(t, f.workerConfig(t, "hard-b", 2))
+	fleettest.StartWorker(t, f.workerConfig(t, "hard-b", 2))
 	var results map[string]*protocol.Result
 	// Handed back with a Nak, the jobs are redelivered at once: worker b
 	// finishes them well before the ack wait would have released them.
-	testfleet.Eventually(t, ackWait/2, "worker b to finish both jobs", func() bool {
-		results = testfleet.Results(t, f.store, run)
+	fleettest.Eventually(t, ackWait/2, "worker b to finish both jobs", func() bool {
+		results = fleettest.Results(t, f.store, run)
 		return len(results) == 2
 	})
 	for _, j := range jobs {

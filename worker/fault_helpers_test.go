@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -18,9 +18,9 @@ import (
 	"github.com/benchfleet/benchfleet/worker"
 )
 
-// faultFleet is testfleet's fleet under the short names these tests use.
+// faultFleet is fleettest's fleet under the short names these tests use.
 type faultFleet struct {
-	*testfleet.Fleet
+	*fleettest.Fleet
 	url   string
 	store storage.Bucket
 	js    jetstream.JetStream
@@ -32,14 +32,14 @@ func newFaultFleet(t *testing.T) *faultFleet { return newFaultFleetAckWait(t, 3*
 
 func newFaultFleetAckWait(t *testing.T, ackWait time.Duration) *faultFleet {
 	t.Helper()
-	f := testfleet.New(t, testfleet.Options{AckWait: ackWait})
+	f := fleettest.New(t, fleettest.Options{AckWait: ackWait})
 	return &faultFleet{Fleet: f, url: f.URL, store: f.Store, js: f.JS, topo: f.Topo, tc: f.Topology}
 }
 
 // workerConfig is a worker with n sim slots named id-0..., fast retries.
 func (f *faultFleet) workerConfig(t *testing.T, id string, n int) worker.Config {
 	t.Helper()
-	return f.WorkerConfig(t, id, testfleet.SimSlots(id, n))
+	return f.WorkerConfig(t, id, fleettest.SimSlots(id, n))
 }
 
 // events reads every event of run so far.
@@ -51,7 +51,7 @@ func (f *faultFleet) events(t *testing.T, run string) []protocol.Event {
 // runEvents reads every event of run so far from BENCH_EVENTS.
 func runEvents(t *testing.T, js jetstream.JetStream, run string) []protocol.Event {
 	t.Helper()
-	return testfleet.Events(t, js, run)
+	return fleettest.Events(t, js, run)
 }
 
 // eventsOf filters events of job by kind.

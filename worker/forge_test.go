@@ -16,7 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/harness"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -78,7 +78,7 @@ func harnessJob(t *testing.T, run, runner, test string, batch, loop int, labels 
 }
 
 type ttFleet struct {
-	*testfleet.Fleet
+	*fleettest.Fleet
 	srv   string
 	js    jetstream.JetStream
 	topo  *topology.Handles
@@ -88,7 +88,7 @@ type ttFleet struct {
 
 func newTTFleet(t *testing.T) *ttFleet {
 	t.Helper()
-	f := testfleet.New(t, testfleet.Options{AckWait: 10 * time.Second})
+	f := fleettest.New(t, fleettest.Options{AckWait: 10 * time.Second})
 	return &ttFleet{Fleet: f, srv: f.URL, js: f.JS, topo: f.Topo, tc: f.Topology, store: f.Store}
 }
 
@@ -96,16 +96,16 @@ func (f *ttFleet) start(t *testing.T, id string, slots []worker.Slot) *worker.Wo
 	t.Helper()
 	cfg := f.WorkerConfig(t, id, slots)
 	cfg.Backoff, cfg.MaxBackoff = 200*time.Millisecond, 0
-	return testfleet.StartWorker(t, cfg)
+	return fleettest.StartWorker(t, cfg)
 }
 
 func (f *ttFleet) results(t *testing.T, run string, n int) map[string]*protocol.Result {
 	t.Helper()
-	testfleet.Eventually(t, 3*time.Minute, "results", func() bool {
+	fleettest.Eventually(t, 3*time.Minute, "results", func() bool {
 		rs, _, _ := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: run})
 		return len(rs) == n
 	})
-	return testfleet.Results(t, f.store, run)
+	return fleettest.Results(t, f.store, run)
 }
 
 // A passing test gives a passed Result whose samples/sec is total_samples /
@@ -118,7 +118,7 @@ func TestForgeSlotPassAndFailedTest(t *testing.T) {
 	f.start(t, "tt-host", good.slots)
 	const run = "forge-run"
 	pass := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 8, 32, nil)
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{pass})
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{pass})
 	p := f.results(t, run, 1)[pass.ID]
 	if p.Status != protocol.StatusPassed || p.Attempt != 1 {
 		t.Fatalf("status %s attempt %d %+v", p.Status, p.Attempt, p.Error)
@@ -151,7 +151,7 @@ func TestForgeSlotPassAndFailedTest(t *testing.T) {
 	f2.start(t, "tt-host-low", low.slots)
 	const run2 = "forge-low-pcc"
 	j := harnessJob(t, run2, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
-	testfleet.Submit(t, f2.js, f2.topo, f2.store, run2, protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Submit(t, f2.js, f2.topo, f2.store, run2, protocol.PriorityNormal, []*protocol.Job{j})
 	failed := f2.results(t, run2, 1)[j.ID]
 	if failed.Status != protocol.StatusFailed || failed.Error == nil || failed.Error.Class != protocol.ClassBenchmark ||
 		!strings.Contains(failed.Error.Message, "Golden comparison failed (compare_with_golden). PCC=0.410000") {
@@ -174,7 +174,7 @@ func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 	host := newTTHost(t, 2, protocol.RunnerForge, false,
 		map[string]string{"FAKE_HANG_DEVICES": bdf0, "FAKE_ITER_MS": "50"}, "0")
 	w := f.start(t, "tt-hang", host.slots)
-	testfleet.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
 		st := w.Status().Devices
 		return st[0].Health != nil && st[1].Health != nil
 	})
@@ -189,7 +189,7 @@ func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 		j.Limits.Timeout = protocol.Duration(8 * time.Second)
 		jobs = append(jobs, j)
 	}
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
 	rs := f.results(t, run, 3)
 	var retried *protocol.Result
 	for _, r := range rs {
@@ -205,14 +205,14 @@ func TestHangResetsBoardQuarantinesItAndRetriesOnTheOther(t *testing.T) {
 	}
 	// The retry is handed back before board 0's reset and re-check end,
 	// so board 1's result can land first: wait for the quarantine.
-	testfleet.Eventually(t, 30*time.Second, "tt0 quarantined as gone", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "tt0 quarantined as gone", func() bool {
 		st := w.Status().Devices
 		return st[0].ID == "tt0" && st[0].State == protocol.DeviceQuarantined && strings.Contains(st[0].Reason, "gone")
 	})
 	if calls := host.Calls(t); !slices.Contains(calls, "tt-smi -r "+bdf0) {
 		t.Fatalf("tt-smi calls %q: board 0 was not reset", calls)
 	}
-	testfleet.Eventually(t, 10*time.Second, "quarantine in bench-workers", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "quarantine in bench-workers", func() bool {
 		e, err := f.topo.Workers.Get(t.Context(), "tt-hang")
 		return err == nil && strings.Contains(string(e.Value()), `"quarantined"`)
 	})
@@ -226,7 +226,7 @@ func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
 	f := newTTFleet(t)
 	host := newTTHost(t, 2, protocol.RunnerForge, false, map[string]string{"FAKE_HANG_DEVICES": bdf0, "FAKE_ITER_MS": "20"})
 	w := f.start(t, "tt-pass-on", host.slots)
-	testfleet.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "both boards' health read", func() bool {
 		st := w.Status().Devices
 		return st[0].Health != nil && st[1].Health != nil
 	})
@@ -243,7 +243,7 @@ func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
 		j.Limits.Timeout = protocol.Duration(12 * time.Second)
 		jobs = append(jobs, j)
 	}
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
 	// The hung job comes back after the retry backoff: tt1 claims it
 	// (attempt 2), or tt0, back from its reset, claims it first and
 	// passes it on without running it (attempt 3).
@@ -252,7 +252,7 @@ func TestBoardThatFailedAJobPassesItToAnIdleBoard(t *testing.T) {
 			t.Fatalf("result %s: %s on %s attempt %d, want passed on tt1", r.Job, r.Status, r.Device.ID, r.Attempt)
 		}
 	}
-	testfleet.Eventually(t, 30*time.Second, "the hung board reset", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the hung board reset", func() bool {
 		return slices.Contains(host.Calls(t), "tt-smi -r "+bdf0)
 	})
 	// tt0 ran the hung job once: one hang, one reset.
@@ -283,8 +283,8 @@ func TestBrokenHarnessHostLeavesServiceJobsPassElsewhere(t *testing.T) {
 	for i := range 4 {
 		jobs = append(jobs, harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, map[string]string{"i": string(rune('0' + i))}))
 	}
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 30*time.Second, "the broken host out of service", func() bool {
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 30*time.Second, "the broken host out of service", func() bool {
 		for _, d := range wb.Status().Devices {
 			if d.State != protocol.DeviceQuarantined {
 				return false
@@ -304,7 +304,7 @@ func TestBrokenHarnessHostLeavesServiceJobsPassElsewhere(t *testing.T) {
 			t.Fatalf("result %s: %s by %s (%+v)", r.Job, r.Status, r.Worker.ID, r.Error)
 		}
 	}
-	testfleet.Eventually(t, 10*time.Second, "the reason in bench-workers", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the reason in bench-workers", func() bool {
 		e, err := f.topo.Workers.Get(t.Context(), "tt-broken")
 		return err == nil && strings.Contains(string(e.Value()), "ImportError while loading conftest")
 	})
@@ -322,8 +322,8 @@ func TestQuarantineLastsUntilReleased(t *testing.T) {
 	const run = "lasting-1"
 	j := harnessJob(t, run, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
 	j.Limits.Timeout = protocol.Duration(3 * time.Second)
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
-	testfleet.Eventually(t, 30*time.Second, "tt0 quarantined", func() bool {
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Eventually(t, 30*time.Second, "tt0 quarantined", func() bool {
 		return w.Status().Devices[0].State == protocol.DeviceQuarantined
 	})
 	// A record that is not quarantined but whose last event is the worker's
@@ -361,7 +361,7 @@ func TestQuarantineLastsUntilReleased(t *testing.T) {
 	good := newTTHost(t, 1, protocol.RunnerForge, false, nil)
 	slots := []worker.Slot{{Device: host.slots[0].Device, Runner: good.slots[0].Runner, Health: host.slots[0].Health}}
 	w2 := f.start(t, "tt-lasting", slots)
-	testfleet.Eventually(t, 10*time.Second, "the restarted worker to read the board's health", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the restarted worker to read the board's health", func() bool {
 		return w2.Status().Devices[0].Health != nil
 	})
 	st := w2.Status().Devices[0]
@@ -375,12 +375,12 @@ func TestQuarantineLastsUntilReleased(t *testing.T) {
 	if _, err := producer.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 20*time.Second, "tt0 back in service", func() bool {
+	fleettest.Eventually(t, 20*time.Second, "tt0 back in service", func() bool {
 		return w2.Status().Devices[0].State == protocol.DeviceIdle
 	})
 	const run2 = "lasting-2"
 	j2 := harnessJob(t, run2, protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
-	testfleet.Submit(t, f.js, f.topo, f.store, run2, protocol.PriorityNormal, []*protocol.Job{j2})
+	fleettest.Submit(t, f.js, f.topo, f.store, run2, protocol.PriorityNormal, []*protocol.Job{j2})
 	if r := f.results(t, run2, 1)[j2.ID]; r.Status != protocol.StatusPassed || r.Device.ID != "tt0" {
 		t.Fatalf("after release: %s on %s", r.Status, r.Device.ID)
 	}

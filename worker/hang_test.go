@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -20,16 +20,16 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 	f := newFaultFleet(t)
 	cfg := f.workerConfig(t, "hang-w", 1)
 	cfg.MaxDeliver = 3
-	testfleet.StartWorker(t, cfg)
+	fleettest.StartWorker(t, cfg)
 
 	const run = "hang-1"
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.fail": "hang", "sim.fail_attempts": "3", "sim.duration": "50ms"})
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.fail": "hang", "sim.fail_attempts": "3", "sim.duration": "50ms"})
 	jobs[0].Limits.Timeout = protocol.Duration(300 * time.Millisecond)
 	job := jobs[0]
 	start := time.Now()
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
 
-	testfleet.Eventually(t, 20*time.Second, "the hung job to be dead-lettered", func() bool {
+	fleettest.Eventually(t, 20*time.Second, "the hung job to be dead-lettered", func() bool {
 		return len(eventsOf(f.events(t, run), job.ID, protocol.EventDead)) == 1
 	})
 	elapsed := time.Since(start)
@@ -52,7 +52,7 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 		t.Errorf("dead event: attempt %d message %q", dead.Attempt, dead.Message)
 	}
 	// The dead letter leaves one error result.
-	if rs := testfleet.Results(t, f.store, run); len(rs) != 1 || !rs[job.ID].DeadLettered() || rs[job.ID].Attempt != 3 ||
+	if rs := fleettest.Results(t, f.store, run); len(rs) != 1 || !rs[job.ID].DeadLettered() || rs[job.ID].Attempt != 3 ||
 		!strings.Contains(rs[job.ID].Error.Message, "last of 3 attempts") {
 		t.Fatalf("a dead-lettered job's results: %+v, want its dead letter's error result of attempt 3", rs)
 	}
@@ -73,8 +73,8 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 		t.Fatalf("dlq retry: %v", err)
 	}
 	var r *protocol.Result
-	testfleet.Eventually(t, 20*time.Second, "the retried job's result", func() bool {
-		r = testfleet.Results(t, f.store, run)[job.ID]
+	fleettest.Eventually(t, 20*time.Second, "the retried job's result", func() bool {
+		r = fleettest.Results(t, f.store, run)[job.ID]
 		return r != nil && !r.DeadLettered() // it replaces the dead letter's
 	})
 	if r.Status != protocol.StatusPassed || r.Attempt != 4 {
@@ -84,7 +84,7 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 		t.Errorf("dlq still lists %d entries after the retry", len(left))
 	}
 	// The retried job is acked (the ack follows the result).
-	testfleet.Eventually(t, 10*time.Second, "no job left queued or unacked", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "no job left queued or unacked", func() bool {
 		p, ack := f.consumerPending(t, "sim", protocol.PriorityNormal)
 		return p == 0 && ack == 0
 	})

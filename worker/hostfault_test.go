@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -30,8 +30,8 @@ func TestTTXLAHostThatCannotImportLeavesServiceJobsPassElsewhere(t *testing.T) {
 	strict := harnessJob(t, run, protocol.RunnerTTXLA, harnesstest.XLAResNet50, 16, 4, map[string]string{"judge": "job"})
 	strict.Limits.PCCMin = 0.99
 	strict.ID = protocol.JobID(run, strict.Cell())
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{own, strict})
-	testfleet.Eventually(t, 30*time.Second, "the host that cannot import out of service", func() bool {
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{own, strict})
+	fleettest.Eventually(t, 30*time.Second, "the host that cannot import out of service", func() bool {
 		d := wb.Status().Devices[0]
 		return d.State == protocol.DeviceQuarantined
 	})
@@ -76,8 +76,8 @@ os._exit(4)
 	w := f.start(t, "tt-probed", host.slots)
 	const run = "forge-false-host-fault"
 	j := harnessJob(t, run, protocol.RunnerForge, "forge/test/benchmark/test_evil.py::test_x", 1, 4, nil)
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
-	testfleet.Eventually(t, time.Minute, "the job dead-lettered", func() bool {
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Eventually(t, time.Minute, "the job dead-lettered", func() bool {
 		st, err := f.js.Stream(t.Context(), protocol.StreamDead)
 		return err == nil && st.CachedInfo().State.Msgs == 1
 	})
@@ -101,7 +101,7 @@ os._exit(4)
 	}
 	// It still runs good jobs.
 	good := harnessJob(t, run+"-good", protocol.RunnerForge, harnesstest.ForgeResNet50, 1, 4, nil)
-	testfleet.Submit(t, f.js, f.topo, f.store, run+"-good", protocol.PriorityNormal, []*protocol.Job{good})
+	fleettest.Submit(t, f.js, f.topo, f.store, run+"-good", protocol.PriorityNormal, []*protocol.Job{good})
 	if r := f.results(t, run+"-good", 1)[good.ID]; r.Status != protocol.StatusPassed {
 		t.Fatalf("good job after: %s (%+v)", r.Status, r.Error)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -19,15 +19,15 @@ import (
 func TestOversizeJobDeadLetteredOnDefaultServer(t *testing.T) {
 	t.Parallel()
 	f := newFaultFleet(t)
-	nc, _ := testfleet.Connect(t, f.url)
+	nc, _ := fleettest.Connect(t, f.url)
 	if mp := nc.MaxPayload(); mp != 1<<20 {
 		t.Fatalf("the test server's max payload is %d, want the nats-server default 1 MB", mp)
 	}
 	cfg := f.workerConfig(t, "big-w", 1)
 	cfg.MaxDeliver = 2
-	testfleet.StartWorker(t, cfg)
+	fleettest.StartWorker(t, cfg)
 
-	j := testfleet.SimJobs(t, "big-1", 1, nil)[0]
+	j := fleettest.SimJobs(t, "big-1", 1, nil)[0]
 	j.CreatedAt = time.Now().UTC()
 	j.Source.Repo = strings.Repeat("r", 900<<10)
 	j.ID = protocol.JobID(j.Run, j.Cell())
@@ -40,7 +40,7 @@ func TestOversizeJobDeadLetteredOnDefaultServer(t *testing.T) {
 	if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
 		t.Fatalf("publish a %d byte job: %v", len(data), err)
 	}
-	testfleet.Eventually(t, time.Minute, "the 900 KB job's dead letter", func() bool {
+	fleettest.Eventually(t, time.Minute, "the 900 KB job's dead letter", func() bool {
 		info, err := f.topo.Dead.Info(t.Context())
 		return err == nil && info.State.Msgs >= 1
 	})
@@ -48,7 +48,7 @@ func TestOversizeJobDeadLetteredOnDefaultServer(t *testing.T) {
 	if e := entries[0]; !strings.Contains(e.Reason, "payload") || !strings.Contains(e.Reason, "sha256") {
 		t.Errorf("reason %q does not say the payload was too big and how to recognise it", e.Reason)
 	}
-	testfleet.Eventually(t, 10*time.Second, "BENCH_JOBS empty", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "BENCH_JOBS empty", func() bool {
 		info, err := f.topo.Jobs.Info(t.Context())
 		p, a := f.consumerPending(t, "sim", protocol.PriorityNormal)
 		return err == nil && info.State.Msgs == 0 && p == 0 && a == 0
@@ -63,7 +63,7 @@ func TestHandBackStopsAtMaxDeliver(t *testing.T) {
 	f := newFaultFleet(t)
 	cfg := f.workerConfig(t, "hb-w", 1)
 	cfg.MaxDeliver = 3
-	testfleet.StartWorker(t, cfg)
+	fleettest.StartWorker(t, cfg)
 	// BENCH_DEAD refuses every dead letter from now on.
 	dead := f.topo.Dead.CachedInfo().Config
 	dead.MaxMsgSize = 16
@@ -75,7 +75,7 @@ func TestHandBackStopsAtMaxDeliver(t *testing.T) {
 	if _, err := f.js.PublishMsg(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the job to leave BENCH_JOBS", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the job to leave BENCH_JOBS", func() bool {
 		info, err := f.topo.Jobs.Info(t.Context())
 		return err == nil && info.State.Msgs == 0
 	})
@@ -101,12 +101,12 @@ func TestJobTimeoutIsBoundedByTheWorker(t *testing.T) {
 	cfg := f.workerConfig(t, "cap-w", 1)
 	cfg.MaxDeliver = 1
 	cfg.JobTimeout, cfg.MaxJobTimeout = 200*time.Millisecond, 500*time.Millisecond
-	testfleet.StartWorker(t, cfg)
-	j := testfleet.SimJobs(t, "cap-1", 1, map[string]string{"sim.duration": "5m"})[0]
+	fleettest.StartWorker(t, cfg)
+	j := fleettest.SimJobs(t, "cap-1", 1, map[string]string{"sim.duration": "5m"})[0]
 	j.Limits.Timeout = protocol.Duration(47 * time.Hour)
 	j.ID = protocol.JobID(j.Run, j.Cell())
-	testfleet.Submit(t, f.js, f.topo, f.store, "cap-1", protocol.PriorityNormal, []*protocol.Job{j})
-	testfleet.Eventually(t, time.Minute, "the job's dead letter", func() bool {
+	fleettest.Submit(t, f.js, f.topo, f.store, "cap-1", protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Eventually(t, time.Minute, "the job's dead letter", func() bool {
 		info, err := f.topo.Dead.Info(t.Context())
 		return err == nil && info.State.Msgs >= 1
 	})
@@ -122,15 +122,15 @@ func TestLoopCountIsBoundedByTheWorker(t *testing.T) {
 	f := newFaultFleet(t)
 	cfg := f.workerConfig(t, "loops-w", 1)
 	cfg.MaxLoopCount = 50
-	testfleet.StartWorker(t, cfg)
-	j := testfleet.SimJobs(t, "loops-1", 1, nil)[0]
+	fleettest.StartWorker(t, cfg)
+	j := fleettest.SimJobs(t, "loops-1", 1, nil)[0]
 	j.Benchmark.LoopCount, j.Benchmark.WarmupCount = 100, 1
 	j.ID = protocol.JobID(j.Run, j.Cell())
-	testfleet.Submit(t, f.js, f.topo, f.store, "loops-1", protocol.PriorityNormal, []*protocol.Job{j})
-	testfleet.Eventually(t, time.Minute, "the job's result", func() bool {
-		return len(testfleet.Results(t, f.store, "loops-1")) == 1
+	fleettest.Submit(t, f.js, f.topo, f.store, "loops-1", protocol.PriorityNormal, []*protocol.Job{j})
+	fleettest.Eventually(t, time.Minute, "the job's result", func() bool {
+		return len(fleettest.Results(t, f.store, "loops-1")) == 1
 	})
-	r := testfleet.Results(t, f.store, "loops-1")[j.ID]
+	r := fleettest.Results(t, f.store, "loops-1")[j.ID]
 	if r.Status != protocol.StatusFailed || r.Error == nil || r.Error.Class != protocol.ClassInvalid || !strings.Contains(r.Error.Message, "at most 50 iterations") {
 		t.Fatalf("%s %+v, want invalid: more iterations than the worker runs", r.Status, r.Error)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/notify"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
@@ -81,31 +81,31 @@ func TestWorkerNotifiesQuarantineAndDeadLetter(t *testing.T) {
 		}
 		return out
 	}
-	srv := testfleet.Server(t)
-	nc, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	nc, js := fleettest.Connect(t, srv.ClientURL())
 	tc := topology.Config{AckWait: 5 * time.Second}
-	topo := testfleet.Topology(t, js, tc)
+	topo := fleettest.Topology(t, js, tc)
 	store := newStore(t)
 	n, err := notify.NewWebhook(notify.Config{URL: hook.URL, Dedup: notify.StoreDedup{Bucket: store}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots := testfleet.SimSlots("sim", 1)
-	bad := testfleet.SimSlots("bad", 1)[0]
+	slots := fleettest.SimSlots("sim", 1)
+	bad := fleettest.SimSlots("bad", 1)[0]
 	bad.Health = deadBoard{}
 	cn := &countingNotifier{n: n, sent: map[string][]bool{}}
 	cfg := worker.Config{ID: "notify-worker", Conn: nc, Store: store, Slots: append(slots, bad), AckWait: tc.AckWait,
 		IdlePoll: 100 * time.Millisecond, Notifier: cn, Log: zerolog.Nop()}
-	w := testfleet.StartWorker(t, cfg)
-	testfleet.Eventually(t, 10*time.Second, "a quarantine notification", func() bool { return len(got(protocol.NotifyQuarantine)) == 1 })
+	w := fleettest.StartWorker(t, cfg)
+	fleettest.Eventually(t, 10*time.Second, "a quarantine notification", func() bool { return len(got(protocol.NotifyQuarantine)) == 1 })
 	q := got(protocol.NotifyQuarantine)[0]
 	if q.Device != "bad-0" || q.Worker != "notify-worker" || !strings.Contains(q.Text, "bad-0") || !strings.Contains(q.Text, "board not found") {
 		t.Errorf("quarantine message: %+v", q)
 	}
 
-	jobs := testfleet.SimJobs(t, "notify-run", 1, map[string]string{"sim.fail": "permanent"})
-	testfleet.Submit(t, js, topo, store, "notify-run", protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 20*time.Second, "a dead-letter notification", func() bool { return len(got(protocol.NotifyDeadLetter)) == 1 })
+	jobs := fleettest.SimJobs(t, "notify-run", 1, map[string]string{"sim.fail": "permanent"})
+	fleettest.Submit(t, js, topo, store, "notify-run", protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 20*time.Second, "a dead-letter notification", func() bool { return len(got(protocol.NotifyDeadLetter)) == 1 })
 	d := got(protocol.NotifyDeadLetter)[0]
 	if d.Job != jobs[0].ID || d.Run != "notify-run" || !strings.Contains(d.Text, jobs[0].ID) || !strings.Contains(d.Text, "permanent failure") {
 		t.Errorf("dead-letter message: %+v", d)
@@ -115,9 +115,9 @@ func TestWorkerNotifiesQuarantineAndDeadLetter(t *testing.T) {
 	// told again.
 	w.Kill()
 	<-w.Done()
-	cfg.Slots = append(testfleet.SimSlots("sim", 1), bad)
-	w2 := testfleet.StartWorker(t, cfg)
-	testfleet.Eventually(t, 10*time.Second, "the restarted worker's bad board out of service", func() bool {
+	cfg.Slots = append(fleettest.SimSlots("sim", 1), bad)
+	w2 := fleettest.StartWorker(t, cfg)
+	fleettest.Eventually(t, 10*time.Second, "the restarted worker's bad board out of service", func() bool {
 		for _, d := range w2.Status().Devices {
 			if d.ID == "bad-0" {
 				return d.State == protocol.DeviceQuarantined

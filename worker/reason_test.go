@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -43,12 +43,12 @@ func TestStoreAndSpoolBrokenJobWaits(t *testing.T) {
 	}
 	cfg := f.workerConfig(t, "full-w", 1)
 	cfg.Store, cfg.Sink, cfg.MaxDeliver = store, spool, 2
-	w := testfleet.StartWorker(t, cfg)
+	w := fleettest.StartWorker(t, cfg)
 	const run = "store-down"
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
-	testfleet.Submit(t, f.js, f.topo, nil, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
+	fleettest.Submit(t, f.js, f.topo, nil, run, protocol.PriorityNormal, jobs)
 
-	testfleet.Eventually(t, 30*time.Second, "the worker to say it cannot record results", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the worker to say it cannot record results", func() bool {
 		st := w.Status()
 		return strings.Contains(st.Store, "cannot record results") && strings.Contains(st.Store, "spool") &&
 			strings.Contains(st.Devices[0].Reason, "not claiming")
@@ -74,17 +74,17 @@ func TestStoreAndSpoolBrokenJobWaits(t *testing.T) {
 	if err := os.MkdirAll(storeDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool {
 		rs, _, err := storage.QueryJSON(t.Context(), store, storage.Filter{Run: run})
 		return err == nil && len(rs) == 1
 	})
-	if r := testfleet.Results(t, store, run)[jobs[0].ID]; r == nil || r.Status != protocol.StatusPassed {
+	if r := fleettest.Results(t, store, run)[jobs[0].ID]; r == nil || r.Status != protocol.StatusPassed {
 		t.Errorf("result %+v, want passed", r)
 	}
 	if info, err := f.topo.Dead.Info(t.Context()); err != nil || info.State.Msgs != 0 {
 		t.Errorf("dead letters: %+v, %v; want none", info, err)
 	}
-	testfleet.Eventually(t, 10*time.Second, "the slot to claim again", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the slot to claim again", func() bool {
 		st := w.Status()
 		return st.Store == "" && st.Devices[0].Reason == ""
 	})

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -26,23 +26,23 @@ import (
 // first run's artifacts stay as recorded.
 func TestRepublishedJobWithOtherCreatedAtDoesNotRunAgain(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	nc, _ := testfleet.Connect(t, srv.ClientURL())
-	_, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	nc, _ := fleettest.Connect(t, srv.ClientURL())
+	_, js := fleettest.Connect(t, srv.ClientURL())
 	tc := topology.Config{AckWait: 10 * time.Second}
-	topo := testfleet.Topology(t, js, tc)
+	topo := fleettest.Topology(t, js, tc)
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	testfleet.StartWorker(t, worker.Config{ID: "republish", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", 1),
+	fleettest.StartWorker(t, worker.Config{ID: "republish", Conn: nc, Store: store, Slots: fleettest.SimSlots("sim", 1),
 		AckWait: tc.AckWait, IdlePoll: 50 * time.Millisecond, Log: zerolog.Nop()})
 	const run = "republish"
-	jobs := testfleet.SimJobs(t, run, 1, nil)
-	testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, 1, nil)
+	fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 	var first *protocol.Result
-	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool {
-		first = testfleet.Results(t, store, run)[jobs[0].ID]
+	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool {
+		first = fleettest.Results(t, store, run)[jobs[0].ID]
 		return first != nil
 	})
 	arts := map[string]string{}
@@ -63,7 +63,7 @@ func TestRepublishedJobWithOtherCreatedAtDoesNotRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the republished job settled", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the republished job settled", func() bool {
 		info, err := cons.Info(t.Context())
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Consumer >= 2
 	})

@@ -12,8 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/s3test"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -92,10 +92,10 @@ func TestHungStoreRunsEachJobOnceAndSpools(t *testing.T) {
 func testHungStore(t *testing.T, freeze time.Duration) {
 	s3 := s3test.Start(t)
 	bucket := s3Bucket(t, s3, "farm")
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 10 * time.Second}
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
 
 	const nWorkers = 3
 	var workers []*worker.Worker
@@ -108,10 +108,10 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 		}
 		runSpool(t, sp)
 		spools = append(spools, sp)
-		nc, _ := testfleet.Connect(t, srv.ClientURL())
+		nc, _ := fleettest.Connect(t, srv.ClientURL())
 		id := "hang-w" + string(rune('0'+i))
-		workers = append(workers, testfleet.StartWorker(t, worker.Config{ID: id, Conn: nc, Store: bucket, Sink: sp,
-			Slots: testfleet.SimSlots(id, 1), AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond,
+		workers = append(workers, fleettest.StartWorker(t, worker.Config{ID: id, Conn: nc, Store: bucket, Sink: sp,
+			Slots: fleettest.SimSlots(id, 1), AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond,
 			Log: zerolog.Nop()}))
 	}
 
@@ -119,8 +119,8 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 	frozen := time.Now()
 	t.Cleanup(s3.Thaw) // before its Stop: cleanups run last first
 	const run = "store-hang"
-	jobs := testfleet.SimJobs(t, run, nWorkers, map[string]string{"sim.duration": "3s"})
-	testfleet.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, nWorkers, map[string]string{"sim.duration": "3s"})
+	fleettest.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
 
 	pending := func() int {
 		n := 0
@@ -129,10 +129,10 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 		}
 		return n
 	}
-	testfleet.Eventually(t, freeze-5*time.Second, "every result in a spool while the store hangs", func() bool {
+	fleettest.Eventually(t, freeze-5*time.Second, "every result in a spool while the store hangs", func() bool {
 		return pending() == nWorkers
 	})
-	testfleet.Eventually(t, 10*time.Second, "every job acked", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "every job acked", func() bool {
 		c, err := js.Consumer(t.Context(), protocol.StreamJobs, protocol.ConsumerName("sim", protocol.PriorityNormal))
 		if err != nil {
 			return false
@@ -147,7 +147,7 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 		if code, body := healthz(t, w); code != http.StatusOK || !strings.Contains(body, "store not answering") {
 			t.Errorf("worker %s /healthz: %d %q, want 200 saying the store is not answering (the spool takes the results)", w.ID(), code, body)
 		}
-		testfleet.Eventually(t, 15*time.Second, "the bench-workers record to say the store is not answering", func() bool {
+		fleettest.Eventually(t, 15*time.Second, "the bench-workers record to say the store is not answering", func() bool {
 			return strings.Contains(workerRecord(t, topo, w.ID()).Store, "store not answering")
 		})
 	}
@@ -157,11 +157,11 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 	time.Sleep(time.Until(frozen.Add(freeze)))
 	s3.Thaw()
 
-	testfleet.Eventually(t, 90*time.Second, "every result in the bucket and the spools drained", func() bool {
+	fleettest.Eventually(t, 90*time.Second, "every result in the bucket and the spools drained", func() bool {
 		rs, _, err := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
 		return err == nil && len(rs) == nWorkers && pending() == 0
 	})
-	results := testfleet.Results(t, bucket, run)
+	results := fleettest.Results(t, bucket, run)
 	evs := runEvents(t, js, run)
 	for _, j := range jobs {
 		r := results[j.ID]
@@ -185,7 +185,7 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 		t.Errorf("dead letters: %+v, %v; want none", info, err)
 	}
 	for _, w := range workers {
-		testfleet.Eventually(t, 30*time.Second, "the worker to see the store answer again", func() bool {
+		fleettest.Eventually(t, 30*time.Second, "the worker to see the store answer again", func() bool {
 			return w.Status().Store == ""
 		})
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/s3test"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -36,33 +36,33 @@ func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
 	defer stopSpool()
 	go spool.Run(sctx)
 
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 10 * time.Second}
-	nc, _ := testfleet.Connect(t, srv.ClientURL())
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
-	testfleet.StartWorker(t, worker.Config{ID: "w", Conn: nc, Store: bucket, Sink: spool, Slots: testfleet.SimSlots("s", 4),
+	nc, _ := fleettest.Connect(t, srv.ClientURL())
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
+	fleettest.StartWorker(t, worker.Config{ID: "w", Conn: nc, Store: bucket, Sink: spool, Slots: fleettest.SimSlots("s", 4),
 		AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 
 	const run, n = "s3-outage", 40
-	jobs := testfleet.SimJobs(t, run, n, map[string]string{"sim.duration": "150ms"})
-	testfleet.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, n, map[string]string{"sim.duration": "150ms"})
+	fleettest.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
 
 	// Stop the server once some results are in, keep it down while more
 	// jobs finish, then start it again.
-	testfleet.Eventually(t, 60*time.Second, "first results in the bucket", func() bool {
+	fleettest.Eventually(t, 60*time.Second, "first results in the bucket", func() bool {
 		rs, _, _ := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
 		return len(rs) >= 4
 	})
 	s3.Stop()
-	testfleet.Eventually(t, 60*time.Second, "results to spool during the outage", func() bool { return spool.Pending() >= 4 })
+	fleettest.Eventually(t, 60*time.Second, "results to spool during the outage", func() bool { return spool.Pending() >= 4 })
 	s3.Start()
 
-	testfleet.Eventually(t, 90*time.Second, "every result in the bucket and the spool drained", func() bool {
+	fleettest.Eventually(t, 90*time.Second, "every result in the bucket and the spool drained", func() bool {
 		rs, _, err := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
 		return err == nil && len(rs) == n && spool.Pending() == 0
 	})
-	results := testfleet.Results(t, bucket, run)
+	results := fleettest.Results(t, bucket, run)
 	for _, j := range jobs {
 		r, ok := results[j.ID]
 		if !ok {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -45,14 +45,14 @@ func TestNextJobStartsWhileLastOneSettles(t *testing.T) {
 	t.Parallel()
 	f := newFaultFleet(t)
 	const run = "settle-1"
-	jobs := testfleet.SimJobs(t, run, 2, map[string]string{"sim.duration": "100ms"})
+	jobs := fleettest.SimJobs(t, run, 2, map[string]string{"sim.duration": "100ms"})
 	// Which job the slot takes first is the queue's order: submit order.
 	first, second := jobs[0].ID, jobs[1].ID
 	gs := &gatedStore{Bucket: f.store, hold: first + ".json", held: make(chan struct{}), release: make(chan struct{})}
 	cfg := f.workerConfig(t, "settle-w", 1)
 	cfg.Store = gs
-	w := testfleet.StartWorker(t, cfg)
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	w := fleettest.StartWorker(t, cfg)
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
 
 	select {
 	case <-gs.held:
@@ -61,7 +61,7 @@ func TestNextJobStartsWhileLastOneSettles(t *testing.T) {
 	}
 	// The board is free: the second job runs (or has run) while the first
 	// one's result is still held.
-	testfleet.Eventually(t, 20*time.Second, "the second job to start while the first settles", func() bool {
+	fleettest.Eventually(t, 20*time.Second, "the second job to start while the first settles", func() bool {
 		for _, e := range f.events(t, run) {
 			if e.Job == second && e.Kind == protocol.EventClaimed {
 				return true
@@ -93,7 +93,7 @@ func TestNextJobStartsWhileLastOneSettles(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Stop did not return after the result was released")
 	}
-	results := testfleet.Results(t, f.store, run)
+	results := fleettest.Results(t, f.store, run)
 	if len(results) != 2 {
 		t.Fatalf("%d results, want 2", len(results))
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/s3test"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -45,19 +45,19 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 	fillDisk(t, disk)
 	s3.Stop()
 
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 5 * time.Second}
-	nc, _ := testfleet.Connect(t, srv.ClientURL())
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
-	w := testfleet.StartWorker(t, worker.Config{ID: "full", Conn: nc, Store: bucket, Sink: spool, Slots: testfleet.SimSlots("full", 2),
+	nc, _ := fleettest.Connect(t, srv.ClientURL())
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
+	w := fleettest.StartWorker(t, worker.Config{ID: "full", Conn: nc, Store: bucket, Sink: spool, Slots: fleettest.SimSlots("full", 2),
 		AckWait: tc.AckWait, MaxDeliver: 2, Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	const run, n = "spool-full", 6
-	jobs := testfleet.SimJobs(t, run, n, map[string]string{"sim.duration": "100ms"})
-	testfleet.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, n, map[string]string{"sim.duration": "100ms"})
+	fleettest.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
 
-	testfleet.Eventually(t, 30*time.Second, "the worker to say it cannot record results", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the worker to say it cannot record results", func() bool {
 		st := w.Status()
 		for _, d := range st.Devices {
 			if !strings.Contains(d.Reason, "not claiming") {
@@ -69,7 +69,7 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 	if code, body := healthz(t, w); code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot record results") {
 		t.Errorf("/healthz: %d %q, want 503 saying it cannot record results", code, body)
 	}
-	testfleet.Eventually(t, 15*time.Second, "the bench-workers record to say it cannot record results", func() bool {
+	fleettest.Eventually(t, 15*time.Second, "the bench-workers record to say it cannot record results", func() bool {
 		return strings.Contains(workerRecord(t, topo, "full").Store, "cannot record results")
 	})
 	// The jobs wait: for longer than MaxDeliver hand-backs take at this
@@ -87,11 +87,11 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 	}
 
 	s3.Start()
-	testfleet.Eventually(t, 60*time.Second, "every job's result once the store is back", func() bool {
+	fleettest.Eventually(t, 60*time.Second, "every job's result once the store is back", func() bool {
 		rs, _, err := storage.QueryJSON(t.Context(), bucket, storage.Filter{Run: run})
 		return err == nil && len(rs) == n
 	})
-	results := testfleet.Results(t, bucket, run)
+	results := fleettest.Results(t, bucket, run)
 	for _, j := range jobs {
 		if r := results[j.ID]; r == nil || r.Status != protocol.StatusPassed {
 			t.Errorf("job %s: result %+v, want passed", j.ID, r)
@@ -100,7 +100,7 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 	if info, err := topo.Dead.Info(t.Context()); err != nil || info.State.Msgs != 0 {
 		t.Errorf("dead letters: %+v, %v; want none", info, err)
 	}
-	testfleet.Eventually(t, 10*time.Second, "the slots to claim again", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the slots to claim again", func() bool {
 		st := w.Status()
 		return st.Store == "" && st.Devices[0].Reason == "" && st.Devices[1].Reason == ""
 	})

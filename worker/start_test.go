@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -95,10 +95,10 @@ func TestStartThatFailsCleansUpAndCanBeRetried(t *testing.T) {
 		<-w.Done()
 	})
 	const run = "start-retry"
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
-	testfleet.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool {
-		return len(testfleet.Results(t, f.store, run)) == 1
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool {
+		return len(fleettest.Results(t, f.store, run)) == 1
 	})
 	if err := w.Stop(context.Background()); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -28,33 +28,33 @@ func newStore(t *testing.T) storage.Bucket {
 // and the stopped worker's jobs are finished by the other.
 func TestTwoWorkersTwoHundredJobsOneStopped(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 5 * time.Second}
 	store := newStore(t)
-	ncA, _ := testfleet.Connect(t, srv.ClientURL())
-	ncB, _ := testfleet.Connect(t, srv.ClientURL())
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
+	ncA, _ := fleettest.Connect(t, srv.ClientURL())
+	ncB, _ := fleettest.Connect(t, srv.ClientURL())
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
 
 	cfg := func(id string, nc *nats.Conn, slots []worker.Slot) worker.Config {
 		return worker.Config{ID: id, Conn: nc, Store: store, Slots: slots, AckWait: tc.AckWait,
 			Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()}
 	}
-	wa := testfleet.StartWorker(t, cfg("worker-a", ncA, testfleet.SimSlots("a", 4)))
-	testfleet.StartWorker(t, cfg("worker-b", ncB, testfleet.SimSlots("b", 4)))
+	wa := fleettest.StartWorker(t, cfg("worker-a", ncA, fleettest.SimSlots("a", 4)))
+	fleettest.StartWorker(t, cfg("worker-b", ncB, fleettest.SimSlots("b", 4)))
 
 	const run = "e2e-200"
-	jobs := testfleet.SimJobs(t, run, 200, map[string]string{"sim.duration": "40ms"})
+	jobs := fleettest.SimJobs(t, run, 200, map[string]string{"sim.duration": "40ms"})
 	// Every tenth job runs long, so the stopped worker is mid-job.
 	for i := 0; i < len(jobs); i += 10 {
 		jobs[i].Labels["sim.duration"] = "400ms"
 	}
-	res := testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+	res := fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 	if res.Published != 200 {
 		t.Fatalf("published %d jobs, want 200", res.Published)
 	}
 	// Stop worker A hard once it has finished some jobs and is running more.
-	testfleet.Eventually(t, 30*time.Second, "worker a to be busy after finishing jobs", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "worker a to be busy after finishing jobs", func() bool {
 		st := wa.Status()
 		done, busy := int64(0), 0
 		for _, d := range st.Devices {
@@ -69,11 +69,11 @@ func TestTwoWorkersTwoHundredJobsOneStopped(t *testing.T) {
 	<-wa.Done()
 
 	var results map[string]*protocol.Result
-	testfleet.Eventually(t, 90*time.Second, "200 results", func() bool {
+	fleettest.Eventually(t, 90*time.Second, "200 results", func() bool {
 		rs, _, _ := storage.QueryJSON(context.Background(), store, storage.Filter{Run: run})
 		return len(rs) == 200
 	})
-	results = testfleet.Results(t, store, run)
+	results = fleettest.Results(t, store, run)
 	redelivered := 0
 	for _, j := range jobs {
 		r, ok := results[j.ID]

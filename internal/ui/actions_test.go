@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -61,7 +61,7 @@ func get(t *testing.T, u string) (int, string) {
 // logged-in operator); with both the run is cancelled. Artifacts are served from artifacts/ only.
 func TestActionsNeedFlagAndToken(t *testing.T) {
 	cfg, submit := newFarm(t)
-	submit("ui-cancel", testfleet.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
+	submit("ui-cancel", fleettest.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
 	ro := serve(t, cfg)
 	cfg.Actions, cfg.ActionsToken = true, "operator-token"
 	rw := serve(t, cfg)
@@ -93,7 +93,7 @@ func TestActionsNeedFlagAndToken(t *testing.T) {
 	if _, err := cfg.Topology.Runs.Get(t.Context(), protocol.CancelKey("ui-cancel")); err != nil {
 		t.Fatalf("run not cancelled: %v", err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the cancelled run's page", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the cancelled run's page", func() bool {
 		_, body := get(t, ro.URL+"/runs/ui-cancel")
 		return strings.Contains(body, `id="run-state">cancelled`)
 	})
@@ -129,9 +129,9 @@ func BenchmarkSeriesPage100k(b *testing.B) {
 	}
 	b.Logf("100,000 results written and compacted in %s", time.Since(start).Round(time.Millisecond))
 	r := storage.SynthResult(99999, storage.SynthOptions{Results: 100000, Days: 365, End: end})
-	srv := testfleet.Server(b)
-	_, js := testfleet.Connect(b, srv.ClientURL())
-	topo := testfleet.Topology(b, js, topologyConfig())
+	srv := fleettest.Server(b)
+	_, js := fleettest.Connect(b, srv.ClientURL())
+	topo := fleettest.Topology(b, js, topologyConfig())
 	s, err := ui.New(ui.Config{JS: js, Topology: topo, Store: store})
 	if err != nil {
 		b.Fatal(err)

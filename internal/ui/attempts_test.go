@@ -8,7 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device/sim"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 )
 
@@ -17,10 +17,10 @@ import (
 func TestRunPageShowsAttempts(t *testing.T) {
 	t.Parallel()
 	cfg, submit := newFarm(t)
-	jobs := testfleet.SimJobs(t, "ui-confirm", 1, map[string]string{sim.LabelSamplesPerSec: "900", sim.LabelRepeatSamplesPerSec: "1000"})
+	jobs := fleettest.SimJobs(t, "ui-confirm", 1, map[string]string{sim.LabelSamplesPerSec: "900", sim.LabelRepeatSamplesPerSec: "1000"})
 	plantHistory(t, cfg.Store, jobs[0], 1000)
 	submit("ui-confirm", jobs)
-	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(testfleet.Results(t, cfg.Store, "ui-confirm")) == 1 })
+	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(fleettest.Results(t, cfg.Store, "ui-confirm")) == 1 })
 	v, err := producer.JudgeStored(t.Context(), producer.StoredJudge{Run: "ui-confirm", Store: cfg.Store, Gate: true, GateConfig: producer.GateConfig{Repeats: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestRunPageShowsAttempts(t *testing.T) {
 	if _, n, err := c.Requeue(t.Context(), v.Report); err != nil || n != 2 {
 		t.Fatalf("requeue: %v, %d queued", err, n)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the repeats' results", func() bool { return len(testfleet.Results(t, cfg.Store, "ui-confirm")) == 3 })
+	fleettest.Eventually(t, 30*time.Second, "the repeats' results", func() bool { return len(fleettest.Results(t, cfg.Store, "ui-confirm")) == 3 })
 	hs := serve(t, cfg)
 	code, body := get(t, hs.URL+"/runs/ui-confirm")
 	if code != 200 {

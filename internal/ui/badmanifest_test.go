@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 )
 
 // Manifests anyone who may write bench-runs can plant: one whose header
@@ -15,7 +15,7 @@ import (
 // and says which manifests it skipped.
 func TestServeSkipsBadManifests(t *testing.T) {
 	cfg, submit := newFarm(t)
-	submit("ui-good", testfleet.SimJobs(t, "ui-good", 1, nil))
+	submit("ui-good", fleettest.SimJobs(t, "ui-good", 1, nil))
 	ctx := t.Context()
 	for key, val := range map[string]string{
 		"huge.manifest":  `{"schema":"benchfleet.manifest/v1","run":"huge","created_at":"2099-01-01T00:00:00Z","chunks":1,"job_count":1000000000000}`,

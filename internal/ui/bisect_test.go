@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -45,9 +45,9 @@ func TestSeriesRowShowsItsBisect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	hs := serve(t, ui.Config{JS: js, Topology: testfleet.Topology(t, js, topologyConfig()), Store: store})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	hs := serve(t, ui.Config{JS: js, Topology: fleettest.Topology(t, js, topologyConfig()), Store: store})
 	code, body := get(t, hs.URL+"/series?model=resnet50&pool=n150&batch=8&format=bfloat16&runner=forge&test="+url.QueryEscape(test))
 	if code != 200 {
 		t.Fatalf("series page: %d\n%s", code, body)

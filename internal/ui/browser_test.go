@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/producer"
@@ -29,20 +29,20 @@ const chromium = "/usr/bin/chromium"
 
 func newFarm(t *testing.T) (ui.Config, func(run string, jobs []*protocol.Job)) {
 	t.Helper()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 10 * time.Second}
-	nc, _ := testfleet.Connect(t, srv.ClientURL())
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
+	nc, _ := fleettest.Connect(t, srv.ClientURL())
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	testfleet.StartWorker(t, worker.Config{ID: "ui-host", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", 2),
+	fleettest.StartWorker(t, worker.Config{ID: "ui-host", Conn: nc, Store: store, Slots: fleettest.SimSlots("sim", 2),
 		AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	cfg := ui.Config{JS: js, Topology: topo, Store: store}
 	submit := func(run string, jobs []*protocol.Job) {
-		testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+		fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 	}
 	return cfg, submit
 }
@@ -171,12 +171,12 @@ func TestBrowserDashboard(t *testing.T) {
 
 	// A regression: 10 results of the series on main near 1000 samples/s,
 	// then a run at 800.
-	reg := testfleet.SimJobs(t, "ui-regressed", 1, map[string]string{"sim.duration": "20ms", "sim.samples_per_sec": "800"})
+	reg := fleettest.SimJobs(t, "ui-regressed", 1, map[string]string{"sim.duration": "20ms", "sim.samples_per_sec": "800"})
 	reg[0].Benchmark.Model = "simreg"
 	plantHistory(t, store, reg[0], 1000)
 	submit("ui-regressed", reg)
 	// A slow run, still going while the browser looks.
-	slow := testfleet.SimJobs(t, "ui-slow", 3, map[string]string{"sim.duration": "4s", "sim.samples_per_sec": "500"})
+	slow := fleettest.SimJobs(t, "ui-slow", 3, map[string]string{"sim.duration": "4s", "sim.samples_per_sec": "500"})
 	submit("ui-slow", slow)
 
 	still := cfg
@@ -198,8 +198,8 @@ func TestBrowserDashboard(t *testing.T) {
 	dir := shots(t)
 
 	// The regressed run finishes first.
-	testfleet.Eventually(t, 30*time.Second, "the regressed run's result", func() bool {
-		return len(testfleet.Results(t, store, "ui-regressed")) == 1
+	fleettest.Eventually(t, 30*time.Second, "the regressed run's result", func() bool {
+		return len(fleettest.Results(t, store, "ui-regressed")) == 1
 	})
 
 	b := &drive{t: t, ctx: ctx}
@@ -334,17 +334,17 @@ func textOf(b *drive, sel string) string {
 // as points, under x-axis labels that differ.
 func TestBrowserReadsAsAUser(t *testing.T) {
 	ctx, _ := browser(t)
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	tc := topologyConfig()
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	startWorker := func() *worker.Worker {
-		nc, _ := testfleet.Connect(t, srv.ClientURL())
-		w, err := worker.New(worker.Config{ID: "ui-reader", Conn: nc, Store: store, Slots: testfleet.SimSlots("sim", 2),
+		nc, _ := fleettest.Connect(t, srv.ClientURL())
+		w, err := worker.New(worker.Config{ID: "ui-reader", Conn: nc, Store: store, Slots: fleettest.SimSlots("sim", 2),
 			AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
@@ -358,7 +358,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 		return w
 	}
 	submit := func(run string, jobs []*protocol.Job) {
-		testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+		fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 	}
 	cfg := ui.Config{JS: js, Topology: topo, Store: store, Refresh: -1}
 	hs := serve(t, cfg)
@@ -368,13 +368,13 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	// Two jobs that pass and one that fails for good (a failed result and
 	// a dead letter), then the worker restarts.
 	w := startWorker()
-	submit("ui-ok", testfleet.SimJobs(t, "ui-ok", 2, nil))
-	failing := testfleet.SimJobs(t, "ui-fail", 1, map[string]string{"sim.fail": "permanent"})
+	submit("ui-ok", fleettest.SimJobs(t, "ui-ok", 2, nil))
+	failing := fleettest.SimJobs(t, "ui-fail", 1, map[string]string{"sim.fail": "permanent"})
 	submit("ui-fail", failing)
-	testfleet.Eventually(t, 30*time.Second, "the three results", func() bool {
-		return len(testfleet.Results(t, store, "ui-ok")) == 2 && len(testfleet.Results(t, store, "ui-fail")) == 1
+	fleettest.Eventually(t, 30*time.Second, "the three results", func() bool {
+		return len(fleettest.Results(t, store, "ui-ok")) == 2 && len(fleettest.Results(t, store, "ui-fail")) == 1
 	})
-	testfleet.Eventually(t, 30*time.Second, "the dead letter", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the dead letter", func() bool {
 		_, body := get(t, hs.URL+"/dlq")
 		return strings.Contains(body, failing[0].ID)
 	})
@@ -383,7 +383,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	}
 	before := w.Status().StartedAt
 	w = startWorker()
-	testfleet.Eventually(t, 30*time.Second, "the restarted worker's heartbeat", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the restarted worker's heartbeat", func() bool {
 		e, err := topo.Workers.Get(t.Context(), "ui-reader")
 		var st protocol.WorkerStatus
 		return err == nil && json.Unmarshal(e.Value(), &st) == nil && st.StartedAt.After(before)
@@ -410,7 +410,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	b.shot(dir, "home-restarted.png")
 
 	// The job page of a job without history.
-	ok := testfleet.Results(t, store, "ui-ok")
+	ok := fleettest.Results(t, store, "ui-ok")
 	var okJob string
 	for id, r := range ok {
 		if r.Labels["i"] == "0" {
@@ -462,23 +462,23 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 
 	// A cancelled run: two jobs stopped while running, two removed from
 	// the queue.
-	submit("ui-cancel", testfleet.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
-	testfleet.Eventually(t, 30*time.Second, "two jobs running", func() bool {
+	submit("ui-cancel", fleettest.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
+	fleettest.Eventually(t, 30*time.Second, "two jobs running", func() bool {
 		_, body := get(t, hs.URL+"/runs/ui-cancel")
 		return strings.Count(body, `class="status running"`) == 2
 	})
 	if _, err := producer.CancelRun(t.Context(), js, producer.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the cancelled run's four results", func() bool {
-		return len(testfleet.Results(t, store, "ui-cancel")) == 4
+	fleettest.Eventually(t, 30*time.Second, "the cancelled run's four results", func() bool {
+		return len(fleettest.Results(t, store, "ui-cancel")) == 4
 	})
 	// And one cancelled while no worker runs: both its jobs are removed
 	// from the queue, with the longer reason that says so.
 	if err := w.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	submit("ui-cancel-queued", testfleet.SimJobs(t, "ui-cancel-queued", 2, nil))
+	submit("ui-cancel-queued", fleettest.SimJobs(t, "ui-cancel-queued", 2, nil))
 	if _, err := producer.CancelRun(t.Context(), js, producer.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	}
 
 	// A series with results on main and on a feature branch, minutes apart.
-	ser := testfleet.SimJobs(t, "ui-branches", 1, nil)[0]
+	ser := fleettest.SimJobs(t, "ui-branches", 1, nil)[0]
 	ser.Benchmark.Model = "simbranch"
 	now := time.Now().UTC()
 	mainN, featN := 0, 0

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/producer"
@@ -23,9 +23,9 @@ import (
 // serves.
 func TestBrowserJobShowsBuild(t *testing.T) {
 	ctx, _ := browser(t)
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{AckWait: 10 * time.Second})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{AckWait: 10 * time.Second})
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestBrowserJobShowsBuild(t *testing.T) {
 		}
 		jobs = append(jobs, j)
 	}
-	res := testfleet.Submit(t, js, topo, store, "ui-builds", protocol.PriorityNormal, jobs)
+	res := fleettest.Submit(t, js, topo, store, "ui-builds", protocol.PriorityNormal, jobs)
 	builds := []*protocol.BuildInfo{
 		{Kind: protocol.BuildProvisioned, Commit: commit, Cache: protocol.CacheMiss, SetupS: 12.5,
 			Wheels: []protocol.WheelInfo{{Name: wheel, SHA256: sum}}},

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -22,13 +22,13 @@ import (
 // bareConfig is a dashboard's Config over an empty farm (no worker).
 func bareConfig(t *testing.T) ui.Config {
 	t.Helper()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ui.Config{JS: js, Topology: testfleet.Topology(t, js, topologyConfig()), Store: store}
+	return ui.Config{JS: js, Topology: fleettest.Topology(t, js, topologyConfig()), Store: store}
 }
 
 func newServer(t *testing.T, cfg ui.Config) *ui.Server {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 )
 
@@ -14,9 +14,9 @@ import (
 // the cache is seen at once; a missing key is cached as missing.
 func TestKVCacheReusesUntilTTL(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	kv := testfleet.Topology(t, js, topology.Config{AckWait: 10 * time.Second}).Runs
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	kv := fleettest.Topology(t, js, topology.Config{AckWait: 10 * time.Second}).Runs
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
@@ -27,10 +27,10 @@ func TestStartLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Kill)
-	_, js := testfleet.Connect(t, l.URL)
-	topo := testfleet.Topology(t, js, topology.Config{})
-	testfleet.Submit(t, js, topo, l.Store(), "local-run", protocol.PriorityNormal, testfleet.SimJobs(t, "local-run", 1, nil))
-	testfleet.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(testfleet.Results(t, l.Store(), "local-run")) == 1 })
+	_, js := fleettest.Connect(t, l.URL)
+	topo := fleettest.Topology(t, js, topology.Config{})
+	fleettest.Submit(t, js, topo, l.Store(), "local-run", protocol.PriorityNormal, fleettest.SimJobs(t, "local-run", 1, nil))
+	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(fleettest.Results(t, l.Store(), "local-run")) == 1 })
 
 	_, err = process.StartLocal(t.Context(), o, zerolog.Nop())
 	var oe *process.OptionError

@@ -13,7 +13,7 @@ import (
 
 	_ "github.com/benchfleet/benchfleet/device/sim" // registers the sim runner
 	"github.com/benchfleet/benchfleet/internal/dirlock"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -29,7 +29,7 @@ func dial(url string) func(context.Context) (*nats.Conn, error) {
 // spool, serves /healthz, and once stopped has released its spool.
 func TestStartRunsJobsAndStopReleases(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir := t.TempDir()
 	storeURL := "file://" + filepath.Join(dir, "store")
 	spool := filepath.Join(dir, "spool")
@@ -45,12 +45,12 @@ func TestStartRunsJobsAndStopReleases(t *testing.T) {
 	if got := p.Pools(); len(got) != 1 || got[0] != "sim" {
 		t.Errorf("pools %v, want [sim]", got)
 	}
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
-	jobs := testfleet.SimJobs(t, "proc-run", 3, nil)
-	testfleet.Submit(t, js, topo, p.Store(), "proc-run", protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 30*time.Second, "3 stored results", func() bool { return len(testfleet.Results(t, p.Store(), "proc-run")) == 3 })
-	for _, r := range testfleet.Results(t, p.Store(), "proc-run") {
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
+	jobs := fleettest.SimJobs(t, "proc-run", 3, nil)
+	fleettest.Submit(t, js, topo, p.Store(), "proc-run", protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 30*time.Second, "3 stored results", func() bool { return len(fleettest.Results(t, p.Store(), "proc-run")) == 3 })
+	for _, r := range fleettest.Results(t, p.Store(), "proc-run") {
 		if r.Status != protocol.StatusPassed {
 			t.Errorf("job %s: %s (%v)", r.Job, r.Status, r.Error)
 		}
@@ -86,7 +86,7 @@ func TestStartRunsJobsAndStopReleases(t *testing.T) {
 // usable as soon as its holder stops.
 func TestStartRefusesAndLeavesNothingHeld(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir := t.TempDir()
 	store, err := storage.Open(t.Context(), "file://"+filepath.Join(dir, "store"), zerolog.Nop())
 	if err != nil {
@@ -103,9 +103,9 @@ func TestStartRefusesAndLeavesNothingHeld(t *testing.T) {
 	}
 	t.Cleanup(first.Kill)
 	// The first worker's heartbeat is in bench-workers once it has run a beat.
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
-	testfleet.Eventually(t, 10*time.Second, "the first worker's heartbeat", func() bool {
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
+	fleettest.Eventually(t, 10*time.Second, "the first worker's heartbeat", func() bool {
 		_, err := topo.Workers.Get(t.Context(), "twin")
 		return err == nil
 	})

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -16,15 +16,15 @@ import (
 // and a submit re-attaching to it fails instead of sizing anything from it.
 func TestRunsSkipBadManifest(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	testfleet.Submit(t, js, topo, store, "good-run", protocol.PriorityNormal, testfleet.SimJobs(t, "good-run", 1, nil))
+	fleettest.Submit(t, js, topo, store, "good-run", protocol.PriorityNormal, fleettest.SimJobs(t, "good-run", 1, nil))
 	bad := `{"schema":"benchfleet.manifest/v1","run":"huge","created_at":"2099-01-01T00:00:00Z","chunks":1,"job_count":1000000000000}`
 	if _, err := topo.Runs.Put(t.Context(), protocol.ManifestKey("huge"), []byte(bad)); err != nil {
 		t.Fatal(err)

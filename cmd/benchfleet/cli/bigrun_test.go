@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -40,7 +40,7 @@ func bigMatrix(t *testing.T, models, batches int) string {
 // `runs show` with all its jobs.
 func TestTenThousandJobRunOnDefaultServer(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	matrix := bigMatrix(t, 100, 100)
 	code, out, errOut := ciRun(t, "submit", "--nats", srv.ClientURL(), "--log-level", "warn", "--matrix", matrix, "--run", "big-10k")
 	if code != ExitOK || !strings.Contains(out, "10000 jobs submitted") {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device/build/buildtest"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -38,7 +38,7 @@ const forgeRepo = "tenstorrent/tt-forge-onnx"
 func newBuildFarm(t *testing.T, iterMS ...int) *buildFarm {
 	t.Helper()
 	buildtest.Python(t)
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir := buildtest.Dir(t)
 	b := &buildFarm{nats: srv.ClientURL(), store: "file://" + filepath.Join(dir, "store"), cache: filepath.Join(dir, "cache"),
 		tmp: filepath.Join(dir, "tmp"), cfg: filepath.Join(dir, "worker.yaml")}
@@ -169,7 +169,7 @@ func TestBuildsMeasureTheCommitsOwnWheel(t *testing.T) {
 	// Two misses and a hit, the cache's bytes, the setup phase (counted
 	// once each result is durable: a moment after the waiter sees it).
 	var why string
-	testfleet.Eventually(t, 10*time.Second, "the build metrics", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the build metrics", func() bool {
 		fams := scrape(t, b.metrics)
 		setups, bytes, phases := fams["benchfleet_build_setups_total"], fams["benchfleet_build_cache_bytes"], fams["benchfleet_job_phase_seconds"]
 		if setups == nil || bytes == nil || phases == nil {
@@ -261,7 +261,7 @@ func TestBuildsWorkerKilledWhileProvisioning(t *testing.T) {
 		done <- code
 	}()
 	// The environment is being made: a temporary beside its place.
-	testfleet.Eventually(t, 2*time.Minute, "the build's environment half-made", func() bool {
+	fleettest.Eventually(t, 2*time.Minute, "the build's environment half-made", func() bool {
 		tmps, _ := filepath.Glob(filepath.Join(b.cache, "envs", ".tmp-*"))
 		return len(tmps) > 0
 	})

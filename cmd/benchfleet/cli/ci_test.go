@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -26,7 +26,7 @@ var (
 	ciRun  = inproc.Output
 )
 
-// ciFleet is testfleet's fleet with one worker of sim slots, under the
+// ciFleet is fleettest's fleet with one worker of sim slots, under the
 // short names these tests use.
 type ciFleet struct {
 	url      string
@@ -39,8 +39,8 @@ const ciAckWait = 5 * time.Second
 
 func startCIFleet(t *testing.T, slots int) *ciFleet {
 	t.Helper()
-	f := testfleet.New(t, testfleet.Options{AckWait: ciAckWait})
-	w := testfleet.StartWorker(t, f.WorkerConfig(t, "ci-worker", testfleet.SimSlots("sim", slots)))
+	f := fleettest.New(t, fleettest.Options{AckWait: ciAckWait})
+	w := fleettest.StartWorker(t, f.WorkerConfig(t, "ci-worker", fleettest.SimSlots("sim", slots)))
 	return &ciFleet{url: f.URL, storeURL: f.StoreURL, store: f.Store, worker: w}
 }
 
@@ -163,7 +163,7 @@ func TestCISubmitGateReportsAndReattach(t *testing.T) {
 	}
 
 	// The results report 900 samples/sec (sim.samples_per_sec).
-	results := testfleet.Results(t, f.store, run)
+	results := fleettest.Results(t, f.store, run)
 	// Three jobs, and the two confirmation repeats of the regression.
 	if len(results) != 5 {
 		t.Fatalf("%d results, want 5", len(results))
@@ -238,7 +238,7 @@ func TestCISubmitGateReportsAndReattach(t *testing.T) {
 	}
 
 	// Re-run the same CI job: re-attach, publish nothing, results unchanged.
-	_, js := testfleet.Connect(t, f.url)
+	_, js := fleettest.Connect(t, f.url)
 	stream, err := js.Stream(t.Context(), protocol.StreamJobs)
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +264,7 @@ func TestCISubmitGateReportsAndReattach(t *testing.T) {
 		t.Errorf("BENCH_JOBS grew on re-submit: last seq %d → %d, msgs %d → %d",
 			before.State.LastSeq, after.State.LastSeq, before.State.Msgs, after.State.Msgs)
 	}
-	again := testfleet.Results(t, f.store, run)
+	again := fleettest.Results(t, f.store, run)
 	if len(again) != len(results) {
 		t.Fatalf("%d results after re-submit, want %d", len(again), len(results))
 	}
@@ -410,15 +410,15 @@ func TestCIUsageErrors(t *testing.T) {
 func TestCIHighPriorityJumpsTheQueue(t *testing.T) {
 	t.Parallel()
 	f := startCIFleet(t, 1)
-	_, js := testfleet.Connect(t, f.url)
-	topo := testfleet.Topology(t, js, topology.Config{AckWait: ciAckWait})
-	lows := testfleet.SimJobs(t, "nightly-low", 50, map[string]string{"sim.duration": "20ms"})
+	_, js := fleettest.Connect(t, f.url)
+	topo := fleettest.Topology(t, js, topology.Config{AckWait: ciAckWait})
+	lows := fleettest.SimJobs(t, "nightly-low", 50, map[string]string{"sim.duration": "20ms"})
 	// The first low job runs long enough for the CI job to queue behind
 	// the other 49 while it runs.
 	lows[0].Labels["sim.duration"] = "3s"
 	lows[0].ID = protocol.JobID("nightly-low", lows[0].Cell())
-	testfleet.Submit(t, js, topo, f.store, "nightly-low", protocol.PriorityLow, lows)
-	testfleet.Eventually(t, 20*time.Second, "the first low job to run", func() bool {
+	fleettest.Submit(t, js, topo, f.store, "nightly-low", protocol.PriorityLow, lows)
+	fleettest.Eventually(t, 20*time.Second, "the first low job to run", func() bool {
 		for _, d := range f.worker.Status().Devices {
 			if d.Job == lows[0].ID {
 				return true
@@ -444,7 +444,7 @@ func TestCIHighPriorityJumpsTheQueue(t *testing.T) {
 	if man.Priority != protocol.PriorityHigh {
 		t.Fatalf("CI run priority %q, want high", man.Priority)
 	}
-	ci := testfleet.Results(t, f.store, mr[1])
+	ci := fleettest.Results(t, f.store, mr[1])
 	if len(ci) != 1 {
 		t.Fatalf("%d CI results, want 1", len(ci))
 	}
@@ -456,7 +456,7 @@ func TestCIHighPriorityJumpsTheQueue(t *testing.T) {
 	// has its result by now, so the low results read now are complete for
 	// every job that started earlier.
 	before := 0
-	for _, r := range testfleet.Results(t, f.store, "nightly-low") {
+	for _, r := range fleettest.Results(t, f.store, "nightly-low") {
 		if r.StartedAt.Before(hi.StartedAt) {
 			before++
 		}

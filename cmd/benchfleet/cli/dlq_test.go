@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -21,9 +21,9 @@ import (
 // invalid is a usage error.
 func TestDLQListShapeAndRetryErrors(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	fleettest.Topology(t, js, topology.Config{})
 	now := time.Now().UTC().Truncate(time.Second)
 	for _, dl := range []protocol.DeadLetter{
 		{Schema: protocol.SchemaDead, ID: "seq-7", Pool: "sim", Reason: "invalid job: decode job: unexpected EOF", Attempts: 1, Time: now, Payload: []byte(`{"schema":`)},

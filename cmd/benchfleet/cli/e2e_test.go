@@ -16,7 +16,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -26,7 +26,7 @@ var (
 	cmdline          = clitest.CLI{Main: cli.Run} // the command line in process
 	run              = cmdline.Output
 	benchfleetBinary = clitest.Binary // the real binary, built once per test process
-	freePort         = testfleet.FreePort
+	freePort         = fleettest.FreePort
 )
 
 // `benchfleet dev` in one process, `benchfleet submit --wait` in another,

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 )
 
 // Ctrl-C on `submit --wait` says the run goes on and how
@@ -21,7 +21,7 @@ import (
 func TestSubmitWaitInterruptSaysHowToFollow(t *testing.T) {
 	t.Parallel()
 	bin := benchfleetBinary(t)
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	cmd := exec.Command(bin, "submit", "--nats", srv.ClientURL(), "--store", "file://"+t.TempDir(), "--pool", "cpu", "--model", "mlp", "--batch-size", "2",
 		"--loop-count", "4", "--run", "sigint1", "--wait", "--log-level", "warn")
 	var stdout, stderr syncBuffer
@@ -30,7 +30,7 @@ func TestSubmitWaitInterruptSaysHowToFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	testfleet.Eventually(t, 60*time.Second, "the submit to start waiting", func() bool {
+	fleettest.Eventually(t, 60*time.Second, "the submit to start waiting", func() bool {
 		return strings.Contains(stdout.String(), "1/1") || strings.Contains(stdout.String(), "0/1")
 	})
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -77,7 +77,7 @@ func TestDevBusyPortAndDataDirLock(t *testing.T) {
 	port := freePort(t)
 	done := runAsync(ctx, &out1, &err1, "dev", "--data", data, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--slots", "sim=1", "--log-level", "warn")
 	defer func() { cancel(); <-done }()
-	testfleet.Eventually(t, 60*time.Second, "the first dev to start", func() bool { return strings.Contains(out1.String(), "Ctrl-C to stop") })
+	fleettest.Eventually(t, 60*time.Second, "the first dev to start", func() bool { return strings.Contains(out1.String(), "Ctrl-C to stop") })
 	code, _, errOut = runBounded(t, "dev", "--data", data, "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--slots", "sim=1")
 	if code != cli.ExitUsage || !strings.Contains(errOut, "in use by pid") || !strings.Contains(errOut, "benchfleet dev") {
 		t.Errorf("second dev on one data directory: exit %d, stderr: %s", code, errOut)
@@ -89,7 +89,7 @@ func TestDevBusyPortAndDataDirLock(t *testing.T) {
 	wctx, wcancel := context.WithCancel(t.Context())
 	wdone := runAsync(wctx, &out2, &err2, "worker", "--nats", url, "--store", "file://"+t.TempDir(), "--slots", "sim=1", "--id", "w1", "--spool", spool, "--log-format", "json")
 	defer func() { wcancel(); <-wdone }()
-	testfleet.Eventually(t, 60*time.Second, "the first worker to start", func() bool { return strings.Contains(err2.String(), "w1") })
+	fleettest.Eventually(t, 60*time.Second, "the first worker to start", func() bool { return strings.Contains(err2.String(), "w1") })
 	code, _, errOut = runBounded(t, "worker", "--nats", url, "--store", "file://"+t.TempDir(), "--slots", "sim=1", "--id", "w2", "--spool", spool)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "in use by pid") || !strings.Contains(errOut, "worker w1") {
 		t.Errorf("second worker on one spool: exit %d, stderr: %s", code, errOut)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/embedded"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -103,12 +103,12 @@ func TestCancelRemovesQueuedJobs(t *testing.T) {
 func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 	t.Parallel()
 	f := startCIFleet(t, 1) // serves sim only
-	_, js := testfleet.Connect(t, f.url)
+	_, js := fleettest.Connect(t, f.url)
 	topo, err := topology.Open(t.Context(), js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the worker's heartbeat", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the worker's heartbeat", func() bool {
 		fleet, err := producer.ReadFleet(t.Context(), topo.Workers)
 		return err == nil && len(fleet) == 1
 	})
@@ -129,14 +129,14 @@ func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 func TestHandWrittenJobGetsDefaults(t *testing.T) {
 	t.Parallel()
 	f := startCIFleet(t, 1)
-	_, js := testfleet.Connect(t, f.url)
+	_, js := fleettest.Connect(t, f.url)
 	// No id: a hand-written job's id is the id of its content.
 	minimal := `{"run": "handrun", "benchmark": {"model": "simnet", "batch_size": 2, "loop_count": 10}, "labels": {"sim.duration": "1ms"}}`
 	if _, err := js.Publish(t.Context(), protocol.JobSubject("sim", protocol.PriorityLow), []byte(minimal)); err != nil {
 		t.Fatal(err)
 	}
 	var r *protocol.Result
-	testfleet.Eventually(t, 60*time.Second, "the hand-written job's result", func() bool {
+	fleettest.Eventually(t, 60*time.Second, "the hand-written job's result", func() bool {
 		rs, _, err := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: "handrun"})
 		if err == nil && len(rs) == 1 {
 			r = rs[0]
@@ -255,7 +255,7 @@ func TestDLQRetryAttemptsInReason(t *testing.T) {
 	}
 	deadWith := func(attempts int) *dead {
 		var found *dead
-		testfleet.Eventually(t, 60*time.Second, fmt.Sprintf("a dead letter after %d attempts", attempts), func() bool {
+		fleettest.Eventually(t, 60*time.Second, fmt.Sprintf("a dead letter after %d attempts", attempts), func() bool {
 			_, out, _ := ciRun(t, f.args("dlq", "list", "--format", "json")...)
 			var ds []dead
 			if json.Unmarshal([]byte(out), &ds) != nil {
@@ -322,7 +322,7 @@ func TestFirstHourMessages(t *testing.T) {
 		t.Errorf("submit output: %s", out)
 	}
 	// "1 worker", not "1 workers".
-	testfleet.Eventually(t, 30*time.Second, "the worker in fleet status", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the worker in fleet status", func() bool {
 		_, out, _ := ciRun(t, f.args("fleet", "status")...)
 		return strings.Contains(out, "1 worker, 1 device:")
 	})

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -20,15 +20,15 @@ import (
 // pass: the verdict comes from stored results, and there is none.
 func TestForgedPassedEventDoesNotPass(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir := t.TempDir()
 	store, err := storage.NewFileBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
 	const run = "forged-1"
 	junitPath := filepath.Join(t.TempDir(), "junit.xml")
 

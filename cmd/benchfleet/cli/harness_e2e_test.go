@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -89,7 +89,7 @@ var run2 = run
 // runs a tt-xla job through the same worker binary.
 func TestWorkerBinaryRunsUpstreamHarnessesOnAFreshHost(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir := t.TempDir()
 	storeURL := "file://" + filepath.Join(dir, "store")
 	host := harnesstest.NewTTHost(t, 2)

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -93,12 +93,12 @@ func TestMatrixSyntaxErrorNamesTheOffendingLine(t *testing.T) {
 // `topology apply` names every stream and bucket it made.
 func TestTopologyApplyNamesEverything(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	code, out, errOut := ciRun(t, "topology", "apply", "--nats", srv.ClientURL(), "--log-level", "warn")
 	if code != ExitOK {
 		t.Fatalf("topology apply: exit %d\n%s%s", code, out, errOut)
 	}
-	_, js := testfleet.Connect(t, srv.ClientURL())
+	_, js := fleettest.Connect(t, srv.ClientURL())
 	var names []string
 	for n := range js.StreamNames(t.Context()).Name() {
 		names = append(names, n)
@@ -222,7 +222,7 @@ func TestWaitOnAnotherStoreSaysSo(t *testing.T) {
 		t.Errorf("summary lacks the store warning:\n%s", data)
 	}
 	// The worker's store has the result.
-	if rs := testfleet.Results(t, f.store, "elsewhere"); len(rs) != 1 {
+	if rs := fleettest.Results(t, f.store, "elsewhere"); len(rs) != 1 {
 		t.Errorf("worker's store: %d results, want 1", len(rs))
 	}
 }
@@ -274,7 +274,7 @@ func TestDeadLetterLeavesOneErrorResult(t *testing.T) {
 		return rs
 	}
 	var rs []protocol.Result
-	testfleet.Eventually(t, 60*time.Second, "the dead letter's error result", func() bool {
+	fleettest.Eventually(t, 60*time.Second, "the dead letter's error result", func() bool {
 		rs = query("error")
 		return len(rs) > 0
 	})
@@ -286,11 +286,11 @@ func TestDeadLetterLeavesOneErrorResult(t *testing.T) {
 		t.Fatalf("dead letter's result: attempt %d error %+v", r.Attempt, r.Error)
 	}
 	// One dead letter, one result, for the one job.
-	testfleet.Eventually(t, 20*time.Second, "the dead letter", func() bool {
+	fleettest.Eventually(t, 20*time.Second, "the dead letter", func() bool {
 		_, out, _ := ciRun(t, f.args("dlq", "list", "--format", "json")...)
 		return strings.Contains(out, r.Job)
 	})
-	if all := testfleet.Results(t, f.store, "deadone"); len(all) != 1 {
+	if all := fleettest.Results(t, f.store, "deadone"); len(all) != 1 {
 		t.Fatalf("%d results in the store, want 1", len(all))
 	}
 	code, out, errOut := ciRun(t, f.args("runs", "show", "deadone")...)

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -79,7 +79,7 @@ func sumCounter(f *dto.MetricFamily, label, value string) float64 {
 // 503 within 10 s of the NATS server going away.
 func TestWorkerMetricsAndHealthz(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir := t.TempDir()
 	storeDir := filepath.Join(dir, "store")
 	store, err := storage.NewFileBucket(storeDir)
@@ -87,7 +87,7 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	addr := fmt.Sprintf("127.0.0.1:%d", testfleet.FreePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t))
 	base := "http://" + addr
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,23 +106,23 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 			t.Errorf("worker did not stop\n%s", errOut.String())
 		}
 	})
-	testfleet.Eventually(t, 30*time.Second, "/healthz 200", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "/healthz 200", func() bool {
 		code, _ := healthz(base)
 		return code == http.StatusOK
 	})
 
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{AckWait: 5 * time.Second})
-	jobs := testfleet.SimJobs(t, "metrics-run", 40, map[string]string{"sim.duration": "20ms"})
-	testfleet.Submit(t, js, topo, store, "metrics-run", protocol.PriorityNormal, jobs)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{AckWait: 5 * time.Second})
+	jobs := fleettest.SimJobs(t, "metrics-run", 40, map[string]string{"sim.duration": "20ms"})
+	fleettest.Submit(t, js, topo, store, "metrics-run", protocol.PriorityNormal, jobs)
 
 	var fams map[string]*dto.MetricFamily
-	testfleet.Eventually(t, 90*time.Second, "40 passed jobs in /metrics", func() bool {
+	fleettest.Eventually(t, 90*time.Second, "40 passed jobs in /metrics", func() bool {
 		fams = scrape(t, base)
 		f := fams["benchfleet_jobs_total"]
 		return f != nil && sumCounter(f, "status", "passed") == 40
 	})
-	if n := len(testfleet.Results(t, store, "metrics-run")); n != 40 {
+	if n := len(fleettest.Results(t, store, "metrics-run")); n != 40 {
 		t.Errorf("%d results in the store, want 40", n)
 	}
 	want := map[string]dto.MetricType{
@@ -195,7 +195,7 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 		t.Errorf("queue depth of pool sim for priorities %v, want high, normal, low", depth)
 	}
 	// The slots go back to idle after their last job.
-	testfleet.Eventually(t, 10*time.Second, "4 idle sim devices", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "4 idle sim devices", func() bool {
 		for _, m := range scrape(t, base)["benchfleet_devices"].GetMetric() {
 			if labelValue(m, "pool") == "sim" && labelValue(m, "state") == "idle" {
 				return m.GetGauge().GetValue() == 4
@@ -211,7 +211,7 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 	srv.Shutdown()
 	gone := time.Now()
 	var body string
-	testfleet.Eventually(t, 10*time.Second, "/healthz 503 after NATS went away", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "/healthz 503 after NATS went away", func() bool {
 		var code int
 		code, body = healthz(base)
 		return code == http.StatusServiceUnavailable

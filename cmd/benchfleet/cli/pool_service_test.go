@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -19,9 +19,9 @@ import (
 // the run says it too.
 func TestWaitSaysNoBoardInService(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{AckWait: ciAckWait})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{AckWait: ciAckWait})
 	now := time.Now().UTC()
 	for _, st := range []protocol.WorkerStatus{
 		{Schema: protocol.SchemaWorker, ID: "tt-host", Host: "tt-host", Time: now, Devices: []protocol.DeviceStatus{

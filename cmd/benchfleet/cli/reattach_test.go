@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -32,7 +32,7 @@ func TestReattachRefusesRewrittenSource(t *testing.T) {
 		"--branch", "feature-r", "--repo", "acme/bench", "--ack-wait", ciAckWait.String())...); code != ExitOK {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, errOut)
 	}
-	_, js := testfleet.Connect(t, f.url)
+	_, js := fleettest.Connect(t, f.url)
 	topo, err := topology.Open(t.Context(), js)
 	if err != nil {
 		t.Fatal(err)

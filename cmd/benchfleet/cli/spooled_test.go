@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/storage"
@@ -26,10 +26,10 @@ import (
 // heartbeat says what its spool holds and where.
 func TestWaiterAndDashboardShowSpooledResults(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	nc, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	nc, js := fleettest.Connect(t, srv.ClientURL())
 	tc := topology.Config{AckWait: 5 * time.Second}
-	topo := testfleet.Topology(t, js, tc)
+	topo := fleettest.Topology(t, js, tc)
 	// The worker's store refuses every result; readers see a store that
 	// answers but does not have them.
 	broken := brokenStoreDir(t)
@@ -38,7 +38,7 @@ func TestWaiterAndDashboardShowSpooledResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := testfleet.StartWorker(t, worker.Config{ID: "spooler", Conn: nc, Store: broken, Sink: spool, Slots: testfleet.SimSlots("sim", 1),
+	w := fleettest.StartWorker(t, worker.Config{ID: "spooler", Conn: nc, Store: broken, Sink: spool, Slots: fleettest.SimSlots("sim", 1),
 		AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	readDir := t.TempDir()
 	args := []string{"--nats", srv.ClientURL(), "--store", "file://" + readDir, "--log-level", "warn"}

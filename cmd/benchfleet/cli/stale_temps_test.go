@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 )
 
 // A write killed mid-way (SIGKILL) leaves a .tmp-* file
@@ -45,11 +45,11 @@ func TestStaleTempFilesRemovedByCompactAndWorkerStart(t *testing.T) {
 		t.Errorf("after compact: stale removed %v (want true), fresh removed %v (want false)", gone(stale), gone(fresh))
 	}
 
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir = t.TempDir()
 	stale, fresh = plant(dir)
 	startWorker(t, "--nats", srv.ClientURL(), "--store", "file://"+dir, "--id", "sweeper", "--state-dir", t.TempDir())
-	testfleet.Eventually(t, 10*time.Second, "the worker to remove the stale temporary file", func() bool { return gone(stale) })
+	fleettest.Eventually(t, 10*time.Second, "the worker to remove the stale temporary file", func() bool { return gone(stale) })
 	if gone(fresh) {
 		t.Errorf("the worker removed a fresh temporary file")
 	}

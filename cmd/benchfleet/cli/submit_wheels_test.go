@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/s3test"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -84,8 +84,8 @@ func queuedJob(t *testing.T, js jetstream.JetStream, run string) *protocol.Job {
 // uploads nothing and leaves the object as it was.
 func checkUploadOnce(t *testing.T, store string, bucket storage.Bucket) {
 	t.Helper()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
 	path, sum := makeWheel(t, t.TempDir(), wheelName, "1")
 	key := protocol.BuildKey(sum, wheelName)
 	if key != "builds/sha256/"+sum+"/"+wheelName {
@@ -187,8 +187,8 @@ func TestSubmitBuildWheelUploadsOnceS3(t *testing.T) {
 // wheel already in the store; the job installs them all.
 func TestSubmitBuildWheelPatternsAndKeys(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
 	storeDir := t.TempDir()
 	store := "file://" + storeDir
 	dist := t.TempDir()
@@ -242,8 +242,8 @@ func TestSubmitBuildWheelPatternsAndKeys(t *testing.T) {
 // anything is published, naming the key.
 func TestSubmitWheelKeyNotInStore(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
 	sum := strings.Repeat("ab", 32)
 	key := protocol.BuildKey(sum, wheelName)
 	code, out, errOut := run(t, wheelSubmit(srv.ClientURL(), "file://"+t.TempDir(), "missing-key", "--wheel", key)...)
@@ -264,8 +264,8 @@ func TestSubmitWheelKeyNotInStore(t *testing.T) {
 // the key, and publishes nothing.
 func TestSubmitBuildWheelStoreNotWritable(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
 	dir := t.TempDir()
 	// builds/ is a file: no key under it can be written (also as root).
 	if err := os.WriteFile(filepath.Join(dir, "builds"), []byte("not a folder"), 0o644); err != nil {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/recordtest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -39,7 +39,7 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 	t.Setenv("GITHUB_REPOSITORY", "tenstorrent/tt-forge-onnx")
 	t.Setenv("GITHUB_SHA", "")
 
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	dir := t.TempDir()
 	store, err := storage.NewFileBucket(dir)
 	if err != nil {
@@ -60,10 +60,10 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	devs[0].Runner = protocol.RunnerForge
-	nc, js := testfleet.Connect(t, srv.ClientURL())
+	nc, js := fleettest.Connect(t, srv.ClientURL())
 	tc := topology.Config{AckWait: 10 * time.Second}
-	testfleet.Topology(t, js, tc)
-	testfleet.StartWorker(t, worker.Config{ID: "tt-telemetry", Conn: nc, Store: store, AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond,
+	fleettest.Topology(t, js, tc)
+	fleettest.StartWorker(t, worker.Config{ID: "tt-telemetry", Conn: nc, Store: store, AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond,
 		Slots: []worker.Slot{{Device: devs[0], Runner: r, Health: device.NewTTHealth(dcfg), Sampler: device.NewTTSampler(dcfg)}},
 		Log:   zerolog.Nop()})
 

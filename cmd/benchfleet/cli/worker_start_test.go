@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -71,7 +71,7 @@ func startWorker(t *testing.T, args ...string) (stop func() int, errOut *syncBuf
 		return code
 	}
 	t.Cleanup(func() { stop() })
-	testfleet.Eventually(t, 30*time.Second, "the worker to serve", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the worker to serve", func() bool {
 		select {
 		case c := <-done:
 			stopped = true
@@ -89,7 +89,7 @@ func startWorker(t *testing.T, args ...string) (stop func() int, errOut *syncBuf
 // restart goes ahead.
 func TestWorkerRefusesAnotherSpoolWhileTheOldHoldsResults(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	storeDir := t.TempDir()
 	state := t.TempDir()
 	oldSpool, newSpool := filepath.Join(t.TempDir(), "spool-a"), filepath.Join(t.TempDir(), "spool-b")
@@ -118,7 +118,7 @@ func TestWorkerRefusesAnotherSpoolWhileTheOldHoldsResults(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "3 results delivered") || !strings.Contains(out, "the spool is empty") {
 		t.Fatalf("spool drain: exit %d\n%s\n%s", code, out, errOut)
 	}
-	rs := testfleet.Results(t, openStore(t, storeDir), "moved-run")
+	rs := fleettest.Results(t, openStore(t, storeDir), "moved-run")
 	if len(rs) != 3 {
 		t.Fatalf("%d results in the store after the drain, want 3", len(rs))
 	}
@@ -143,13 +143,13 @@ func openStore(t *testing.T, dir string) storage.Bucket {
 // a stale record, does not stop it.
 func TestWorkerRefusesLiveDuplicateID(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, topology.Config{})
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
 	base := []string{"--nats", srv.ClientURL(), "--store", "file://" + t.TempDir(), "--state-dir", t.TempDir()}
 
 	startWorker(t, append(base, "--id", "twin", "--spool", t.TempDir())...)
-	testfleet.Eventually(t, 10*time.Second, "twin's heartbeat", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "twin's heartbeat", func() bool {
 		_, err := topo.Workers.Get(t.Context(), "twin")
 		return err == nil
 	})

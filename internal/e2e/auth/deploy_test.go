@@ -21,8 +21,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/internal/embedded"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -138,7 +138,7 @@ const violation = "Permissions Violation"
 // waitViolation waits until log mentions a permissions violation on subject.
 func waitViolation(t *testing.T, log *logBuffer, subject string) {
 	t.Helper()
-	testfleet.Eventually(t, 5*time.Second, "a permissions violation on "+subject, func() bool {
+	fleettest.Eventually(t, 5*time.Second, "a permissions violation on "+subject, func() bool {
 		for _, line := range strings.Split(log.String(), "\n") {
 			if strings.Contains(line, violation) && strings.Contains(line, subject) {
 				return true
@@ -182,7 +182,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 	// Admin: apply the topology (retried while the cluster elects its meta
 	// leader). Producer: open it and submit one job.
 	_, jsA, _ := connectAs(t, natsconn.Options{URL: url, User: "admin", Password: passwords["admin"], TLSCA: p.ca, InboxPrefix: "_INBOX_admin"})
-	testfleet.Eventually(t, 40*time.Second, "the admin to apply the topology", func() bool {
+	fleettest.Eventually(t, 40*time.Second, "the admin to apply the topology", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
 		_, err = topology.Apply(ctx, jsA, tc)
@@ -197,7 +197,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 		t.Fatalf("producer ensure: %v", err)
 	}
 	const run = "auth-1"
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
 	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
 		t.Fatalf("producer submit: %v", err)
@@ -284,7 +284,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{ID: "auth-worker", Conn: ncW, Store: store, Slots: testfleet.SimSlots("auth", 1),
+	w, err := worker.New(worker.Config{ID: "auth-worker", Conn: ncW, Store: store, Slots: fleettest.SimSlots("auth", 1),
 		AckWait: tc.AckWait, Replicas: tc.Replicas, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.New(logW)})
 	if err != nil {
 		t.Fatal(err)
@@ -294,11 +294,11 @@ func TestDeployClusterPermissions(t *testing.T) {
 		t.Fatalf("worker start: %v\n%s", err, logW.String())
 	}
 	t.Cleanup(func() { stopW(); <-w.Done() })
-	testfleet.Eventually(t, 20*time.Second, "the worker's result", func() bool {
-		r := testfleet.Results(t, store, run)[jobs[0].ID]
+	fleettest.Eventually(t, 20*time.Second, "the worker's result", func() bool {
+		r := fleettest.Results(t, store, run)[jobs[0].ID]
 		return r != nil && r.Status == protocol.StatusPassed
 	})
-	testfleet.Eventually(t, 10*time.Second, "the job acked and the heartbeat visible to the reader", func() bool {
+	fleettest.Eventually(t, 10*time.Second, "the job acked and the heartbeat visible to the reader", func() bool {
 		info, err := cons.Info(t.Context())
 		if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
 			return false

@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/embedded"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -90,7 +90,7 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 		t.Fatalf("producer ensure on an applied topology: %v\n%s", err, logP.String())
 	}
 	const run = "lp-1"
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
 	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
 		t.Fatalf("producer submit: %v", err)
@@ -108,7 +108,7 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{ID: "lp-worker", Conn: ncW, Store: store, Slots: testfleet.SimSlots("lp", 1),
+	w, err := worker.New(worker.Config{ID: "lp-worker", Conn: ncW, Store: store, Slots: fleettest.SimSlots("lp", 1),
 		AckWait: 5 * time.Second, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.New(logW)})
 	if err != nil {
 		t.Fatal(err)
@@ -118,8 +118,8 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 		t.Fatalf("worker start: %v\n%s", err, logW.String())
 	}
 	t.Cleanup(func() { stopW(); <-w.Done() })
-	testfleet.Eventually(t, 20*time.Second, "the worker's result", func() bool {
-		r := testfleet.Results(t, store, run)[jobs[0].ID]
+	fleettest.Eventually(t, 20*time.Second, "the worker's result", func() bool {
+		r := fleettest.Results(t, store, run)[jobs[0].ID]
 		return r != nil && r.Status == protocol.StatusPassed
 	})
 	for _, s := range []*nats.Subscription{spy, spyW} {

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -84,7 +84,7 @@ func TestSquattedJobIDFailsSubmit(t *testing.T) {
 	_, jsP, topoP, _ := openAs(t, url, "producer")
 	_, jsU, _, _ := openAs(t, url, "untrusted")
 	const run = "squat-1"
-	jobs := testfleet.SimJobs(t, run, 2, nil)
+	jobs := fleettest.SimJobs(t, run, 2, nil)
 	m := nats.NewMsg(protocol.JobSubject("sim", protocol.PriorityNormal))
 	m.Data = []byte(`{"garbage":true}`)
 	m.Header.Set(jetstream.MsgIDHeader, jobs[1].ID)
@@ -99,7 +99,7 @@ func TestSquattedJobIDFailsSubmit(t *testing.T) {
 	// The same run submitted again by its producer within the duplicate
 	// window (a retry) is not squatting.
 	const run2 = "squat-2"
-	jobs2 := testfleet.SimJobs(t, run2, 2, nil)
+	jobs2 := fleettest.SimJobs(t, run2, 2, nil)
 	for range 2 {
 		if _, err := sub.Submit(t.Context(), producer.Submission{Run: run2, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs2}); err != nil {
 			t.Fatalf("submit: %v", err)
@@ -165,7 +165,7 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 	const trusted = "ci-1"
 	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: trusted, Submitter: "ci", Priority: protocol.PriorityHigh,
-		Jobs: testfleet.SimJobs(t, trusted, 1, nil)}); err != nil {
+		Jobs: fleettest.SimJobs(t, trusted, 1, nil)}); err != nil {
 		t.Fatalf("producer submit: %v", err)
 	}
 	before, err := topoP.Runs.Get(t.Context(), protocol.ManifestKey(trusted))
@@ -177,7 +177,7 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 	own := protocol.UntrustedRunPrefix + "pr-7"
 	subU := &producer.Submitter{JS: jsU, Runs: topoU.Runs, Jobs: topoU.Jobs, Log: zerolog.Nop()}
 	if _, err := subU.Submit(t.Context(), producer.Submission{Run: own, Submitter: "fork", Priority: protocol.PriorityNormal,
-		Jobs: testfleet.SimJobs(t, own, 1, nil)}); err != nil {
+		Jobs: fleettest.SimJobs(t, own, 1, nil)}); err != nil {
 		t.Fatalf("untrusted submit of its own run: %v\n%s", err, logU.String())
 	}
 	if err := producer.Cancel(t.Context(), topoU.Runs, own); err != nil {

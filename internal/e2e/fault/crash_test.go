@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -30,7 +30,7 @@ import (
 func TestWorkerProcessKilledMidJob(t *testing.T) {
 	t.Parallel()
 	bin := clitest.Binary(t)
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	const ackWait = 3 * time.Second
 	tc := topology.Config{AckWait: ackWait}
 	storeDir := t.TempDir()
@@ -39,8 +39,8 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := NewCountingBucket(fb)
-	_, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
 
 	crashy := clitest.Start(t, bin, "worker", "--nats", srv.ClientURL(), "--store", "file://"+storeDir,
 		"--slots", "sim=2", "--id", "crashy", "--ack-wait", ackWait.String(),
@@ -58,7 +58,7 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 		}
 		return &st
 	}
-	testfleet.Eventually(t, 30*time.Second, "worker process crashy to report its heartbeat", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "worker process crashy to report its heartbeat", func() bool {
 		select {
 		case <-crashy.Done():
 			t.Fatalf("worker process exited early: %v\n%s", crashy.Err(), crashy.Output())
@@ -68,12 +68,12 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 	})
 
 	const run = "crash-sigkill"
-	jobs := testfleet.SimJobs(t, run, 6, map[string]string{"sim.duration": "2s"})
-	testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, 6, map[string]string{"sim.duration": "2s"})
+	fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 
 	// Wait until both of crashy's slots run a job, then kill it for real.
 	held := map[string]bool{}
-	testfleet.Eventually(t, 30*time.Second, "crashy to run two jobs", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "crashy to run two jobs", func() bool {
 		st := status()
 		if st == nil {
 			return false
@@ -99,16 +99,16 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 
 	// A second worker takes over: the queued jobs at once, the killed
 	// worker's jobs once their AckWait runs out.
-	nc, _ := testfleet.Connect(t, srv.ClientURL())
-	testfleet.StartWorker(t, worker.Config{
-		ID: "rescuer", Conn: nc, Store: store, Slots: testfleet.SimSlots("rescuer", 2), AckWait: tc.AckWait,
+	nc, _ := fleettest.Connect(t, srv.ClientURL())
+	fleettest.StartWorker(t, worker.Config{
+		ID: "rescuer", Conn: nc, Store: store, Slots: fleettest.SimSlots("rescuer", 2), AckWait: tc.AckWait,
 		IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
 	})
-	testfleet.Eventually(t, 45*time.Second, "6 results", func() bool {
+	fleettest.Eventually(t, 45*time.Second, "6 results", func() bool {
 		rs, _, _ := storage.QueryJSON(context.Background(), store, storage.Filter{Run: run})
 		return len(rs) == len(jobs)
 	})
-	results := testfleet.Results(t, store, run)
+	results := fleettest.Results(t, store, run)
 	written, conflicts, found := store.Counts()
 	for _, j := range jobs {
 		r, ok := results[j.ID]

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -24,16 +24,16 @@ import (
 // dead-lettered.
 func TestDeadLetterNotStoredJobHandedBack(t *testing.T) {
 	t.Parallel()
-	srv := testfleet.Server(t)
+	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 3 * time.Second}
 	fb, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, js := testfleet.Connect(t, srv.ClientURL())
-	topo := testfleet.Topology(t, js, tc)
-	testfleet.StartWorker(t, worker.Config{
-		ID: "w", Conn: nc, Store: fb, Slots: testfleet.SimSlots("w", 1), AckWait: tc.AckWait, MaxDeliver: 1,
+	nc, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, tc)
+	fleettest.StartWorker(t, worker.Config{
+		ID: "w", Conn: nc, Store: fb, Slots: fleettest.SimSlots("w", 1), AckWait: tc.AckWait, MaxDeliver: 1,
 		Backoff: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
 	})
 	// Worker.Start ensured the topology; take BENCH_DEAD away now.
@@ -41,15 +41,15 @@ func TestDeadLetterNotStoredJobHandedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	const run = "dead-unstored"
-	jobs := testfleet.SimJobs(t, run, 1, map[string]string{"sim.fail": "transient", "sim.duration": "10ms"})
-	testfleet.Submit(t, js, topo, fb, run, protocol.PriorityNormal, jobs)
+	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.fail": "transient", "sim.duration": "10ms"})
+	fleettest.Submit(t, js, topo, fb, run, protocol.PriorityNormal, jobs)
 
 	// The worker tries, fails to dead-letter, and must keep the job queued.
 	cons, err := js.Consumer(t.Context(), protocol.StreamJobs, protocol.ConsumerName("sim", protocol.PriorityNormal))
 	if err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 30*time.Second, "two deliveries without a dead letter", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "two deliveries without a dead letter", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		ci, err := cons.Info(ctx)
@@ -63,9 +63,9 @@ func TestDeadLetterNotStoredJobHandedBack(t *testing.T) {
 	}
 
 	// BENCH_DEAD returns; the next delivery dead-letters the job.
-	testfleet.Topology(t, js, tc)
+	fleettest.Topology(t, js, tc)
 	var dl protocol.DeadLetter
-	testfleet.Eventually(t, 30*time.Second, "the job's dead letter", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the job's dead letter", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		m, err := js.Stream(ctx, protocol.StreamDead)
@@ -78,7 +78,7 @@ func TestDeadLetterNotStoredJobHandedBack(t *testing.T) {
 	if dl.ID != jobs[0].ID || dl.Run != run {
 		t.Fatalf("dead letter for %s/%s, want %s/%s", dl.Run, dl.ID, run, jobs[0].ID)
 	}
-	testfleet.Eventually(t, 30*time.Second, "the job to leave BENCH_JOBS", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "the job to leave BENCH_JOBS", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		si, err := topo.Jobs.Info(ctx)

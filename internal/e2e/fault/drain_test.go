@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -23,7 +23,7 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 	t.Parallel()
 	bin := clitest.Binary(t)
 	const ackWait = 30 * time.Second
-	f := testfleet.New(t, testfleet.Options{AckWait: ackWait})
+	f := fleettest.New(t, fleettest.Options{AckWait: ackWait})
 	cmd := exec.Command(bin, "worker", "--nats", f.URL, "--store", "file://"+t.TempDir(), "--slots", "sim=2",
 		"--id", "bin-w", "--ack-wait", ackWait.String(), "--log-format", "json", "--work-dir", t.TempDir())
 	cmd.Env = append(os.Environ(), "BENCHFLEET_STATE_DIR="+t.TempDir()) // nothing of the test outside its own folders
@@ -57,9 +57,9 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 		return st
 	}
 	const run = "bin-drain"
-	jobs := testfleet.SimJobs(t, run, 3, map[string]string{"sim.duration": "20s"})
-	testfleet.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
-	testfleet.Eventually(t, 20*time.Second, "the binary running two jobs", func() bool {
+	jobs := fleettest.SimJobs(t, run, 3, map[string]string{"sim.duration": "20s"})
+	fleettest.Submit(t, f.JS, f.Topo, f.Store, run, protocol.PriorityNormal, jobs)
+	fleettest.Eventually(t, 20*time.Second, "the binary running two jobs", func() bool {
 		busy := 0
 		for _, d := range status().Devices {
 			if d.State == protocol.DeviceBusy {
@@ -71,7 +71,7 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	testfleet.Eventually(t, 5*time.Second, "the binary to report draining", func() bool { return status().Draining })
+	fleettest.Eventually(t, 5*time.Second, "the binary to report draining", func() bool { return status().Draining })
 	select {
 	case err := <-exited:
 		t.Fatalf("the first SIGTERM ended the worker (%v) while jobs ran\n%s", err, stderr.String())
@@ -97,8 +97,8 @@ func TestBinaryTwoSIGTERMs(t *testing.T) {
 	}
 	// Another worker gets all three at once (two handed back by Nak, well
 	// before the 30s ack wait) and finishes them.
-	testfleet.StartWorker(t, f.WorkerConfig(t, "bin-b", testfleet.SimSlots("bin-b", 3)))
-	testfleet.Eventually(t, ackWait/2, "worker bin-b to claim all three jobs", func() bool {
+	fleettest.StartWorker(t, f.WorkerConfig(t, "bin-b", fleettest.SimSlots("bin-b", 3)))
+	fleettest.Eventually(t, ackWait/2, "worker bin-b to claim all three jobs", func() bool {
 		_, ack := f.Pending(t, "sim", protocol.PriorityNormal)
 		p, _ := f.Pending(t, "sim", protocol.PriorityNormal)
 		return p == 0 && ack == 3 && len(eventsOfWorker(f.Events(t, run), "bin-b", protocol.EventClaimed)) == 3

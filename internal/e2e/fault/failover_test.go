@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/embedded"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -49,13 +49,13 @@ func TestStreamLeaderNodeShutDownMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo := testfleet.Topology(t, js, tc)
+	topo := fleettest.Topology(t, js, tc)
 	conns := []*nats.Conn{pnc}
 	for i, id := range []string{"w1", "w2"} {
 		nc := connectFirst(t, cluster, i)
 		conns = append(conns, nc)
-		testfleet.StartWorker(t, worker.Config{
-			ID: id, Conn: nc, Store: store, Slots: testfleet.SimSlots(id, 4), AckWait: tc.AckWait, Replicas: tc.Replicas,
+		fleettest.StartWorker(t, worker.Config{
+			ID: id, Conn: nc, Store: store, Slots: fleettest.SimSlots(id, 4), AckWait: tc.AckWait, Replicas: tc.Replicas,
 			Backoff: 100 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
 		})
 	}
@@ -64,8 +64,8 @@ func TestStreamLeaderNodeShutDownMidRun(t *testing.T) {
 	runs := []string{"failover-before", "failover-after"}
 	var jobs []*protocol.Job
 	submit := func(run string) {
-		batch := testfleet.SimJobs(t, run, perRun, map[string]string{"sim.duration": "100ms"})
-		res := testfleet.Submit(t, js, topo, store, run, protocol.PriorityNormal, batch)
+		batch := fleettest.SimJobs(t, run, perRun, map[string]string{"sim.duration": "100ms"})
+		res := fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, batch)
 		if res.Published != perRun {
 			t.Fatalf("run %s: published %d jobs, want %d", run, res.Published, perRun)
 		}
@@ -80,7 +80,7 @@ func TestStreamLeaderNodeShutDownMidRun(t *testing.T) {
 		}
 		return n
 	}
-	testfleet.Eventually(t, 30*time.Second, "the first results", func() bool { return countResults() >= 40 })
+	fleettest.Eventually(t, 30*time.Second, "the first results", func() bool { return countResults() >= 40 })
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	info, err := topo.Jobs.Info(ctx)
@@ -112,13 +112,13 @@ func TestStreamLeaderNodeShutDownMidRun(t *testing.T) {
 	// The producer keeps working through the failover.
 	submit(runs[1])
 
-	testfleet.Eventually(t, 50*time.Second, fmt.Sprintf("%d results", 2*perRun), func() bool {
+	fleettest.Eventually(t, 50*time.Second, fmt.Sprintf("%d results", 2*perRun), func() bool {
 		return countResults() == 2*perRun
 	})
 	written, conflicts, found := store.Counts()
 	redelivered := 0
 	for _, run := range runs {
-		results := testfleet.Results(t, store, run)
+		results := fleettest.Results(t, store, run)
 		for _, j := range jobs {
 			if j.Run != run {
 				continue

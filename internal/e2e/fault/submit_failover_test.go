@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/embedded"
-	"github.com/benchfleet/benchfleet/internal/testfleet"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -30,8 +30,8 @@ func TestSubmitWhileStreamLeaderDies(t *testing.T) {
 	}
 	t.Cleanup(cluster.Shutdown)
 	tc := topology.Config{AckWait: 3 * time.Second, Replicas: 3}
-	_, js := testfleet.Connect(t, cluster.ClientURLs())
-	topo := testfleet.Topology(t, js, tc)
+	_, js := fleettest.Connect(t, cluster.ClientURLs())
+	topo := fleettest.Topology(t, js, tc)
 	info, err := topo.Jobs.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestSubmitWhileStreamLeaderDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 3000
-	jobs := testfleet.SimJobs(t, "submit-failover", n, nil)
+	jobs := fleettest.SimJobs(t, "submit-failover", n, nil)
 	for _, j := range jobs {
 		j.Priority = protocol.PriorityNormal
 	}
@@ -87,7 +87,7 @@ func TestSubmitWhileStreamLeaderDies(t *testing.T) {
 		t.Fatal("the leader was never shut down")
 	}
 	var si *jetstream.StreamInfo
-	testfleet.Eventually(t, 30*time.Second, "BENCH_JOBS to answer after the failover", func() bool {
+	fleettest.Eventually(t, 30*time.Second, "BENCH_JOBS to answer after the failover", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
 		si, err = topo.Jobs.Info(ctx)

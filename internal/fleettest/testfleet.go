@@ -1,7 +1,7 @@
-// Package testfleet starts real benchfleet pieces in process for tests: an
+// Package fleettest starts real benchfleet pieces in process for tests: an
 // embedded nats-server with JetStream (one node or a three-node cluster), a
 // file store, and workers with sim or cpu slots.
-package testfleet
+package fleettest
 
 import (
 	"context"
