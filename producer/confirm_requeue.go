@@ -34,7 +34,7 @@ type Confirmer struct {
 // None when a job of the run did not pass or had not ended: that run
 // fails (or times out) whatever repeats would show.
 func Suspects(rep *RunReport) []Row {
-	if rep == nil || RowsCode(rep.Rows) != ExitPassed || rep.Unfinished() > 0 {
+	if rep == nil || RowsOutcome(rep.Rows) != OutcomePass || rep.Unfinished() > 0 {
 		return nil
 	}
 	var out []Row

@@ -8,42 +8,18 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// Exit codes of a run's verdict (README, "exit code"): the CLI exits with them.
-const (
-	ExitPassed     = 0
-	ExitFailed     = 1
-	ExitRegression = 2
-	ExitTimedOut   = 3
-)
-
 // ErrGateConfig matches a bad gate configuration (a usage error).
 var ErrGateConfig = errors.New("bad gate configuration")
 
-// ExitCode is the outcome's exit code: 3 when the waiting timed out with
-// jobs unfinished, else 1 when any job did not pass (a failure takes
-// precedence over a regression in the same run), else 2 on a regression
-// with the gate on, else 0.
-func (o Outcome) ExitCode() int {
-	switch o {
-	case OutcomeTimedOut:
-		return ExitTimedOut
-	case OutcomeFail:
-		return ExitFailed
-	case OutcomeRegression:
-		return ExitRegression
-	}
-	return ExitPassed
-}
-
-// RowsCode is the exit code of rows without a gate: 1 when any job did
-// not pass, else 0.
-func RowsCode(rows []Row) int {
+// RowsOutcome is the outcome of rows without a gate: FAIL when any job
+// did not pass, else PASS.
+func RowsOutcome(rows []Row) Outcome {
 	for _, r := range rows {
 		if r.Status != protocol.StatusPassed {
-			return ExitFailed
+			return OutcomeFail
 		}
 	}
-	return ExitPassed
+	return OutcomePass
 }
 
 // JudgeRequest is a finished (or timed-out) run to judge.
@@ -65,10 +41,10 @@ type JudgeRequest struct {
 }
 
 // RunVerdict is a judged run: its report (rows with their change and verdict
-// filled when history was read) and exit code.
+// filled when history was read) and outcome.
 type RunVerdict struct {
-	Report *RunReport
-	Code   int
+	Report  *RunReport
+	Outcome Outcome
 	// HistoryErr is set when the history could not be read and the gate
 	// is off: the run is judged without a comparison.
 	HistoryErr error
@@ -77,7 +53,8 @@ type RunVerdict struct {
 // Judge is the run verdict pipeline every front end shares (submit --wait,
 // runs watch, results gate, the web UI): it compares each row with its
 // baseline history (setting Change and Verdict), and gives the report and
-// the exit code (RunReport.Outcome().ExitCode()).
+// its outcome (RunReport.Outcome()), which each front end turns into its
+// own answer (the CLI's exit code).
 func Judge(ctx context.Context, req JudgeRequest) (*RunVerdict, error) {
 	rep := &RunReport{Manifest: req.Manifest, Rows: req.Rows, GateOn: req.Gate, TimedOut: req.TimedOut, Warnings: req.Warnings}
 	v := &RunVerdict{Report: rep}
@@ -97,6 +74,6 @@ func Judge(ctx context.Context, req JudgeRequest) (*RunVerdict, error) {
 			rep.Verdicts, rep.Gate = verdicts, g.Config()
 		}
 	}
-	v.Code = rep.Outcome().ExitCode()
+	v.Outcome = rep.Outcome()
 	return v, nil
 }

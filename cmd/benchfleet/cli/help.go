@@ -21,3 +21,10 @@ func longHelp(name string) string {
 	}
 	return strings.TrimSuffix(string(b), "\n")
 }
+
+// Parts of several commands' long help (help/part-<name>.txt).
+var (
+	gateHelp     = longHelp("part-gate")
+	notifyHelp   = longHelp("part-notify")
+	gateExitHelp = longHelp("part-gate-exit")
+)

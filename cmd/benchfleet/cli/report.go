@@ -41,7 +41,13 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []pro
 	if err := writeReports(v.Report, o.junit, o.summaryMD); err != nil {
 		return nil, ExitFailed, err
 	}
-	return v.Report, v.Code, nil
+	return v.Report, outcomeCode(v.Outcome), nil
+}
+
+// outcomeCode is a run outcome's exit code (the README's table): a
+// timeout 3, a failed job 1 (before a regression), a regression 2, else 0.
+func outcomeCode(o producer.Outcome) int {
+	return map[producer.Outcome]int{producer.OutcomeTimedOut: ExitTimeout, producer.OutcomeFail: ExitFailed, producer.OutcomeRegression: ExitGate}[o]
 }
 
 // writeReports writes the JUnit report to junitPath (replacing it) and

@@ -45,32 +45,6 @@ func (a *app) historyFrom(b storage.Bucket) producer.HistoryFunc {
 	return func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) { return a.query(ctx, b, f) }
 }
 
-const gateHelp = `The gate compares each job's samples/sec with the history of its series
-(same test/model, batch size, data format, pool and runner) on the baseline
-branch, excluding the run itself and later runs: the baseline is the median
-of the last --window passed results, the noise band is --noise-k × σ with
-σ = 1.4826 × the median absolute deviation of those results. A job is a
-regression when it is slower than the baseline by more than BOTH
---threshold and the noise band; improved when faster by more than both;
-insufficient-history when the series has fewer than --min-history results
-(reported, never a failure); failed when the job did not pass. A suspected
-regression that submit re-ran (--confirm N, default 2: at high priority, on
-other boards of the pool when it has them) is judged on the median of its
-attempts, at the noise band of a median: a regression only when the median
-is one too, else not-reproduced (reported with its attempts, not failed).`
-
-const notifyHelp = `--notify URL posts the regressed and failed jobs of a run that did not pass
-as JSON (a Slack/Mattermost "text" plus structured fields), once per run
-and set of regressions: a record under notify/v1/ in the store remembers
-it. --github-token (GITHUB_TOKEN) also sets the commit status
-benchfleet/gate on the run's source.repo and source.commit. Neither
-changes the exit code.`
-
-const gateExitHelp = `Exit codes: 0 no regression and every job passed; 1 a job failed (PCC,
-harness, infrastructure, no result) — this takes precedence over a
-regression in the same run; 2 the gate tripped (a regression, no failures);
-64 bad flag or input.`
-
 func (a *app) resultsGateCmds() []*cobra.Command {
 	return []*cobra.Command{a.resultsGateCmd(), a.resultsCompareCmd()}
 }
@@ -142,8 +116,8 @@ so only --store is needed; without a manifest the run's results are used.
 				return err
 			}
 			nf.send(ctx, a, b, rep)
-			if v.Code != ExitOK {
-				return exitCode(v.Code)
+			if code := outcomeCode(v.Outcome); code != ExitOK {
+				return exitCode(code)
 			}
 			return nil
 		},

@@ -113,7 +113,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 		}
 	}
 	rows := producer.Rows(m, states)
-	code := producer.RowsCode(rows)
+	code := outcomeCode(producer.RowsOutcome(rows))
 	// The comparison with the baseline (for reports, the gate, or a run of
 	// a commit) fills each row's change and verdict, so it runs before the
 	// table is printed.
