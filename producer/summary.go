@@ -75,6 +75,8 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 			r.Reason = fmt.Sprintf("reported %s; result spooled on worker %s, not in the store yet", st.Kind, st.Worker)
 		case st.Reported():
 			r.Reason = fmt.Sprintf("reported %s; no stored result read (yet)", st.Kind)
+		case st.Kind == protocol.EventPhase && st.Phase != "":
+			r.Reason = "in " + st.Phase // the phase it was in: "in compile"
 		default:
 			r.Reason = string(st.Kind)
 		}

@@ -23,3 +23,14 @@ func TestRowsShowTheBatchThatRan(t *testing.T) {
 		t.Fatalf("rows %+v, want batch 8 and the note", rows)
 	}
 }
+
+// A job that did not finish says which phase it was in, not the word
+// "phase" (the kind of its last event).
+func TestRowsOfAnUnfinishedJobNameItsPhase(t *testing.T) {
+	t.Parallel()
+	m := &protocol.RunManifest{Run: "r", CreatedAt: time.Now().UTC(), Jobs: []protocol.ManifestJob{{ID: "j1", Pool: "sim"}}}
+	rows := producer.Rows(m, map[string]*producer.JobState{"j1": {Job: m.Jobs[0], Kind: protocol.EventPhase, Phase: "timing"}})
+	if len(rows) != 1 || rows[0].Reason != "in timing" {
+		t.Fatalf("rows %+v, want the reason \"in timing\"", rows)
+	}
+}
