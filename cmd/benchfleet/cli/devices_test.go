@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 )
 
@@ -85,5 +86,15 @@ func TestDevicesSayTheJobUser(t *testing.T) {
 		if code != 0 || !strings.Contains(out, `"job_user"`) {
 			t.Fatalf("json exit %d: %s, want job_user", code, out)
 		}
+	}
+}
+
+// A variable that does not parse is said once, though every command that
+// takes its flag reads it.
+func TestBadEnvironmentValueSaidOnce(t *testing.T) {
+	t.Setenv("BENCHFLEET_ACK_WAIT", "abc")
+	code, _, errOut := run(t, "submit", "--pool", "cpu", "--model", "mlp", "--batch-size", "1", "--loop-count", "1")
+	if code != cli.ExitUsage || strings.Count(errOut, `BENCHFLEET_ACK_WAIT="abc"`) != 1 {
+		t.Fatalf("exit %d, want 64 and the variable named once:\n%s", code, errOut)
 	}
 }

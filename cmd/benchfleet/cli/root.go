@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -195,7 +196,7 @@ func (a *app) rootCmd() *cobra.Command {
 
 func (a *app) setup() error {
 	if len(a.envErrs) > 0 {
-		return usageErr("%s", strings.Join(a.envErrs, "; "))
+		return usageErr("%s", strings.Join(slices.Compact(slices.Sorted(slices.Values(a.envErrs))), "; ")) // each once: several commands read one variable
 	}
 	lvl, err := zerolog.ParseLevel(strings.ToLower(a.logLevel))
 	if err != nil || a.logLevel == "" {
