@@ -420,7 +420,9 @@ func (j *Job) Cell() string {
 //
 //	fmt.Sprintf("pool=%s runner=%s test=%s model=%s batch=%d loop=%d warmup=%d format=%s training=%t input=%d", ...)
 //	+ fmt.Sprintf(" timeout=%s pcc_min=%s", timeout, strconv.FormatFloat(pcc_min, 'g', -1, 64))
+//	+ fmt.Sprintf(" repeat=%d", repeat) when the job is a confirmation repeat (Repeat > 0)
 //	+ fmt.Sprintf(" source=%q,%q,%q,%q,%q,%q", project, repo, commit, branch, build url, build sha256)
+//	+ fmt.Sprintf(" wheel=%q:%s", url, sha256) for each wheel in order
 //	+ fmt.Sprintf(" label.%s=%q", k, v) for each label in key order
 //
 // writes (the form every job id hashes; TestCellForm keeps it so), without fmt's reflection: a cell is made for every job a submit

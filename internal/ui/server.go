@@ -83,7 +83,6 @@ type Config struct {
 // Server serves the dashboard. It is an http.Handler.
 type Server struct {
 	cfg  Config
-	gate *producer.Gate
 	tpl  map[string]*template.Template
 	mux  *http.ServeMux
 	csrf string
@@ -121,11 +120,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Topology = &topo
 	}
 	s := &Server{cfg: cfg, verdicts: map[string]string{}}
-	g, err := producer.NewGate(cfg.Gate, s.history)
+	g, err := producer.NewGate(cfg.Gate, s.history) // validates cfg.Gate, fills its defaults
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	s.gate = g
 	s.cfg.Gate = g.Config()
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
