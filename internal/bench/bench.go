@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/embedded"
@@ -28,6 +29,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/process"
 )
 
 // ConfigError is a Config a bench cannot run with, found by Validate or by
@@ -130,7 +132,9 @@ func stealMeter() func() Steal {
 
 // fleet is what every bench but chaos runs on: an embedded NATS server
 // under dir/nats with a client connection and benchfleet's topology, and a
-// file store in dir/store. Workers are started on it as a bench needs them.
+// file store in dir/store. Worker processes are started on it as a bench
+// needs them, each through worker/process as `benchfleet worker` starts
+// its own.
 type fleet struct {
 	dir   string
 	srv   *server.Server
@@ -141,7 +145,9 @@ type fleet struct {
 	store *storage.FileBucket
 }
 
-func startFleet(ctx context.Context, dir string) (*fleet, error) {
+// startFleet starts a fleet in dir; log receives the topology's warnings
+// (JetStream not answering).
+func startFleet(ctx context.Context, dir string, log zerolog.Logger) (*fleet, error) {
 	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(dir, "nats")})
 	if err != nil {
 		return nil, err
@@ -149,7 +155,7 @@ func startFleet(ctx context.Context, dir string) (*fleet, error) {
 	f := &fleet{dir: dir, srv: srv, url: srv.ClientURL()}
 	if f.nc, err = nats.Connect(f.url); err == nil {
 		if f.js, err = jetstream.New(f.nc); err == nil {
-			f.topo, err = topology.Ensure(ctx, f.js, topology.Config{})
+			f.topo, err = topology.Ensure(ctx, f.js, topology.Config{Log: log})
 		}
 	}
 	if err == nil {
@@ -169,40 +175,23 @@ func (f *fleet) close() {
 	f.srv.Shutdown()
 }
 
-// runningWorker is an in-process worker on its own connection.
-type runningWorker struct {
-	w      *worker.Worker
-	nc     *nats.Conn
-	cancel context.CancelFunc
+// startWorker starts a worker process of cfg on the fleet's store and on
+// a connection of its own to the fleet's server, logging to cfg.Log. The
+// process runs until its Stop or Kill, which close the connection.
+func (f *fleet) startWorker(ctx context.Context, cfg worker.Config) (*process.Process, error) {
+	cfg.Store = f.store
+	dial := func(context.Context) (*nats.Conn, error) { return nats.Connect(f.url) }
+	return process.Start(ctx, process.Options{Worker: cfg, Connect: dial}, cfg.Log)
 }
 
-// startWorker starts a worker of cfg on the fleet's server and store.
-func (f *fleet) startWorker(ctx context.Context, cfg worker.Config) (*runningWorker, error) {
-	nc, err := nats.Connect(f.url)
-	if err != nil {
-		return nil, err
+// simSlots are n slots of one sim runner, sim-0 to sim-<n-1>.
+func simSlots(n int) []worker.Slot {
+	r := sim.New()
+	slots := make([]worker.Slot, n)
+	for i := range slots {
+		slots[i] = worker.Slot{Device: simDevice(fmt.Sprintf("sim-%d", i)), Runner: r}
 	}
-	cfg.Conn, cfg.Store = nc, f.store
-	w, err := worker.New(cfg)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	if err := w.Start(wctx); err != nil {
-		cancel()
-		nc.Close()
-		return nil, err
-	}
-	return &runningWorker{w: w, nc: nc, cancel: cancel}, nil
-}
-
-// stop drains the worker (within ctx), then ends it.
-func (rw *runningWorker) stop(ctx context.Context) {
-	_ = rw.w.Stop(ctx)
-	rw.cancel()
-	<-rw.w.Done()
-	rw.nc.Close()
+	return slots
 }
 
 // submit publishes jobs as one run of normal priority.

@@ -193,7 +193,7 @@ func RunBox(ctx context.Context, cfg BoxConfig) (*BoxReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := startFleet(ctx, dir)
+	f, err := startFleet(ctx, dir, zerolog.Nop())
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func (f *fleet) runBoxSide(ctx context.Context, cfg *BoxConfig, r *harness.Runne
 	if err != nil {
 		return BoxSide{}, err
 	}
-	defer w.stop(ctx)
+	defer w.Stop(ctx)
 
 	jobs, err := boxJobs(run, cfg.Jobs)
 	if err != nil {

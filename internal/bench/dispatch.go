@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/producer"
@@ -129,23 +131,18 @@ func RunDispatch(ctx context.Context, cfg DispatchConfig) (*DispatchReport, erro
 	}
 	defer os.RemoveAll(dir)
 	steal := stealMeter()
-	f, err := startFleet(ctx, dir)
+	f, err := startFleet(ctx, dir, zerolog.Nop())
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	defer f.close()
 	// The default idle poll (1 s): an idle slot must be woken by the job's
 	// arrival, not find it by polling.
-	r := sim.New()
-	var slots []worker.Slot
-	for i := 0; i < cfg.Slots; i++ {
-		slots = append(slots, worker.Slot{Device: simDevice(fmt.Sprintf("sim-%d", i)), Runner: r})
-	}
-	w, err := f.startWorker(ctx, worker.Config{ID: "bench", Slots: slots})
+	w, err := f.startWorker(ctx, worker.Config{ID: "bench", Slots: simSlots(cfg.Slots)})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
-	defer w.stop(ctx)
+	defer w.Stop(ctx)
 
 	rep := &DispatchReport{Jobs: cfg.Jobs, Slots: cfg.Slots, JobDuration: cfg.JobDuration}
 	n, d := cfg.Jobs, cfg.JobDuration

@@ -6,19 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/sim"
-	"github.com/benchfleet/benchfleet/internal/embedded"
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -131,18 +124,23 @@ func RunSchedule(ctx context.Context, cfg ScheduleConfig) (*ScheduleReport, erro
 	ctx, cancel := context.WithTimeout(ctx, 20*rep.Total/time.Duration(cfg.Slots)+time.Minute)
 	defer cancel()
 
-	f, err := startScheduleFleet(ctx, cfg)
+	f, err := startFleet(ctx, cfg.Dir, cfg.Log)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	defer f.stop()
-	if rep.Matrix, err = f.pass(ctx, "schedule-matrix", durations, nil); err != nil {
+	defer f.close()
+	w, err := f.startWorker(ctx, worker.Config{ID: "bench-schedule", Slots: simSlots(cfg.Slots), Log: cfg.Log})
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	defer w.Kill()
+	if rep.Matrix, err = f.schedulePass(ctx, "schedule-matrix", durations, nil); err != nil {
 		return nil, fmt.Errorf("schedule: matrix order: %w", err)
 	}
 	if _, err := storage.Compact(ctx, f.store, storage.CompactOptions{}); err != nil {
 		return nil, fmt.Errorf("schedule: compact the first pass: %w", err)
 	}
-	if rep.Expected, err = f.pass(ctx, "schedule-expected", durations, f.store); err != nil {
+	if rep.Expected, err = f.schedulePass(ctx, "schedule-expected", durations, f.store); err != nil {
 		return nil, fmt.Errorf("schedule: expected-duration order: %w", err)
 	}
 	rep.Matrix.Ratio = float64(rep.Matrix.Makespan) / float64(rep.Bound)
@@ -166,71 +164,9 @@ func drawDurations(cfg ScheduleConfig) []time.Duration {
 	return out
 }
 
-type scheduleFleet struct {
-	srv   *server.Server
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	topo  *topology.Handles
-	store storage.Bucket
-	w     *worker.Worker
-	stopW context.CancelFunc
-}
-
-func startScheduleFleet(ctx context.Context, cfg ScheduleConfig) (*scheduleFleet, error) {
-	srv, err := embedded.Start(embedded.Options{Dir: filepath.Join(cfg.Dir, "nats")})
-	if err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
-	}
-	f := &scheduleFleet{srv: srv}
-	fail := func(err error) (*scheduleFleet, error) {
-		f.stop()
-		return nil, fmt.Errorf("schedule: %w", err)
-	}
-	if f.store, err = storage.NewFileBucket(filepath.Join(cfg.Dir, "store")); err != nil {
-		return fail(err)
-	}
-	if f.nc, err = nats.Connect(srv.ClientURL()); err != nil {
-		return fail(err)
-	}
-	if f.js, err = jetstream.New(f.nc); err != nil {
-		return fail(err)
-	}
-	tc := topology.Config{Log: cfg.Log}
-	if f.topo, err = topology.Ensure(ctx, f.js, tc); err != nil {
-		return fail(err)
-	}
-	r := sim.New()
-	slots := make([]worker.Slot, cfg.Slots)
-	for i := range slots {
-		slots[i] = worker.Slot{Device: device.Device{ID: fmt.Sprintf("sim-%d", i), Pool: "sim", Runner: "sim", Chips: 1, Healthy: true}, Runner: r}
-	}
-	if f.w, err = worker.New(worker.Config{ID: "bench-schedule", Conn: f.nc, Store: f.store, Slots: slots, AckWait: tc.AckWait, Replicas: tc.Replicas, Log: cfg.Log}); err != nil {
-		return fail(err)
-	}
-	wctx, stopW := context.WithCancel(context.WithoutCancel(ctx))
-	if err := f.w.Start(wctx); err != nil {
-		stopW()
-		f.w = nil
-		return fail(err)
-	}
-	f.stopW = stopW
-	return f, nil
-}
-
-func (f *scheduleFleet) stop() {
-	if f.w != nil {
-		f.stopW()
-		<-f.w.Done()
-	}
-	if f.nc != nil {
-		f.nc.Close()
-	}
-	f.srv.Shutdown()
-}
-
-// pass submits the matrix as run (ordered by history when not nil),
-// waits for every result, and measures the makespan.
-func (f *scheduleFleet) pass(ctx context.Context, run string, durations []time.Duration, history storage.Bucket) (SchedulePass, error) {
+// schedulePass submits the matrix as run (ordered by history when not
+// nil), waits for every result, and measures the makespan.
+func (f *fleet) schedulePass(ctx context.Context, run string, durations []time.Duration, history storage.Bucket) (SchedulePass, error) {
 	jobs := make([]*protocol.Job, len(durations))
 	for i, d := range durations {
 		spec := producer.JobSpec{Pool: "sim", Runner: "sim", Labels: map[string]string{sim.LabelDuration: d.String()},

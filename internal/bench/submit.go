@@ -99,7 +99,7 @@ func RunSubmit(ctx context.Context, cfg SubmitConfig) (*SubmitReport, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	f, err := startFleet(ctx, dir)
+	f, err := startFleet(ctx, dir, zerolog.Nop())
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -89,7 +90,7 @@ func RunWorkerCPU(ctx context.Context, cfg WorkerCPUConfig) (*WorkerCPUReport, e
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	f, err := startFleet(ctx, dir)
+	f, err := startFleet(ctx, dir, zerolog.Nop())
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/process"
 )
 
 // Server starts a one-node embedded NATS server with JetStream under
@@ -79,26 +80,23 @@ func SimSlots(prefix string, n int) []worker.Slot {
 	return out
 }
 
-// StartWorker starts a worker and stops it (hard) at cleanup.
+// StartWorker starts a worker of cfg the way `benchfleet worker` does,
+// through worker/process, and stops it (hard) at cleanup. cfg.Conn and
+// cfg.Store are used as given and left open; cfg.Log is the process's log;
+// WorkDir defaults to t.TempDir(). No spool, state directory, metrics
+// endpoint or notifier is set up, so nothing is written outside the test's
+// directories.
 func StartWorker(t testing.TB, cfg worker.Config) *worker.Worker {
 	t.Helper()
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = t.TempDir()
 	}
-	w, err := worker.New(cfg)
+	p, err := process.Start(context.Background(), process.Options{Worker: cfg}, cfg.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := w.Start(ctx); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		<-w.Done()
-	})
-	return w
+	t.Cleanup(p.Kill)
+	return p.Worker()
 }
 
 // SimJobs makes n sim jobs of run, each with its own "i" label and labels.
