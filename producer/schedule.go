@@ -90,25 +90,22 @@ func AttemptDuration(r *protocol.Result) time.Duration {
 // series of jobs: the median AttemptDuration of its cfg.Recent latest
 // passed results of runs created since now - cfg.Since. A series without
 // one is absent. It reads through storage.Query (the Parquet index for
-// compacted days), filtered to the run's pool and model where it has one.
+// compacted days), one query per (pool, model) pair of the run, or per
+// pool when there are more pairs than maxHistoryQueries (historyFilters):
+// never the whole store's results, however many pools the run spans.
 func ExpectedDurations(ctx context.Context, b storage.Bucket, jobs []*protocol.Job, cfg ScheduleConfig, now time.Time) (map[Series]time.Duration, error) {
 	cfg = cfg.withDefaults()
 	want := map[Series]bool{}
-	pools, models := map[string]bool{}, map[string]bool{}
 	for _, j := range jobs {
 		want[SeriesOfJob(j)] = true
-		pools[j.Pool], models[j.Benchmark.Model] = true, true
 	}
-	f := storage.Filter{Status: protocol.StatusPassed, Since: now.Add(-cfg.Since)}
-	if len(pools) == 1 {
-		f.Pool = jobs[0].Pool
-	}
-	if len(models) == 1 {
-		f.Model = jobs[0].Benchmark.Model
-	}
-	rs, _, err := storage.Query(ctx, b, f)
-	if err != nil {
-		return nil, fmt.Errorf("expected durations: %w", err)
+	var rs []*protocol.Result
+	for _, f := range historyFilters(jobs, now.Add(-cfg.Since)) {
+		got, _, err := storage.Query(ctx, b, f)
+		if err != nil {
+			return nil, fmt.Errorf("expected durations: %w", err)
+		}
+		rs = append(rs, got...)
 	}
 	hist := map[Series][]*protocol.Result{}
 	for _, r := range rs {
@@ -130,6 +127,49 @@ func ExpectedDurations(ctx context.Context, b storage.Bucket, jobs []*protocol.J
 		out[s] = time.Duration(median(secs) * float64(time.Second))
 	}
 	return out, nil
+}
+
+// maxHistoryQueries bounds the queries ExpectedDurations makes for a run.
+const maxHistoryQueries = 16
+
+// historyFilters are the queries of jobs' history since: one per (pool,
+// model) pair, in the order first seen; more pairs than maxHistoryQueries,
+// one per pool; more pools than that too, one query of every pool. The
+// filters are disjoint: no result matches two.
+func historyFilters(jobs []*protocol.Job, since time.Time) []storage.Filter {
+	type pair struct{ pool, model string }
+	var pairs []pair
+	var pools []string
+	seen, seenPool := map[pair]bool{}, map[string]bool{}
+	for _, j := range jobs {
+		if p := (pair{j.Pool, j.Benchmark.Model}); !seen[p] {
+			seen[p] = true
+			pairs = append(pairs, p)
+		}
+		if !seenPool[j.Pool] {
+			seenPool[j.Pool] = true
+			pools = append(pools, j.Pool)
+		}
+	}
+	base := storage.Filter{Status: protocol.StatusPassed, Since: since}
+	var fs []storage.Filter
+	switch {
+	case len(pairs) <= maxHistoryQueries:
+		for _, p := range pairs {
+			f := base
+			f.Pool, f.Model = p.pool, p.model
+			fs = append(fs, f)
+		}
+	case len(pools) <= maxHistoryQueries:
+		for _, p := range pools {
+			f := base
+			f.Pool = p
+			fs = append(fs, f)
+		}
+	default:
+		fs = append(fs, base)
+	}
+	return fs
 }
 
 // OrderByExpected returns jobs in publishing order: by priority, highest

@@ -96,6 +96,45 @@ func putHistory(t *testing.T, b storage.Bucket, m string, ds ...time.Duration) {
 	}
 }
 
+// A run over two pools is ordered in both: each pool's series find their
+// history (read per pool and model), and the longest expected of either
+// pool goes first.
+func TestExpectedDurationsOverTwoPools(t *testing.T) {
+	t.Parallel()
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	putHistory(t, store, "short", 10*time.Second)
+	putHistory(t, store, "long", 50*time.Second)
+	other := func(j *protocol.Job) *protocol.Job { j.Pool = "sim-b"; return j }
+	created := time.Now().UTC().Add(-time.Hour)
+	for m, d := range map[string]time.Duration{"b-mid": 30 * time.Second, "b-longest": 90 * time.Second} {
+		j := other(schedJob(t, "hist-b-"+m, m, protocol.PriorityNormal))
+		r := &protocol.Result{Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: created, Pool: j.Pool, Runner: j.Runner,
+			Status: protocol.StatusPassed, Attempt: 1, StartedAt: created, FinishedAt: created.Add(d), Benchmark: j.Benchmark}
+		if _, err := storage.PutResult(t.Context(), store, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := storage.Compact(t.Context(), store, storage.CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobs := []*protocol.Job{schedJob(t, "two", "short", protocol.PriorityNormal), other(schedJob(t, "two", "b-mid", protocol.PriorityNormal)),
+		schedJob(t, "two", "long", protocol.PriorityNormal), other(schedJob(t, "two", "b-longest", protocol.PriorityNormal))}
+	expected, err := producer.ExpectedDurations(t.Context(), store, jobs, producer.ScheduleConfig{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expected) != 4 {
+		t.Fatalf("expected durations of %d series, want all 4 of both pools: %v", len(expected), expected)
+	}
+	ordered, without := producer.OrderByExpected(jobs, expected)
+	if got := models(ordered); got != "b-longest long b-mid short" || without != 0 {
+		t.Errorf("ordered %q (%d without history), want b-longest long b-mid short", got, without)
+	}
+}
+
 // Submit with a History publishes longest expected first (the median of
 // each series' latest passed attempts; no history first), keeps the
 // manifest in matrix order, and says so; without an index, or when the

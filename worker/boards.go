@@ -110,9 +110,11 @@ func (s *slot) suits(job *protocol.Job) bool {
 }
 
 // avoided reports whether job avoids s's board (Job.Avoid names boards as
-// "<worker id>/<device id>", as protocol.Result.Board gives them).
+// "<worker id>/<device id>", as protocol.Result.Board gives them). Only a
+// confirmation repeat avoids boards (avoids): the producer gives Avoid to
+// repeats only, and only their passes are excused from MaxDeliver.
 func (s *slot) avoided(job *protocol.Job) bool {
-	return len(job.Avoid) > 0 && slices.Contains(job.Avoid, s.w.cfg.ID+"/"+s.dev.ID)
+	return avoids(job) && slices.Contains(job.Avoid, s.w.cfg.ID+"/"+s.dev.ID)
 }
 
 // failedOnHost records that job failed on every slot of runner r here, so

@@ -99,7 +99,7 @@ func (a *attemptState) process(ctx context.Context) outcome {
 		// Every failure a worker sees on the last delivery dead-letters
 		// the job itself, with its reason; so a delivery past the limit
 		// means the last attempt ended without the worker settling it.
-		return outcome{act: actDead, reason: fmt.Sprintf("exhausted %d deliveries: the last attempt ended unsettled (its worker crashed, lost its NATS connection, or was stopped hard and handed the job back)", s.w.cfg.MaxDeliver)}
+		return outcome{act: actDead, reason: fmt.Sprintf("exhausted %d deliveries%s: the last attempt ended unsettled (its worker crashed, lost its NATS connection, or was stopped hard and handed the job back)", s.w.cfg.MaxDeliver, a.passesNote())}
 	}
 	if s.w.cancels.isCancelled(job.Run) {
 		return outcome{act: actRecord, result: a.newResult(protocol.StatusCancelled, &protocol.ResultError{Class: protocol.ClassCancelled, Message: "run cancelled before the job started"})}

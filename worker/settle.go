@@ -163,12 +163,31 @@ const (
 // job that avoids boards is passed on only within its first avoidPasses
 // deliveries, by whichever worker, and a worker cannot tell another's pass
 // from a failure there, so each of them is taken for one. None counts
-// against MaxDeliver.
+// against MaxDeliver. Only a confirmation repeat (Job.Repeat > 0: the
+// producer gives Avoid to repeats only) is passed on (slot.avoided), so
+// any other job has no passes: its Avoid buys it no extra deliveries.
 func (a *attemptState) passes() int {
-	if a.job == nil || len(a.job.Avoid) == 0 {
+	if a.job == nil || !avoids(a.job) {
 		return 0
 	}
 	return max(0, min(a.deliveries-1, avoidPasses))
+}
+
+// avoids reports whether job is one whose Avoid a board honours: a
+// confirmation repeat naming boards to avoid.
+func avoids(job *protocol.Job) bool { return job.Repeat > 0 && len(job.Avoid) > 0 }
+
+// passesNote says how many of the deliveries were taken for passes (and so
+// not counted against MaxDeliver), for a dead letter's reason; "" if none.
+func (a *attemptState) passesNote() string {
+	switch p := a.passes(); p {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(" (1 more delivery, within the first %d, was taken for a pass by a board the job avoids and not counted)", avoidPasses)
+	default:
+		return fmt.Sprintf(" (%d more deliveries, within the first %d, were taken for passes by boards the job avoids and not counted)", p, avoidPasses)
+	}
 }
 
 // settle settles one delivery by its outcome, then ends the attempt (the
@@ -360,7 +379,7 @@ func (a *attemptState) retry(ctx context.Context, cause error, delay time.Durati
 		if a.attempt != a.deliveries { // re-queued by dlq retry: attempts count on
 			what = fmt.Sprintf("attempt %d, the last of %d since it was re-queued", a.attempt, a.s.w.cfg.MaxDeliver)
 		}
-		a.dead(ctx, fmt.Sprintf("infrastructure failure on %s: %v", what, cause))
+		a.dead(ctx, fmt.Sprintf("infrastructure failure on %s%s: %v", what, a.passesNote(), cause))
 		return
 	}
 	a.log.Warn().Err(cause).Dur("delay", delay).Msg("infrastructure failure; job will be retried")
@@ -371,7 +390,7 @@ func (a *attemptState) retry(ctx context.Context, cause error, delay time.Durati
 // now (the store does not answer and there is no spool, or the spool
 // refuses writes): a full disk is the host's fault, not the job's, so no
 // dead letter is written and this delivery does not count against
-// MaxDeliver here (excusedDeliveries). Recording is marked blocked, so the
+// MaxDeliver here (attemptState.excused, from Worker.excused). Recording is marked blocked, so the
 // worker's slots claim nothing until a result can be recorded again.
 func (a *attemptState) handBackUnrecorded(ctx context.Context, cause error) {
 	s := a.s
@@ -415,7 +434,7 @@ func (a *attemptState) dead(ctx context.Context, reason string) {
 // terminated with the reason (logged and as a dead event).
 func (a *attemptState) handBack(ctx context.Context, reason string, err error) {
 	if tooBig(err) && a.counted() >= a.s.w.cfg.MaxDeliver {
-		why := fmt.Sprintf("%s; its dead letter is too big to store (%v), so after %d deliveries it is dropped", reason, err, a.deliveries)
+		why := fmt.Sprintf("%s; its dead letter is too big to store (%v), so after %d deliveries%s it is dropped", reason, err, a.deliveries, a.passesNote())
 		a.log.Error().Str("reason", why).Msg("job terminated without a dead letter")
 		a.recordDead(ctx, why)
 		a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: why})

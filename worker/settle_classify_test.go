@@ -108,23 +108,26 @@ func TestRetryOrDead(t *testing.T) {
 	}
 }
 
-// A job that avoids boards has its first avoidPasses deliveries taken for
-// passes: none counts against MaxDeliver; a job that avoids none has none.
+// A confirmation repeat that avoids boards has its first avoidPasses
+// deliveries taken for passes: none counts against MaxDeliver. A job that
+// avoids none, or is no repeat (only repeats are passed on), has none.
 func TestPassesAreNotCounted(t *testing.T) {
 	t.Parallel()
+	w := []string{"w/d"}
 	for _, tc := range []struct {
+		repeat     int
 		avoid      []string
 		deliveries int
 		excused    int
 		want       int // counted
 	}{
-		{nil, 1, 0, 1}, {nil, 4, 0, 4}, {nil, 4, 1, 3},
-		{[]string{"w/d"}, 1, 0, 1}, {[]string{"w/d"}, 2, 0, 1}, {[]string{"w/d"}, 4, 0, 1},
-		{[]string{"w/d"}, 5, 0, 2}, {[]string{"w/d"}, 6, 1, 2},
+		{0, nil, 1, 0, 1}, {0, nil, 4, 0, 4}, {0, nil, 4, 1, 3}, {1, nil, 4, 0, 4},
+		{1, w, 1, 0, 1}, {1, w, 2, 0, 1}, {1, w, 4, 0, 1}, {2, w, 5, 0, 2}, {1, w, 6, 1, 2},
+		{0, w, 2, 0, 2}, {0, w, 4, 0, 4}, {0, w, 6, 1, 5},
 	} {
-		a := &attemptState{job: &protocol.Job{Avoid: tc.avoid}, deliveries: tc.deliveries, excused: tc.excused}
+		a := &attemptState{job: &protocol.Job{Repeat: tc.repeat, Avoid: tc.avoid}, deliveries: tc.deliveries, excused: tc.excused}
 		if got := a.counted(); got != tc.want {
-			t.Errorf("avoid %v, delivery %d, %d excused: counted %d, want %d", tc.avoid, tc.deliveries, tc.excused, got, tc.want)
+			t.Errorf("repeat %d avoid %v, delivery %d, %d excused: counted %d, want %d", tc.repeat, tc.avoid, tc.deliveries, tc.excused, got, tc.want)
 		}
 	}
 }

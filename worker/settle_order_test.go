@@ -36,3 +36,17 @@ func TestSettleWaitsForTheNextClaim(t *testing.T) {
 		t.Fatal("settled returned without running the queued settle")
 	}
 }
+
+// A delivery passed on to another slot of the worker is not counted done
+// on the slot that passed it: the slot that runs it counts it (one job,
+// counted once in DeviceStatus.Done).
+func TestPassedOnDeliveryCountsNothingHere(t *testing.T) {
+	t.Parallel()
+	s := &slot{w: &Worker{statusKick: make(chan struct{}, 1)}, settling: make(chan struct{}, settleWindow)}
+	hb := &claimKeeper{cancel: func() {}, done: make(chan struct{})}
+	close(hb.done)
+	s.settle(&attemptState{s: s, hb: hb}, outcome{act: actPassedOn})
+	if got := s.completed; got != 0 { // status().Done
+		t.Fatalf("Done %d after passing a delivery on, want 0", got)
+	}
+}

@@ -46,7 +46,7 @@ type slot struct {
 	state     string
 	job, run  string
 	reason    string
-	completed int64                  // deliveries settled (slot.settle counts them)
+	completed int64                  // deliveries settled here, not those passed on (slot.settle counts them)
 	waiting   bool                   // idle in loop's select, not fetching: may take a handoff
 	streak    int                    // consecutive infrastructure failures (see maxInfraStreak)
 	lastJob   string                 // the job the last handle ran ("" if it ran none)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // The gate bench measures the regression gate's quality on synthetic
@@ -40,46 +41,45 @@ const (
 	GateBimodalDrop = 0.08
 )
 
-// GateConfig configures `benchfleet bench gate`.
+// GateConfig configures `benchfleet bench gate`. DefaultGateConfig gives
+// the defaults; a zero Series, Planted, Drop or Repeats is out of range
+// (Validate says so, naming the flag), not a default.
 type GateConfig struct {
-	// Series is how many synthetic series to judge (default 1000).
+	// Series is how many synthetic series to judge (--series; default 1000).
 	Series int
-	// Planted is the fraction of series with a planted drop (default 0.5).
+	// Planted is the fraction of series with a planted drop (--planted;
+	// default 0.5).
 	Planted float64
-	// Drop is the planted drop, e.g. 0.10 = 10% slower (default 0.10).
+	// Drop is the planted drop, e.g. 0.10 = 10% slower (--drop; default
+	// 0.10).
 	Drop float64
-	// History is how many baseline results each series has (default the
-	// gate's window).
+	// History is how many baseline results each series has (0: the gate's
+	// window).
 	History int
-	// Repeats is how many confirmation repeats a suspect gets (default
-	// producer.DefaultRepeats; at least 1).
+	// Repeats is how many confirmation repeats a suspect gets (--confirm;
+	// default producer.DefaultRepeats). At least 1: the bench compares the
+	// gate with and without confirmation.
 	Repeats int
-	// Seed seeds the noise; the same seed gives the same report (0: 1).
+	// Seed seeds the noise; the same seed gives the same report, and the
+	// same series whatever Repeats is (the repeats draw from a stream of
+	// their own). Every value, 0 included, is a seed.
 	Seed uint64
-	// Gate tunes the gate (zero: its defaults).
+	// Gate tunes the gate (zero: its defaults; its Repeats is not used).
 	Gate producer.GateConfig
 }
 
-// Validate fills the defaults and names the first field out of range.
+// DefaultGateConfig is the bench's defaults: 1000 series, half with a
+// planted 10% drop, producer.DefaultRepeats repeats, seed 1.
+func DefaultGateConfig() GateConfig {
+	return GateConfig{Series: 1000, Planted: 0.5, Drop: 0.10, Repeats: producer.DefaultRepeats, Seed: 1}
+}
+
+// Validate fills the gate's defaults and History, and names the first
+// value out of range by its flag (a *ConfigError).
 func (c *GateConfig) Validate() error {
-	if c.Series == 0 {
-		c.Series = 1000
-	}
-	if c.Planted == 0 {
-		c.Planted = 0.5
-	}
-	if c.Drop == 0 {
-		c.Drop = 0.10
-	}
-	if c.Repeats == 0 {
-		c.Repeats = producer.DefaultRepeats
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
 	g, err := c.Gate.WithDefaults()
 	if err != nil {
-		return err
+		return configErr("bench gate: %v", err)
 	}
 	c.Gate = g
 	if c.History == 0 {
@@ -87,15 +87,15 @@ func (c *GateConfig) Validate() error {
 	}
 	switch {
 	case c.Series < 2 || c.Series > 10_000_000:
-		return fmt.Errorf("bench gate: Series %d: must be between 2 and 10000000", c.Series)
+		return configErr("bench gate: --series %d: must be between 2 and 10000000", c.Series)
 	case !(c.Planted > 0 && c.Planted < 1):
-		return fmt.Errorf("bench gate: Planted %v: must be above 0 and below 1", c.Planted)
+		return configErr("bench gate: --planted %v: must be above 0 and below 1", c.Planted)
 	case !(c.Drop > 0 && c.Drop < 1):
-		return fmt.Errorf("bench gate: Drop %v: must be above 0 and below 1", c.Drop)
+		return configErr("bench gate: --drop %v: must be above 0 and below 1 (0.10 = 10%% slower)", c.Drop)
 	case c.History < 1 || c.History > 1000:
-		return fmt.Errorf("bench gate: History %d: must be between 1 and 1000", c.History)
-	case c.Repeats < 1 || c.Repeats > 20:
-		return fmt.Errorf("bench gate: Repeats %d: must be between 1 and 20", c.Repeats)
+		return configErr("bench gate: History %d: must be between 1 and 1000", c.History)
+	case c.Repeats < 1 || c.Repeats > protocol.MaxRepeat:
+		return configErr("bench gate: --confirm %d: must be between 1 and %d (the bench compares the gate with and without confirmation)", c.Repeats, protocol.MaxRepeat)
 	}
 	return nil
 }
@@ -139,8 +139,14 @@ func frac(n, of int) float64 {
 	return float64(n) / float64(of)
 }
 
+// gateRepeatSalt sets the repeats' random stream apart from the series'.
+const gateRepeatSalt = 0x5851f42d4c957f2d
+
 // RunGate judges cfg.Series synthetic series; it ends early with ctx's
-// error.
+// error. The series (history, candidate, planted or not) draw from one
+// stream of cfg.Seed, the confirmation repeats of series i from their own
+// (cfg.Seed, i): the series, and so the figures without confirmation, are
+// the same for every cfg.Repeats, and a series' first repeats too.
 func RunGate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -172,9 +178,10 @@ func RunGate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 		confirmed := false
 		if suspect {
 			rep.Suspects++
+			rr := rand.New(rand.NewPCG(cfg.Seed^gateRepeatSalt, uint64(i)))
 			for range cfg.Repeats {
-				other := (board + 1 + rng.IntN(GateBoards-1)) % GateBoards // Job.Avoid
-				attempts = append(attempts, s.attempt(rng, other, level))
+				other := (board + 1 + rr.IntN(GateBoards-1)) % GateBoards // Job.Avoid
+				attempts = append(attempts, s.attempt(rr, other, level))
 				rep.RepeatsRun++
 			}
 			confirmed = cfg.Gate.JudgeAttempts(hist, attempts).Verdict == producer.VerdictRegression

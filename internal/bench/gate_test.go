@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,9 +11,16 @@ import (
 	"github.com/benchfleet/benchfleet/producer"
 )
 
+// gateSeed is the default config with seed and repeats.
+func gateSeed(seed uint64, repeats int) GateConfig {
+	c := DefaultGateConfig()
+	c.Seed, c.Repeats = seed, repeats
+	return c
+}
+
 func TestRunGateReport(t *testing.T) {
 	t.Parallel()
-	rep, err := RunGate(t.Context(), GateConfig{Seed: 7})
+	rep, err := RunGate(t.Context(), gateSeed(7, producer.DefaultRepeats))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,29 +48,74 @@ func TestRunGateReport(t *testing.T) {
 		t.Errorf("last line %q is not the summary line", lines[len(lines)-1])
 	}
 	// The same seed, the same report; another seed, another.
-	again, err := RunGate(t.Context(), GateConfig{Seed: 7})
+	again, err := RunGate(t.Context(), gateSeed(7, producer.DefaultRepeats))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *again != *rep {
 		t.Errorf("seed 7 twice: %+v and %+v", rep, again)
 	}
-	other, _ := RunGate(t.Context(), GateConfig{Seed: 8})
+	other, _ := RunGate(t.Context(), gateSeed(8, producer.DefaultRepeats))
 	if *other == *rep {
 		t.Errorf("seeds 7 and 8 gave the same report")
 	}
 }
 
+// The confirmation repeats draw from their own stream: the series (the
+// clean/planted split, histories, candidates) and so the figures without
+// confirmation are the same for every --confirm at one seed.
+func TestRunGateSeriesDoNotDependOnRepeats(t *testing.T) {
+	t.Parallel()
+	one, err := RunGate(t.Context(), gateSeed(1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	three, err := RunGate(t.Context(), gateSeed(1, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Clean != three.Clean || one.Planted != three.Planted || one.FalsePositives != three.FalsePositives || one.Detected != three.Detected {
+		t.Errorf("seed 1: --confirm 1 gave %d/%d clean/planted, %d false positives, %d detected; --confirm 3 %d/%d, %d, %d",
+			one.Clean, one.Planted, one.FalsePositives, one.Detected, three.Clean, three.Planted, three.FalsePositives, three.Detected)
+	}
+	if one.RepeatsRun != one.Suspects || three.RepeatsRun != 3*three.Suspects {
+		t.Errorf("repeats run: %d for %d suspects with 1, %d for %d with 3", one.RepeatsRun, one.Suspects, three.RepeatsRun, three.Suspects)
+	}
+}
+
+// A value out of range, zero included (a zero is not a default), is a
+// *ConfigError naming its flag.
 func TestGateConfigValidate(t *testing.T) {
 	t.Parallel()
-	for _, c := range []GateConfig{{Series: 1}, {Planted: 1}, {Drop: -0.1}, {Repeats: 21}, {History: -1}, {Gate: producer.GateConfig{Threshold: 2}}} {
-		if err := c.Validate(); err == nil {
-			t.Errorf("%+v: no error", c)
+	for _, c := range []struct {
+		edit func(*GateConfig)
+		want string
+	}{
+		{func(c *GateConfig) { c.Series = 1 }, "--series 1"},
+		{func(c *GateConfig) { c.Series = 0 }, "--series 0"},
+		{func(c *GateConfig) { c.Planted = 1 }, "--planted 1"},
+		{func(c *GateConfig) { c.Planted = 0 }, "--planted 0"},
+		{func(c *GateConfig) { c.Drop = -0.1 }, "--drop -0.1"},
+		{func(c *GateConfig) { c.Drop = 0 }, "--drop 0"},
+		{func(c *GateConfig) { c.Repeats = 21 }, "--confirm 21"},
+		{func(c *GateConfig) { c.Repeats = 0 }, "--confirm 0"},
+		{func(c *GateConfig) { c.History = -1 }, "History -1"},
+		{func(c *GateConfig) { c.Gate.Threshold = 2 }, "Threshold 2"},
+	} {
+		cfg := DefaultGateConfig()
+		c.edit(&cfg)
+		err := cfg.Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want a *ConfigError naming %q", c.want, err, c.want)
 		}
+	}
+	if c := DefaultGateConfig(); c.Validate() != nil {
+		t.Errorf("the defaults do not validate: %v", c.Validate())
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := RunGate(ctx, GateConfig{}); err == nil {
+	if _, err := RunGate(ctx, DefaultGateConfig()); err == nil {
 		t.Error("RunGate with an ended ctx: no error")
 	}
 }

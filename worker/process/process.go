@@ -117,10 +117,12 @@ type Process struct {
 	slots []worker.Slot
 	addr  string
 	// stopRun ends the spool's uploader and the store's clean-up first;
-	// closes then run last opened first.
-	stopRun func()
-	closes  []func()
-	done    chan struct{}
+	// closes then run last opened first, once the uploader has returned
+	// (spoolDone is closed then; nil without a spool).
+	stopRun   func()
+	spoolDone chan struct{}
+	closes    []func()
+	done      chan struct{}
 }
 
 // Start opens what o names and starts the worker: it returns once the
@@ -223,7 +225,11 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 			return nil, err
 		}
 		cfg.Sink = p.spool
-		go p.spool.Run(runCtx)
+		p.spoolDone = make(chan struct{})
+		go func() {
+			defer close(p.spoolDone)
+			_ = p.spool.Run(runCtx) // nil once runCtx is done
+		}()
 	}
 	if o.StateDir != "" {
 		if err := ledger.Record(cfg.ID, o.Spool); err != nil {
@@ -343,11 +349,15 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Wait blocks until Done.
 func (p *Process) Wait() { <-p.done }
 
-// close stops the background work, then runs the closes last opened
-// first.
+// close stops the background work and waits for the spool's uploader to
+// return (it writes in the spool, whose lock is among the closes), then
+// runs the closes last opened first.
 func (p *Process) close() {
 	if p.stopRun != nil {
 		p.stopRun()
+	}
+	if p.spoolDone != nil {
+		<-p.spoolDone
 	}
 	for i := len(p.closes) - 1; i >= 0; i-- {
 		p.closes[i]()

@@ -17,7 +17,7 @@ func (a *app) benchCmd() *cobra.Command {
 	var stopProfile func()
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure benchfleet itself: dispatch and submit overhead, worker CPU, query speed, chaos",
+		Short: "Measure benchfleet itself: dispatch, submit, worker-cpu, query, chaos, builds, schedule, gate",
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if cpuProfile == "" {
 				return nil

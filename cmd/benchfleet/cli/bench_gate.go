@@ -8,7 +8,7 @@ import (
 
 func (a *app) benchGateCmd() *cobra.Command {
 	var (
-		cfg bench.GateConfig
+		cfg = bench.DefaultGateConfig()
 		gf  gateFlags
 	)
 	cmd := &cobra.Command{
@@ -23,24 +23,21 @@ func (a *app) benchGateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.Gate, cfg.Repeats = g, max(g.Repeats, 1)
+			cfg.Gate, cfg.Repeats = g, g.Repeats
 			cfg.Gate.Repeats = 0
-			if err := cfg.Validate(); err != nil {
-				return usageErr("%v", err)
-			}
 			rep, err := bench.RunGate(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				return benchErr(err)
 			}
 			rep.Print(a.stdout)
 			return nil
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&cfg.Series, "series", 1000, "synthetic series to judge")
-	fl.Float64Var(&cfg.Drop, "drop", 0.10, "the planted drop (0.10 = 10% slower)")
-	fl.Float64Var(&cfg.Planted, "planted", 0.5, "fraction of the series with the planted drop")
-	fl.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	fl.IntVar(&cfg.Series, "series", cfg.Series, "synthetic series to judge")
+	fl.Float64Var(&cfg.Drop, "drop", cfg.Drop, "the planted drop (0.10 = 10% slower)")
+	fl.Float64Var(&cfg.Planted, "planted", cfg.Planted, "fraction of the series with the planted drop")
+	fl.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed (any value, 0 too)")
 	gf.register(fl)
 	gf.registerConfirm(fl)
 	return cmd
