@@ -111,7 +111,9 @@ type Job struct {
 	// Avoid names boards (a result's device, "<worker>/<device>") the job
 	// would rather not run on: a worker holding one passes the job on for
 	// a few deliveries so another board of the pool can take it, then runs
-	// it itself. A preference, not part of the cell.
+	// it itself. A preference, not part of the cell, honoured only on a
+	// confirmation repeat (Repeat > 0): only there are the deliveries a
+	// pass takes not counted against the job's attempts.
 	Avoid []string `json:"avoid,omitempty"`
 }
 
