@@ -22,14 +22,14 @@ import (
 // sim jobs whose durations are drawn like a perf matrix's (many of 1-3
 // minutes, a few of 20-40), scaled down, on Slots sim slots of one worker.
 type ScheduleConfig struct {
-	// Jobs is the number of jobs in the run; 0 is 40.
+	// Jobs is the number of jobs in the run (DefaultScheduleConfig: 40).
 	Jobs int
 	// Long is how many of them last 20-40 minutes; 0 is a tenth of Jobs
 	// (at least 1).
 	Long int
-	// Slots is P, the sim slots that run the jobs; 0 is 8.
+	// Slots is P, the sim slots that run the jobs (default 8).
 	Slots int
-	// Minute is what a minute of the synthetic matrix lasts; 0 is 20 ms.
+	// Minute is what a minute of the synthetic matrix lasts (default 20 ms).
 	Minute time.Duration
 	// Seed draws the durations and their matrix order.
 	Seed uint64
@@ -39,30 +39,32 @@ type ScheduleConfig struct {
 	Log zerolog.Logger
 }
 
+// DefaultScheduleConfig is the bench's default run: 40 jobs on 8 slots, a
+// minute lasting 20 ms.
+func DefaultScheduleConfig() ScheduleConfig {
+	return ScheduleConfig{Jobs: 40, Slots: 8, Minute: 20 * time.Millisecond}
+}
+
 func (c ScheduleConfig) withDefaults() ScheduleConfig {
-	c.Jobs = cmp.Or(c.Jobs, 40)
 	c.Long = cmp.Or(c.Long, max(1, c.Jobs/10))
-	c.Slots = cmp.Or(c.Slots, 8)
-	if c.Minute == 0 {
-		c.Minute = 20 * time.Millisecond
-	}
 	return c
 }
 
-// Validate names the first field out of range.
+// Validate names the first setting out of range by its flag (a zero is
+// out of range, not a default: DefaultScheduleConfig has those).
 func (c ScheduleConfig) Validate() error {
 	d := c.withDefaults()
 	switch {
 	case c.Dir == "":
 		return errors.New("schedule: Dir is required")
-	case d.Jobs < 1 || d.Jobs > 2000:
-		return fmt.Errorf("schedule: jobs %d: want 1 to 2000", c.Jobs)
-	case d.Long < 0 || d.Long > d.Jobs:
-		return fmt.Errorf("schedule: long %d: want 0 to the job count %d", c.Long, d.Jobs)
-	case d.Slots < 1 || d.Slots > 256:
-		return fmt.Errorf("schedule: slots %d: want 1 to 256", c.Slots)
-	case d.Minute < time.Millisecond || d.Minute > time.Second:
-		return fmt.Errorf("schedule: minute %s: want 1ms to 1s", c.Minute)
+	case c.Jobs < 1 || c.Jobs > 2000:
+		return configErr("--jobs %d: want 1 to 2000", c.Jobs)
+	case d.Long < 0 || d.Long > c.Jobs:
+		return configErr("--long %d: want 0 (a tenth of --jobs) to --jobs %d", c.Long, c.Jobs)
+	case c.Slots < 1 || c.Slots > 256:
+		return configErr("--slots %d: want 1 to 256", c.Slots)
+	case c.Minute < time.Millisecond || c.Minute > time.Second:
+		return configErr("--minute %s: want 1ms to 1s", c.Minute)
 	}
 	return nil
 }

@@ -12,17 +12,22 @@ import (
 
 func TestScheduleConfigValidate(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	def := DefaultScheduleConfig()
+	def.Dir = t.TempDir()
+	with := func(f func(*ScheduleConfig)) ScheduleConfig { c := def; f(&c); return c }
 	for _, tc := range []struct {
 		cfg  ScheduleConfig
 		want string
 	}{
 		{ScheduleConfig{}, "Dir"},
-		{ScheduleConfig{Dir: dir, Jobs: -1}, "jobs"},
-		{ScheduleConfig{Dir: dir, Jobs: 4, Long: 5}, "long"},
-		{ScheduleConfig{Dir: dir, Slots: 1000}, "slots"},
-		{ScheduleConfig{Dir: dir, Minute: time.Microsecond}, "minute"},
-		{ScheduleConfig{Dir: dir}, ""},
+		{with(func(c *ScheduleConfig) { c.Jobs = -1 }), "--jobs"},
+		{with(func(c *ScheduleConfig) { c.Jobs = 0 }), "--jobs"},
+		{with(func(c *ScheduleConfig) { c.Jobs, c.Long = 4, 5 }), "--long"},
+		{with(func(c *ScheduleConfig) { c.Slots = 1000 }), "--slots"},
+		{with(func(c *ScheduleConfig) { c.Slots = 0 }), "--slots"},
+		{with(func(c *ScheduleConfig) { c.Minute = time.Microsecond }), "--minute"},
+		{with(func(c *ScheduleConfig) { c.Minute = 0 }), "--minute"},
+		{def, ""},
 	} {
 		err := tc.cfg.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

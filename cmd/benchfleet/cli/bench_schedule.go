@@ -11,7 +11,7 @@ import (
 )
 
 func (a *app) benchScheduleCmd() *cobra.Command {
-	var cfg bench.ScheduleConfig
+	cfg := bench.DefaultScheduleConfig()
 	cmd := &cobra.Command{
 		Use:   "schedule [--jobs N] [--long L] [--slots P] [--minute D] [--seed S]",
 		Short: "Measure a run's makespan in matrix order and in expected-duration order against the lower bound",
@@ -29,7 +29,7 @@ func (a *app) benchScheduleCmd() *cobra.Command {
 				cfg.Seed = uint64(time.Now().UnixNano())
 			}
 			if err := cfg.Validate(); err != nil {
-				return usageErr("%v", err)
+				return benchErr(err)
 			}
 			rep, err := bench.RunSchedule(cmd.Context(), cfg)
 			if err != nil {
@@ -40,10 +40,10 @@ func (a *app) benchScheduleCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&cfg.Jobs, "jobs", 40, "jobs in the run")
+	fl.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "jobs in the run")
 	fl.IntVar(&cfg.Long, "long", 0, "jobs of 20-40 minutes (default a tenth of --jobs)")
-	fl.IntVar(&cfg.Slots, "slots", 8, "sim slots (P) that run them")
-	fl.DurationVar(&cfg.Minute, "minute", 20*time.Millisecond, "what one minute of the matrix lasts")
+	fl.IntVar(&cfg.Slots, "slots", cfg.Slots, "sim slots (P) that run them")
+	fl.DurationVar(&cfg.Minute, "minute", cfg.Minute, "what one minute of the matrix lasts")
 	fl.Uint64Var(&cfg.Seed, "seed", 0, "seed of the durations and their matrix order (default: from the clock)")
 	return cmd
 }
