@@ -46,13 +46,15 @@ func Suspects(rep *RunReport) []Row {
 	return out
 }
 
-// Requeue adds c.Repeats confirmation repeats of each of rep's Suspects to
-// the run's manifest (bench-runs, then the store's copy) and publishes
-// them, and returns the manifest with them and the number of jobs queued
-// (0 and rep's manifest when there is nothing to confirm). The manifest is
-// recorded before the jobs go out, so a waiter that sees a repeat's result
-// knows whose attempt it is. A suspect that has repeats in the stored
-// manifest already (a re-attached run) is not queued again.
+// Requeue publishes c.Repeats confirmation repeats of each of rep's
+// Suspects, then adds them to the run's manifest (bench-runs, then the
+// store's copy), and returns the manifest with them and the number of jobs
+// queued (0 and rep's manifest when there is nothing to confirm). The jobs
+// go out before the manifest names them, as Submit's do: a manifest never
+// lists a repeat that no queue got, so a Requeue that failed or died
+// halfway is completed by the next one (repeat ids are deterministic, so a
+// repeat published twice is queued once). A suspect that has repeats in
+// the stored manifest already (a re-attached run) is not queued again.
 func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunManifest, int, error) {
 	suspects := Suspects(rep)
 	if len(suspects) == 0 || c.Repeats <= 0 {
@@ -61,51 +63,59 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 	if c.Repeats > protocol.MaxRepeat {
 		return nil, 0, fmt.Errorf("confirm: %d repeats: at most %d", c.Repeats, protocol.MaxRepeat)
 	}
+	run := rep.Manifest.Run
 	runs, err := c.JS.KeyValue(ctx, protocol.BucketRuns)
 	if err != nil {
 		return nil, 0, fmt.Errorf("confirm: %w", err)
 	}
-	var (
-		man  *protocol.RunManifest
-		jobs []*protocol.Job
-	)
 	for try := 0; ; try++ {
-		man, jobs, err = c.record(ctx, runs, rep.Manifest.Run, suspects)
-		if !errors.Is(err, jetstream.ErrKeyExists) || try == 4 {
-			break
+		up, err := c.plan(ctx, runs, run, suspects)
+		if err != nil {
+			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
 		}
-		// The manifest changed between the read and the update: again.
+		if len(up.jobs) == 0 {
+			return up.man, 0, nil
+		}
+		w := &jobPublisher{p: &Submitter{JS: c.JS, Log: c.Log}, jobs: up.jobs, created: up.man.CreatedAt}
+		if err := w.run(ctx); err != nil {
+			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
+		}
+		err = c.record(ctx, runs, up)
+		if errors.Is(err, jetstream.ErrKeyExists) && try < 4 {
+			continue // the manifest changed between the read and the update: again
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
+		}
+		return up.man, len(up.jobs), nil
 	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("confirm: run %s: %w", rep.Manifest.Run, err)
-	}
-	if len(jobs) == 0 {
-		return man, 0, nil
-	}
-	w := &jobPublisher{p: &Submitter{JS: c.JS, Log: c.Log}, jobs: jobs, created: man.CreatedAt}
-	if err := w.run(ctx); err != nil {
-		return nil, 0, fmt.Errorf("confirm: run %s: %w", rep.Manifest.Run, err)
-	}
-	return man, len(jobs), nil
 }
 
-// record adds the repeats of suspects that the stored manifest lacks, and
-// returns the manifest and the jobs to publish.
-func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, run string, suspects []Row) (*protocol.RunManifest, []*protocol.Job, error) {
+// manifestUpdate is a run's manifest with confirmation repeats added: the
+// bench-runs header it was read at and the repeats to publish.
+type manifestUpdate struct {
+	head jetstream.KeyValueEntry
+	man  *protocol.RunManifest
+	jobs []*protocol.Job
+}
+
+// plan reads the run's manifest and adds the repeats of suspects that it
+// lacks.
+func (c *Confirmer) plan(ctx context.Context, runs jetstream.KeyValue, run string, suspects []Row) (*manifestUpdate, error) {
 	head, err := runs.Get(ctx, protocol.ManifestKey(run))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	man, err := GetManifest(ctx, runs, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	up := &manifestUpdate{head: head, man: man}
 	have := repeatsOf(man)
 	byID := map[string]protocol.ManifestJob{}
 	for _, j := range man.Jobs {
 		byID[j.ID] = j
 	}
-	var jobs []*protocol.Job
 	for _, s := range suspects {
 		mj, ok := byID[s.Job]
 		if !ok || len(have[s.Job]) > 0 {
@@ -114,34 +124,39 @@ func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, run str
 		for k := 1; k <= c.Repeats; k++ {
 			j, err := RepeatJob(man, mj, s.Result, k)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			cell, _ := j.CellID()
-			jobs = append(jobs, j)
+			up.jobs = append(up.jobs, j)
 			man.Jobs = append(man.Jobs, protocol.ManifestJob{ID: j.ID, Pool: j.Pool, Runner: j.Runner, Model: j.Benchmark.Model,
 				Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat, Cell: cell, Repeat: k, Of: s.Job})
 		}
 	}
-	if len(jobs) == 0 {
-		return man, nil, nil
-	}
+	return up, nil
+}
+
+// record writes up's manifest to bench-runs over the header it was read
+// at (jetstream.ErrKeyExists when that changed meanwhile), then to the
+// store.
+func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, up *manifestUpdate) error {
+	run := up.man.Run
 	var rec manifestRecord
-	if err := rec.prepare(ctx, runs, man, false); err != nil {
-		return nil, nil, err
+	if err := rec.prepare(ctx, runs, up.man, false); err != nil {
+		return err
 	}
-	if _, err := runs.Update(ctx, protocol.ManifestKey(run), rec.head, head.Revision()); err != nil {
+	if _, err := runs.Update(ctx, protocol.ManifestKey(run), rec.head, up.head.Revision()); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			return nil, nil, fmt.Errorf("%w: %v", jetstream.ErrKeyExists, err)
+			return fmt.Errorf("%w: %v", jetstream.ErrKeyExists, err)
 		}
-		return nil, nil, err
+		return err
 	}
 	if c.Store != nil {
-		if err := storage.PutJSON(ctx, c.Store, storage.ManifestKey(run), man); err != nil {
+		if err := storage.PutJSON(ctx, c.Store, storage.ManifestKey(run), up.man); err != nil {
 			c.Log.Warn().Err(err).Str("run", run).Msg("manifest with the confirmation repeats not written to the store")
 		}
 	}
-	return man, jobs, nil
+	return nil
 }
 
 // Confirm judges the run w follows (its states so far, as req judges it,

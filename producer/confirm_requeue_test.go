@@ -1,8 +1,11 @@
 package producer_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
@@ -81,5 +84,52 @@ func TestRequeueRecordsAndPublishesRepeats(t *testing.T) {
 		if err != nil || !again.Attached {
 			t.Errorf("n=%d: re-submit: %v %+v", n, err, again)
 		}
+	}
+}
+
+// suspectRun submits a run of one sim job to a fresh fleet and returns
+// the gate's report with that job passed and suspect, and the fleet.
+func suspectRun(t *testing.T, run string) (*producer.RunReport, *protocol.Job, jetstream.JetStream, *topology.Handles, storage.Bucket) {
+	t.Helper()
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := fleettest.SimJobs(t, run, 1, nil)
+	res := fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+	suspect := &protocol.Result{Job: jobs[0].ID, Run: run, Pool: "sim", Runner: "sim", Status: protocol.StatusPassed,
+		Benchmark: jobs[0].Benchmark, Labels: jobs[0].Labels, Worker: protocol.WorkerRef{ID: "w1"}, Device: protocol.DeviceRef{ID: "sim-3"},
+		Measurements: protocol.Measurements{SamplesPerSec: 900}}
+	rep := &producer.RunReport{Manifest: res.Manifest, GateOn: true,
+		Rows:     []producer.Row{{Job: jobs[0].ID, Status: protocol.StatusPassed, Result: suspect, Verdict: string(producer.VerdictRegression)}},
+		Verdicts: []producer.GateRow{{Job: jobs[0].ID, Verdict: producer.VerdictRegression, Suspect: true}}}
+	return rep, jobs[0], js, topo, store
+}
+
+// A Requeue whose publish fails records nothing: a later one (a
+// re-triggered gate) queues the repeats rather than waiting for repeats
+// no queue holds.
+func TestRequeueFailedPublishRecordsNothing(t *testing.T) {
+	t.Parallel()
+	rep, _, js, topo, store := suspectRun(t, "pr-10")
+	if err := js.DeleteStream(t.Context(), protocol.StreamJobs); err != nil {
+		t.Fatal(err)
+	}
+	c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, _, err := c.Requeue(ctx, rep); err == nil {
+		t.Fatal("requeue with no job stream: no error")
+	}
+	m, err := producer.GetManifest(t.Context(), topo.Runs, "pr-10")
+	if err != nil || len(m.Jobs) != 1 {
+		t.Fatalf("manifest after a failed publish: %v, %d jobs (want the original only)", err, len(m.Jobs))
+	}
+	fleettest.Topology(t, js, topology.Config{})
+	if _, queued, err := c.Requeue(t.Context(), rep); err != nil || queued != 2 {
+		t.Fatalf("requeue again: %v, %d queued (want 2)", err, queued)
 	}
 }
