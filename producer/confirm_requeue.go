@@ -68,6 +68,13 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 	if err != nil {
 		return nil, 0, fmt.Errorf("confirm: %w", err)
 	}
+	// The job stream checks a duplicate ack as Submit does (ErrSquatted):
+	// repeat ids are predictable.
+	stream, err := c.JS.Stream(ctx, protocol.StreamJobs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("confirm: %w", err)
+	}
+	pub := &Submitter{JS: c.JS, Runs: runs, Jobs: stream, Log: c.Log}
 	for try := 0; ; try++ {
 		up, err := c.plan(ctx, runs, run, suspects)
 		if err != nil {
@@ -76,7 +83,7 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 		if len(up.jobs) == 0 {
 			return up.man, 0, nil
 		}
-		w := &jobPublisher{p: &Submitter{JS: c.JS, Log: c.Log}, jobs: up.jobs, created: up.man.CreatedAt}
+		w := &jobPublisher{p: pub, jobs: up.jobs, created: up.man.CreatedAt}
 		if err := w.run(ctx); err != nil {
 			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
 		}

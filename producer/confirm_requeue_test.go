@@ -2,9 +2,11 @@ package producer_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -131,5 +133,26 @@ func TestRequeueFailedPublishRecordsNothing(t *testing.T) {
 	fleettest.Topology(t, js, topology.Config{})
 	if _, queued, err := c.Requeue(t.Context(), rep); err != nil || queued != 2 {
 		t.Fatalf("requeue again: %v, %d queued (want 2)", err, queued)
+	}
+}
+
+// A message published first under a repeat's id (they are predictable) is
+// a squat, as it is for Submit: Requeue refuses it rather than count the
+// repeat queued.
+func TestRequeueRefusesSquattedRepeat(t *testing.T) {
+	t.Parallel()
+	rep, _, js, _, store := suspectRun(t, "pr-11")
+	j, err := producer.RepeatJob(rep.Manifest, rep.Manifest.Jobs[0], rep.Rows[0].Result, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nats.Msg{Subject: protocol.JobSubject("sim", protocol.PriorityHigh), Data: []byte(`{"squat":true}`), Header: nats.Header{}}
+	m.Header.Set(jetstream.MsgIDHeader, j.ID)
+	if _, err := js.PublishMsg(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
+	if _, _, err := c.Requeue(t.Context(), rep); !errors.Is(err, producer.ErrSquatted) {
+		t.Fatalf("requeue over a squatted repeat id: %v, want ErrSquatted", err)
 	}
 }
