@@ -23,10 +23,14 @@ type Confirmer struct {
 	// Log gets what does not stop a confirmation (a manifest not written
 	// to the store).
 	Log zerolog.Logger
-	// OnQueued, if not nil, is called by Confirm when it has queued the
-	// repeats (jobs in all) of suspects suspected regressions, before it
-	// waits for them.
-	OnQueued func(suspects, jobs int)
+	// OnQueued, if not nil, is told by Confirm when it has queued the
+	// repeats, before it waits for them, e.g. "1 suspected regression(s):
+	// 2 jobs queued to confirm".
+	OnQueued func(note string)
+	// OnFailed, if not nil, is told why Confirm could not confirm (the
+	// history or the manifest not read, the manifest not written, a repeat
+	// not published); nil: it is logged to Log only.
+	OnFailed func(error)
 }
 
 // Suspects are the rows of rep the gate suspects of a regression
@@ -170,20 +174,31 @@ func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, up *man
 // with the gate on), re-queues its suspected regressions (Requeue) and
 // waits with w for their repeats to end. It returns the run's states with
 // the repeats (w.Manifest then lists them) and the number of jobs queued;
-// with nothing to confirm, states as they were and 0. A ctx that ends
-// returns the states so far and ctx's error, as Watcher.Wait does.
+// with nothing to confirm, states as they were and 0. A confirmation that
+// cannot be done is not the run's failure: Confirm tells OnFailed and
+// returns states as they were, with no error, and the gate judges their
+// suspects unconfirmed (a regression fails, as with Repeats 0). A ctx that
+// ends returns the states so far and ctx's error, as Watcher.Wait does.
 func (c *Confirmer) Confirm(ctx context.Context, w *Watcher, states map[string]*JobState, req JudgeRequest, onUpdate func(Progress)) (map[string]*JobState, int, error) {
 	req.Manifest, req.Rows, req.Gate = w.Manifest, Rows(w.Manifest, states), true
 	v, err := Judge(ctx, req)
-	if err != nil {
-		return states, 0, err
+	var m *protocol.RunManifest
+	n := 0
+	if err == nil {
+		m, n, err = c.Requeue(ctx, v.Report)
 	}
-	m, n, err := c.Requeue(ctx, v.Report)
+	if err != nil && ctx.Err() == nil {
+		c.Log.Warn().Err(err).Str("run", w.Manifest.Run).Msg("suspected regressions not confirmed")
+		if c.OnFailed != nil {
+			c.OnFailed(fmt.Errorf("suspected regressions not confirmed, judged on their one attempt: %w", err))
+		}
+		return states, 0, nil
+	}
 	if err != nil || n == 0 {
 		return states, 0, err
 	}
 	if c.OnQueued != nil {
-		c.OnQueued(len(Suspects(v.Report)), n)
+		c.OnQueued(fmt.Sprintf("%d suspected regression(s): %d %s queued to confirm", len(Suspects(v.Report)), n, plural(n, "job", "jobs")))
 	}
 	w.Manifest = m
 	states, err = w.Wait(ctx, onUpdate)

@@ -3,6 +3,7 @@ package producer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -237,5 +238,22 @@ func TestRepeatJob(t *testing.T) {
 	}
 	if SeriesOf(&protocol.Result{Pool: j1.Pool, Runner: j1.Runner, Benchmark: j1.Benchmark}) != SeriesOf(r) {
 		t.Error("a repeat's series differs from its original's")
+	}
+}
+
+// A confirmation that cannot be done (here: the history not read) is not
+// the run's failure: Confirm says why through OnFailed and returns the
+// states it was given, which the gate then judges unconfirmed.
+func TestConfirmFailureKeepsStates(t *testing.T) {
+	t.Parallel()
+	m, rs := runWithRepeats(time.Now(), 900)
+	states := map[string]*JobState{"j0": {Job: m.Jobs[0], Kind: protocol.EventPassed, Result: rs[0]}}
+	var said error
+	c := &Confirmer{Repeats: 2, OnFailed: func(err error) { said = err }}
+	bad := errors.New("history down")
+	req := JudgeRequest{History: func(context.Context, storage.Filter) ([]*protocol.Result, error) { return nil, bad }}
+	got, n, err := c.Confirm(t.Context(), &Watcher{Manifest: m}, states, req, nil)
+	if err != nil || n != 0 || got["j0"] != states["j0"] || !errors.Is(said, bad) {
+		t.Fatalf("confirm with no history: %v, %d queued, said %v", err, n, said)
 	}
 }
