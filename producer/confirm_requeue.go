@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -107,6 +108,8 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 type manifestUpdate struct {
 	head jetstream.KeyValueEntry
 	man  *protocol.RunManifest
+	// kept is how many jobs the header's chunks hold (0: inline jobs).
+	kept int
 	jobs []*protocol.Job
 }
 
@@ -122,6 +125,10 @@ func (c *Confirmer) plan(ctx context.Context, runs jetstream.KeyValue, run strin
 		return nil, err
 	}
 	up := &manifestUpdate{head: head, man: man}
+	var named protocol.RunManifest
+	if json.Unmarshal(head.Value(), &named) == nil && named.Chunks > 0 {
+		up.kept = named.JobCount
+	}
 	have := repeatsOf(man)
 	byID := map[string]protocol.ManifestJob{}
 	for _, j := range man.Jobs {
@@ -143,6 +150,9 @@ func (c *Confirmer) plan(ctx context.Context, runs jetstream.KeyValue, run strin
 				Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat, Cell: cell, Repeat: k, Of: s.Job})
 		}
 	}
+	if len(man.Jobs) > protocol.MaxRunJobs {
+		return nil, fmt.Errorf("%d jobs with the repeats, more than a run may have (%d)", len(man.Jobs), protocol.MaxRunJobs)
+	}
 	return up, nil
 }
 
@@ -152,7 +162,7 @@ func (c *Confirmer) plan(ctx context.Context, runs jetstream.KeyValue, run strin
 func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, up *manifestUpdate) error {
 	run := up.man.Run
 	var rec manifestRecord
-	if err := rec.prepare(ctx, runs, up.man, false); err != nil {
+	if err := rec.prepare(ctx, runs, up.man, false, up.kept); err != nil {
 		return err
 	}
 	if _, err := runs.Update(ctx, protocol.ManifestKey(run), rec.head, up.head.Revision()); err != nil {

@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -89,9 +90,10 @@ func TestRequeueRecordsAndPublishesRepeats(t *testing.T) {
 	}
 }
 
-// suspectRun submits a run of one sim job to a fresh fleet and returns
-// the gate's report with that job passed and suspect, and the fleet.
-func suspectRun(t *testing.T, run string) (*producer.RunReport, *protocol.Job, jetstream.JetStream, *topology.Handles, storage.Bucket) {
+// suspectRun submits a run of n sim jobs to a fresh fleet and returns the
+// gate's report with its first job passed and suspect (the report's only
+// row), and the fleet.
+func suspectRun(t *testing.T, run string, n int) (*producer.RunReport, *protocol.Job, jetstream.JetStream, *topology.Handles, storage.Bucket) {
 	t.Helper()
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
@@ -100,7 +102,7 @@ func suspectRun(t *testing.T, run string) (*producer.RunReport, *protocol.Job, j
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := fleettest.SimJobs(t, run, 1, nil)
+	jobs := fleettest.SimJobs(t, run, n, nil)
 	res := fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 	suspect := &protocol.Result{Job: jobs[0].ID, Run: run, Pool: "sim", Runner: "sim", Status: protocol.StatusPassed,
 		Benchmark: jobs[0].Benchmark, Labels: jobs[0].Labels, Worker: protocol.WorkerRef{ID: "w1"}, Device: protocol.DeviceRef{ID: "sim-3"},
@@ -116,7 +118,7 @@ func suspectRun(t *testing.T, run string) (*producer.RunReport, *protocol.Job, j
 // no queue holds.
 func TestRequeueFailedPublishRecordsNothing(t *testing.T) {
 	t.Parallel()
-	rep, _, js, topo, store := suspectRun(t, "pr-10")
+	rep, _, js, topo, store := suspectRun(t, "pr-10", 1)
 	if err := js.DeleteStream(t.Context(), protocol.StreamJobs); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestRequeueFailedPublishRecordsNothing(t *testing.T) {
 // repeat queued.
 func TestRequeueRefusesSquattedRepeat(t *testing.T) {
 	t.Parallel()
-	rep, _, js, _, store := suspectRun(t, "pr-11")
+	rep, _, js, _, store := suspectRun(t, "pr-11", 1)
 	j, err := producer.RepeatJob(rep.Manifest, rep.Manifest.Jobs[0], rep.Rows[0].Result, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -154,5 +156,54 @@ func TestRequeueRefusesSquattedRepeat(t *testing.T) {
 	c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
 	if _, _, err := c.Requeue(t.Context(), rep); !errors.Is(err, producer.ErrSquatted) {
 		t.Fatalf("requeue over a squatted repeat id: %v, want ErrSquatted", err)
+	}
+}
+
+// The repeats of a big run go into its manifest without rewriting the
+// chunks its header names: only the last one grows, and a reader at the
+// header before (a gate that lost the update, or died) reads the jobs that
+// header counts, not a broken manifest.
+func TestRequeueAppendsToChunkedManifest(t *testing.T) {
+	t.Parallel()
+	const n = protocol.ManifestChunkJobs + 500
+	rep, _, js, topo, store := suspectRun(t, "pr-12", n)
+	first, err := topo.Runs.Get(t.Context(), protocol.ManifestChunkKey("pr-12", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := topo.Runs.Get(t.Context(), protocol.ManifestChunkKey("pr-12", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An append the header does not count yet.
+	var tail []protocol.ManifestJob
+	if err := json.Unmarshal(last.Value(), &tail); err != nil {
+		t.Fatal(err)
+	}
+	grown, err := json.Marshal(append(tail, protocol.ManifestJob{ID: "uncounted", Repeat: 1, Of: rep.Manifest.Jobs[0].ID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.Runs.Put(t.Context(), protocol.ManifestChunkKey("pr-12", 1), grown); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := producer.GetManifest(t.Context(), topo.Runs, "pr-12"); err != nil {
+		t.Fatalf("manifest with an uncounted append: %v", err)
+	} else if len(m.Jobs) != n {
+		t.Fatalf("manifest with an uncounted append: %d jobs (want %d)", len(m.Jobs), n)
+	}
+	c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
+	if _, queued, err := c.Requeue(t.Context(), rep); err != nil || queued != 2 {
+		t.Fatalf("requeue: %v, %d queued", err, queued)
+	}
+	m, err := producer.GetManifest(t.Context(), topo.Runs, "pr-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Jobs) != n+2 || m.Jobs[n].Repeat != 1 || m.Jobs[n+1].Repeat != 2 {
+		t.Fatalf("manifest with the repeats: %d jobs", len(m.Jobs))
+	}
+	if again, err := topo.Runs.Get(t.Context(), protocol.ManifestChunkKey("pr-12", 0)); err != nil || again.Revision() != first.Revision() {
+		t.Errorf("chunk 0 rewritten: %v", err)
 	}
 }
