@@ -53,7 +53,23 @@ type Confirmation struct {
 	// Median is the median samples/sec of the attempts that passed.
 	Median float64 `json:"median"`
 	// Reproduced says the median is a regression too: the gate fails.
+	// False while Pending.
 	Reproduced bool `json:"reproduced"`
+	// Pending says a repeat has not ended: the row is judged on the
+	// original alone until they all have (Median is of the attempts so far).
+	Pending bool `json:"pending,omitempty"`
+}
+
+// Outcome is the confirmation in words: "pending", "reproduced" or "not
+// reproduced".
+func (c *Confirmation) Outcome() string {
+	switch {
+	case c.Pending:
+		return "pending"
+	case c.Reproduced:
+		return "reproduced"
+	}
+	return "not reproduced"
 }
 
 // medianScale is how much narrower the noise band of the median of n
@@ -119,6 +135,7 @@ func (c GateConfig) confirm(r Row, j Judgement, hist []float64) (Judgement, *Con
 		conf.Median = jm.Baseline * (1 + jm.Change)
 	}
 	if pending {
+		conf.Pending = true
 		return j, conf // not judged on its attempts until they have all ended
 	}
 	conf.Reproduced = jm.Verdict == VerdictRegression
@@ -157,22 +174,14 @@ func attemptsText(c *Confirmation) string {
 			b.WriteString(" (" + strings.Join(notes, ", ") + ")")
 		}
 	}
-	word := "not reproduced"
-	if c.Reproduced {
-		word = "reproduced"
-	}
-	fmt.Fprintf(&b, ": median %s, %s", FmtRate(c.Median), word)
+	fmt.Fprintf(&b, ": median %s, %s", FmtRate(c.Median), c.Outcome())
 	return b.String()
 }
 
 // confirmNote is a confirmation in a few words for a table's note column,
 // e.g. "3 attempts, median 999.9: not reproduced".
 func confirmNote(c *Confirmation) string {
-	word := "not reproduced"
-	if c.Reproduced {
-		word = "reproduced"
-	}
-	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), FmtRate(c.Median), word)
+	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), FmtRate(c.Median), c.Outcome())
 }
 
 // repeatsOf indexes the confirmation repeats of manifest m by the job they

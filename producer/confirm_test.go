@@ -257,3 +257,35 @@ func TestConfirmFailureKeepsStates(t *testing.T) {
 		t.Fatalf("confirm with no history: %v, %d queued, said %v", err, n, said)
 	}
 }
+
+// While a repeat has not ended the row is the original's (its value beside
+// its change) and every rendering says the confirmation is pending, not
+// "not reproduced".
+func TestConfirmationPending(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.01, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	m, rs := runWithRepeats(now, 900, 1000, 0)
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: RowsFromResults(m, rs), Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := v.Report.Verdicts[0]
+	if g.Confirmation == nil || !g.Confirmation.Pending || g.Value != 900 {
+		t.Fatalf("pending confirmation: value %v, %+v", g.Value, g.Confirmation)
+	}
+	var junit, md, table bytes.Buffer
+	for _, err := range []error{WriteJUnit(&junit, v.Report), WriteMarkdown(&md, v.Report), WriteGateTable(&table, v.Report)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, out := range map[string]string{"junit": junit.String(), "markdown": md.String(), "table": table.String()} {
+		if !strings.Contains(out, "pending") || strings.Contains(out, "not reproduced") || strings.Contains(out, `"reproduced" value="false"`) {
+			t.Errorf("%s does not say pending:\n%s", name, out)
+		}
+	}
+}

@@ -408,7 +408,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []Row
 			j.Verdict = VerdictUnfinished
 		}
 		value := r.SamplesPerSec
-		if conf != nil {
+		if conf != nil && !conf.Pending {
 			value = conf.Median
 		}
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,

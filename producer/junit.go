@@ -225,7 +225,8 @@ func oneLine(s string) string {
 
 // attemptProperties are a confirmed job's attempts as testcase
 // properties: attempts (how many), attempt.<n> (samples/sec or status and
-// board of each, the original 0), median.
+// board of each, the original 0), median, reproduced (true, false, or
+// pending while a repeat has not ended).
 func attemptProperties(c *Confirmation) []junitProperty {
 	p := []junitProperty{{"attempts", strconv.Itoa(len(c.Attempts))}}
 	for _, a := range c.Attempts {
@@ -238,5 +239,9 @@ func attemptProperties(c *Confirmation) []junitProperty {
 		}
 		p = append(p, junitProperty{"attempt." + strconv.Itoa(a.Repeat), v})
 	}
-	return append(p, junitProperty{"median", strconv.FormatFloat(c.Median, 'f', 3, 64)}, junitProperty{"reproduced", strconv.FormatBool(c.Reproduced)})
+	reproduced := strconv.FormatBool(c.Reproduced)
+	if c.Pending {
+		reproduced = "pending"
+	}
+	return append(p, junitProperty{"median", strconv.FormatFloat(c.Median, 'f', 3, 64)}, junitProperty{"reproduced", reproduced})
 }
