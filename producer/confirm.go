@@ -3,6 +3,7 @@ package producer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,18 +186,74 @@ func confirmNote(c *Confirmation) string {
 }
 
 // repeatsOf indexes the confirmation repeats of manifest m by the job they
-// repeat, in repeat order.
+// repeat, in repeat order. A repeat counts only when it is what RepeatJob
+// makes of its original: Of names a job of m, and its id is that job's
+// cell with its repeat number (repeatID). Anyone who may write bench-runs
+// may list "repeats"; one that names another result is not an attempt.
 func repeatsOf(m *protocol.RunManifest) map[string][]protocol.ManifestJob {
 	var out map[string][]protocol.ManifestJob
+	var cells map[string]string
 	for _, j := range m.Jobs {
-		if j.Repeat > 0 && j.Of != "" {
-			if out == nil {
-				out = map[string][]protocol.ManifestJob{}
-			}
-			out[j.Of] = append(out[j.Of], j)
+		if j.Repeat <= 0 || j.Of == "" {
+			continue
 		}
+		if cells == nil {
+			cells = map[string]string{}
+			for _, o := range m.Jobs {
+				if o.Repeat == 0 {
+					cells[o.ID] = o.Cell
+				}
+			}
+		}
+		if cell, ok := cells[j.Of]; !ok || cell == "" || j.Repeat > protocol.MaxRepeat || j.ID != repeatID(m.Run, cell, j.Repeat) {
+			continue
+		}
+		if out == nil {
+			out = map[string][]protocol.ManifestJob{}
+		}
+		out[j.Of] = append(out[j.Of], j)
 	}
 	return out
+}
+
+// repeatCell is the cell of repeat k of the job whose cell is cell
+// (protocol.Job.Cell: " repeat=k" after its limits).
+func repeatCell(cell string, k int) string {
+	head := cellHead(cell)
+	return head + " repeat=" + strconv.Itoa(k) + cell[len(head):]
+}
+
+// repeatID is the id of repeat k of run's job whose cell is cell.
+func repeatID(run, cell string, k int) string {
+	return protocol.JobID(run, repeatCell(cell, k))
+}
+
+// mergeRepeats is own (the manifest this process submitted or attached
+// to) with the repeats of stored (bench-runs' copy) that repeatsOf counts
+// for own's jobs and own lacks: a stored manifest is not adopted whole.
+func mergeRepeats(own, stored *protocol.RunManifest) *protocol.RunManifest {
+	have := map[string]bool{}
+	for _, j := range own.Jobs {
+		have[j.ID] = true
+	}
+	m := *own
+	m.Jobs = append([]protocol.ManifestJob(nil), own.Jobs...)
+	for _, j := range stored.Jobs {
+		if j.Repeat > 0 && !have[j.ID] {
+			m.Jobs = append(m.Jobs, j)
+		}
+	}
+	// Only what counts for own's jobs: a stored entry that is no repeat
+	// of them is dropped.
+	counted := repeatsOf(&m)
+	out := m.Jobs[:0]
+	for _, j := range m.Jobs {
+		if j.Repeat == 0 || have[j.ID] || slices.ContainsFunc(counted[j.Of], func(r protocol.ManifestJob) bool { return r.ID == j.ID }) {
+			out = append(out, j)
+		}
+	}
+	m.Jobs = out
+	return &m
 }
 
 // RepeatJob is repeat k (1..protocol.MaxRepeat) of the job of run m whose
@@ -222,9 +279,13 @@ func RepeatJob(m *protocol.RunManifest, mj protocol.ManifestJob, r *protocol.Res
 		}
 	}
 	j.Normalize()
-	_, j.ID = j.CellID()
+	var cell string
+	cell, j.ID = j.CellID()
 	if err := j.Validate(); err != nil {
 		return nil, fmt.Errorf("repeat %d of job %s: %w", k, mj.ID, err)
+	}
+	if cell != repeatCell(mj.Cell, k) {
+		return nil, fmt.Errorf("repeat %d of job %s: its result %s is not of the job's cell", k, mj.ID, r.Job)
 	}
 	return j, nil
 }

@@ -86,7 +86,7 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
 		}
 		if len(up.jobs) == 0 {
-			return up.man, 0, nil
+			return mergeRepeats(rep.Manifest, up.man), 0, nil
 		}
 		w := &jobPublisher{p: pub, jobs: up.jobs, created: up.man.CreatedAt}
 		if err := w.run(ctx); err != nil {
@@ -99,7 +99,7 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 		if err != nil {
 			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
 		}
-		return up.man, len(up.jobs), nil
+		return mergeRepeats(rep.Manifest, up.man), len(up.jobs), nil
 	}
 }
 

@@ -58,8 +58,9 @@ func TestJudgeAttempts(t *testing.T) {
 // runWithRepeats is a run of one job whose result is value, with the given
 // repeats' results (0: no result yet), in the manifest as its attempts.
 func runWithRepeats(created time.Time, value float64, repeats ...float64) (*protocol.RunManifest, []*protocol.Result) {
+	const cell = "pool=sim runner=sim test= model=net batch=4 loop=10 warmup=0 format=bfloat16 training=false input=0 timeout=0s pcc_min=0 source=\"\""
 	m := &protocol.RunManifest{Schema: protocol.SchemaManifest, Run: "pr-7", CreatedAt: created,
-		Jobs: []protocol.ManifestJob{{ID: "j0", Pool: "sim", Runner: "sim", Model: "net", BatchSize: 4, DataFormat: "bfloat16"}}}
+		Jobs: []protocol.ManifestJob{{ID: "j0", Pool: "sim", Runner: "sim", Model: "net", BatchSize: 4, DataFormat: "bfloat16", Cell: cell}}}
 	res := func(id string, v float64, dev string) *protocol.Result {
 		r := histResult("pr-7", "net", "feature", created, v)
 		r.Job, r.Worker.ID, r.Device.ID = id, "w1", dev
@@ -67,7 +68,7 @@ func runWithRepeats(created time.Time, value float64, repeats ...float64) (*prot
 	}
 	rs := []*protocol.Result{res("j0", value, "d0")}
 	for k, v := range repeats {
-		id := fmt.Sprintf("j0r%d", k+1)
+		id := repeatID("pr-7", cell, k+1)
 		m.Jobs = append(m.Jobs, protocol.ManifestJob{ID: id, Pool: "sim", Runner: "sim", Model: "net", BatchSize: 4,
 			DataFormat: "bfloat16", Repeat: k + 1, Of: "j0"})
 		if v > 0 {
@@ -192,12 +193,13 @@ func TestRowsFoldRepeats(t *testing.T) {
 	for _, j := range m.Jobs {
 		states[j.ID] = &JobState{Job: j}
 	}
-	states["j0"].Result, states["j0r1"].Result = rs[0], rs[1]
+	r1 := m.Jobs[1].ID
+	states["j0"].Result, states[r1].Result = rs[0], rs[1]
 	rows := Rows(m, states)
 	if len(rows) != 1 || len(rows[0].Repeats) != 2 || rows[0].Repeats[0].Status != protocol.StatusPassed || rows[0].Repeats[1].Status != "" {
 		t.Fatalf("rows %+v", rows)
 	}
-	if rows := Rows(m, map[string]*JobState{"j0r1": states["j0r1"]}); len(rows) != 1 || rows[0].Job != "j0r1" {
+	if rows := Rows(m, map[string]*JobState{r1: states[r1]}); len(rows) != 1 || rows[0].Job != r1 {
 		t.Errorf("a repeat alone: rows %+v", rows)
 	}
 }
@@ -287,5 +289,37 @@ func TestConfirmationPending(t *testing.T) {
 		if !strings.Contains(out, "pending") || strings.Contains(out, "not reproduced") || strings.Contains(out, `"reproduced" value="false"`) {
 			t.Errorf("%s does not say pending:\n%s", name, out)
 		}
+	}
+}
+
+// A "repeat" in the manifest that is not what RepeatJob makes of its
+// original (its id is not the original's cell with its repeat number) is
+// no attempt: a fast result listed as one does not clear a regression.
+func TestForgedRepeatIsNoAttempt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.01, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	m, rs := runWithRepeats(now, 900, 1000, 1001)
+	for i := range m.Jobs[1:] {
+		forged := fmt.Sprintf("jfast%d", i)
+		m.Jobs[1+i].ID, rs[1+i].Job = forged, forged
+	}
+	rows := RowsFromResults(m, rs)
+	if len(rows) != 1 || len(rows[0].Repeats) != 0 {
+		t.Fatalf("%d rows, %d attempts; want 1 row, no attempts", len(rows), len(rows[0].Repeats))
+	}
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: rows, Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := v.Report.Verdicts[0]; g.Verdict != VerdictRegression || g.Confirmation != nil {
+		t.Errorf("verdict %s, confirmation %+v; want an unconfirmed regression", g.Verdict, g.Confirmation)
+	}
+	// Requeue's manifest keeps only what counts for the run's own jobs.
+	if got := mergeRepeats(&protocol.RunManifest{Run: m.Run, Jobs: m.Jobs[:1]}, m); len(got.Jobs) != 1 {
+		t.Errorf("merged manifest adopts %d forged repeats", len(got.Jobs)-1)
 	}
 }
