@@ -144,6 +144,9 @@ func TestEvaluateConfirmation(t *testing.T) {
 					t.Errorf("%s lacks the attempts:\n%s", name, out)
 				}
 			}
+			if !strings.Contains(junit.String(), `name="confirmation.attempts" value="3"`) || strings.Contains(junit.String(), `name="attempts"`) {
+				t.Errorf("junit: the confirmation's attempts not named apart from the delivery's attempt:\n%s", junit.String())
+			}
 			if tc.verdict == VerdictNotReproduced && (!strings.Contains(table.String(), "1 not reproduced") || strings.Contains(junit.String(), "<failure")) {
 				t.Errorf("not reproduced: table or junit wrong:\n%s\n%s", table.String(), junit.String())
 			}
@@ -286,7 +289,7 @@ func TestConfirmationPending(t *testing.T) {
 		}
 	}
 	for name, out := range map[string]string{"junit": junit.String(), "markdown": md.String(), "table": table.String()} {
-		if !strings.Contains(out, "pending") || strings.Contains(out, "not reproduced") || strings.Contains(out, `"reproduced" value="false"`) {
+		if !strings.Contains(out, "pending") || strings.Contains(out, "not reproduced") || strings.Contains(out, `"confirmation.reproduced" value="false"`) {
 			t.Errorf("%s does not say pending:\n%s", name, out)
 		}
 	}
@@ -321,5 +324,50 @@ func TestForgedRepeatIsNoAttempt(t *testing.T) {
 	// Requeue's manifest keeps only what counts for the run's own jobs.
 	if got := mergeRepeats(&protocol.RunManifest{Run: m.Run, Jobs: m.Jobs[:1]}, m); len(got.Jobs) != 1 {
 		t.Errorf("merged manifest adopts %d forged repeats", len(got.Jobs)-1)
+	}
+}
+
+// A run's confirmation repeats are attempts, not jobs: runs list and show
+// and the dashboard count the run's jobs without them.
+func TestRunCountsWithoutRepeats(t *testing.T) {
+	t.Parallel()
+	m, rs := runWithRepeats(time.Now().UTC(), 900, 1000, 1001)
+	states := map[string]*JobState{}
+	for i, j := range m.Jobs {
+		states[j.ID] = &JobState{Job: j, Kind: protocol.EventPassed, Result: rs[i]}
+	}
+	if n, p := RunJobs(m), RunProgress(m, states); n != 1 || p.All.Total != 1 || p.All.Done() != 1 {
+		t.Errorf("%d jobs, progress %d/%d; want 1 job, 1/1", n, p.All.Done(), p.All.Total)
+	}
+	var b bytes.Buffer
+	if err := WriteRuns(&b, []RunSummary{{Manifest: m, State: RunPassed}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(strings.Split(b.String(), "\n")[1]); len(f) < 3 || f[2] != "1" {
+		t.Errorf("runs list JOBS: %q", b.String())
+	}
+}
+
+// The table's SAMPLES/S beside CHANGE is what the change is of: the
+// attempts' median, marked, once the gate judged the row on them.
+func TestTableShowsTheMedian(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.01, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	m, rs := runWithRepeats(now, 800, 1000, 1002)
+	rows := RowsFromResults(m, rs)
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: rows, Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, v.Report.Rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "1000.0 (median)") || strings.Contains(b.String(), "800.0 ") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }
