@@ -371,3 +371,41 @@ func TestTableShowsTheMedian(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// Only a confirmed regression fails: a suspect of the narrower screen that
+// Judge passes alone is re-queued, but a slow median does not fail it.
+func TestSuspectJudgePassesIsNotFailed(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.03, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	vals := make([]float64, len(hist))
+	for i, h := range hist {
+		vals[i] = h.Measurements.SamplesPerSec
+	}
+	cfg, err := GateConfig{Repeats: 2}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A value Judge passes but the screen of a 3-attempt median suspects.
+	value := 0.0
+	for v := 960.0; v > 800; v -= 0.5 {
+		if cfg.Judge(true, v, vals).Verdict == VerdictOK && cfg.Suspect(v, vals) {
+			value = v
+			break
+		}
+	}
+	if value == 0 {
+		t.Fatal("no value between Judge's band and the median's")
+	}
+	m, rs := runWithRepeats(now, value, value, value)
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: RowsFromResults(m, rs), Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := v.Report.Verdicts[0]; g.Verdict == VerdictRegression || v.Report.Outcome() != OutcomePass || g.Confirmation.Reproduced {
+		t.Errorf("%v alone passes Judge: verdict %s, outcome %s, %+v", value, g.Verdict, v.Report.Outcome(), g.Confirmation)
+	}
+}
