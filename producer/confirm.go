@@ -3,6 +3,7 @@ package producer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,23 @@ type Confirmation struct {
 	// Median is the median samples/sec of the attempts that passed.
 	Median float64 `json:"median"`
 	// Reproduced says the median is a regression too: the gate fails.
+	// False while Pending.
 	Reproduced bool `json:"reproduced"`
+	// Pending says a repeat has not ended: the row is judged on the
+	// original alone until they all have (Median is of the attempts so far).
+	Pending bool `json:"pending,omitempty"`
+}
+
+// Outcome is the confirmation in words: "pending", "reproduced" or "not
+// reproduced".
+func (c *Confirmation) Outcome() string {
+	switch {
+	case c.Pending:
+		return "pending"
+	case c.Reproduced:
+		return "reproduced"
+	}
+	return "not reproduced"
 }
 
 // medianScale is how much narrower the noise band of the median of n
@@ -95,9 +112,10 @@ func (c GateConfig) Suspect(value float64, history []float64) bool {
 }
 
 // confirm judges row r, the original judged j against hist, on its
-// attempts when it has repeats. The verdict is the median's; a regression
-// of the original that the median does not show is not reproduced. While
-// a repeat has not ended the verdict stays the original's.
+// attempts when it has repeats. The verdict is the median's, but a
+// regression only when the original alone is one too (j); a regression of
+// the original that the median does not show is not reproduced. While a
+// repeat has not ended the verdict stays the original's.
 func (c GateConfig) confirm(r Row, j Judgement, hist []float64) (Judgement, *Confirmation) {
 	if len(r.Repeats) == 0 || r.Status != protocol.StatusPassed {
 		return j, nil
@@ -119,10 +137,17 @@ func (c GateConfig) confirm(r Row, j Judgement, hist []float64) (Judgement, *Con
 		conf.Median = jm.Baseline * (1 + jm.Change)
 	}
 	if pending {
+		conf.Pending = true
 		return j, conf // not judged on its attempts until they have all ended
 	}
-	conf.Reproduced = jm.Verdict == VerdictRegression
-	if j.Verdict == VerdictRegression && !conf.Reproduced && jm.Verdict != VerdictInsufficientHistory {
+	// Only a confirmed regression fails: the original alone a regression
+	// by Judge, and the median too. A suspect of the narrower screen
+	// (Suspect) that Judge passes is not failed by its median.
+	conf.Reproduced = jm.Verdict == VerdictRegression && j.Verdict == VerdictRegression
+	switch {
+	case jm.Verdict == VerdictRegression && !conf.Reproduced:
+		jm.Verdict = j.Verdict
+	case j.Verdict == VerdictRegression && !conf.Reproduced && jm.Verdict != VerdictInsufficientHistory:
 		jm.Verdict = VerdictNotReproduced
 	}
 	return jm, conf
@@ -157,37 +182,85 @@ func attemptsText(c *Confirmation) string {
 			b.WriteString(" (" + strings.Join(notes, ", ") + ")")
 		}
 	}
-	word := "not reproduced"
-	if c.Reproduced {
-		word = "reproduced"
-	}
-	fmt.Fprintf(&b, ": median %s, %s", FmtRate(c.Median), word)
+	fmt.Fprintf(&b, ": median %s, %s", FmtRate(c.Median), c.Outcome())
 	return b.String()
 }
 
 // confirmNote is a confirmation in a few words for a table's note column,
 // e.g. "3 attempts, median 999.9: not reproduced".
 func confirmNote(c *Confirmation) string {
-	word := "not reproduced"
-	if c.Reproduced {
-		word = "reproduced"
-	}
-	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), FmtRate(c.Median), word)
+	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), FmtRate(c.Median), c.Outcome())
 }
 
 // repeatsOf indexes the confirmation repeats of manifest m by the job they
-// repeat, in repeat order.
+// repeat, in repeat order. A repeat counts only when it is what RepeatJob
+// makes of its original: Of names a job of m, and its id is that job's
+// cell with its repeat number (repeatID). Anyone who may write bench-runs
+// may list "repeats"; one that names another result is not an attempt.
 func repeatsOf(m *protocol.RunManifest) map[string][]protocol.ManifestJob {
 	var out map[string][]protocol.ManifestJob
+	var cells map[string]string
 	for _, j := range m.Jobs {
-		if j.Repeat > 0 && j.Of != "" {
-			if out == nil {
-				out = map[string][]protocol.ManifestJob{}
-			}
-			out[j.Of] = append(out[j.Of], j)
+		if j.Repeat <= 0 || j.Of == "" {
+			continue
 		}
+		if cells == nil {
+			cells = map[string]string{}
+			for _, o := range m.Jobs {
+				if o.Repeat == 0 {
+					cells[o.ID] = o.Cell
+				}
+			}
+		}
+		if cell, ok := cells[j.Of]; !ok || cell == "" || j.Repeat > protocol.MaxRepeat || j.ID != repeatID(m.Run, cell, j.Repeat) {
+			continue
+		}
+		if out == nil {
+			out = map[string][]protocol.ManifestJob{}
+		}
+		out[j.Of] = append(out[j.Of], j)
 	}
 	return out
+}
+
+// repeatCell is the cell of repeat k of the job whose cell is cell
+// (protocol.Job.Cell: " repeat=k" after its limits).
+func repeatCell(cell string, k int) string {
+	head := cellHead(cell)
+	return head + " repeat=" + strconv.Itoa(k) + cell[len(head):]
+}
+
+// repeatID is the id of repeat k of run's job whose cell is cell.
+func repeatID(run, cell string, k int) string {
+	return protocol.JobID(run, repeatCell(cell, k))
+}
+
+// mergeRepeats is own (the manifest this process submitted or attached
+// to) with the repeats of stored (bench-runs' copy) that repeatsOf counts
+// for own's jobs and own lacks: a stored manifest is not adopted whole.
+func mergeRepeats(own, stored *protocol.RunManifest) *protocol.RunManifest {
+	have := map[string]bool{}
+	for _, j := range own.Jobs {
+		have[j.ID] = true
+	}
+	m := *own
+	m.Jobs = append([]protocol.ManifestJob(nil), own.Jobs...)
+	for _, j := range stored.Jobs {
+		if j.Repeat > 0 && !have[j.ID] {
+			m.Jobs = append(m.Jobs, j)
+		}
+	}
+	// Only what counts for own's jobs: a stored entry that is no repeat
+	// of them is dropped.
+	counted := repeatsOf(&m)
+	out := m.Jobs[:0]
+	for _, j := range m.Jobs {
+		if j.Repeat == 0 || have[j.ID] || slices.ContainsFunc(counted[j.Of], func(r protocol.ManifestJob) bool { return r.ID == j.ID }) {
+			out = append(out, j)
+		}
+	}
+	m.Jobs = out
+	return &m
 }
 
 // RepeatJob is repeat k (1..protocol.MaxRepeat) of the job of run m whose
@@ -213,9 +286,13 @@ func RepeatJob(m *protocol.RunManifest, mj protocol.ManifestJob, r *protocol.Res
 		}
 	}
 	j.Normalize()
-	_, j.ID = j.CellID()
+	var cell string
+	cell, j.ID = j.CellID()
 	if err := j.Validate(); err != nil {
 		return nil, fmt.Errorf("repeat %d of job %s: %w", k, mj.ID, err)
+	}
+	if cell != repeatCell(mj.Cell, k) {
+		return nil, fmt.Errorf("repeat %d of job %s: its result %s is not of the job's cell", k, mj.ID, r.Job)
 	}
 	return j, nil
 }

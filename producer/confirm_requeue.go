@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -23,10 +24,14 @@ type Confirmer struct {
 	// Log gets what does not stop a confirmation (a manifest not written
 	// to the store).
 	Log zerolog.Logger
-	// OnQueued, if not nil, is called by Confirm when it has queued the
-	// repeats (jobs in all) of suspects suspected regressions, before it
-	// waits for them.
-	OnQueued func(suspects, jobs int)
+	// OnQueued, if not nil, is told by Confirm when it has queued the
+	// repeats, before it waits for them, e.g. "1 suspected regression(s):
+	// 2 jobs queued to confirm".
+	OnQueued func(note string)
+	// OnFailed, if not nil, is told why Confirm could not confirm (the
+	// history or the manifest not read, the manifest not written, a repeat
+	// not published); nil: it is logged to Log only.
+	OnFailed func(error)
 }
 
 // Suspects are the rows of rep the gate suspects of a regression
@@ -46,13 +51,15 @@ func Suspects(rep *RunReport) []Row {
 	return out
 }
 
-// Requeue adds c.Repeats confirmation repeats of each of rep's Suspects to
-// the run's manifest (bench-runs, then the store's copy) and publishes
-// them, and returns the manifest with them and the number of jobs queued
-// (0 and rep's manifest when there is nothing to confirm). The manifest is
-// recorded before the jobs go out, so a waiter that sees a repeat's result
-// knows whose attempt it is. A suspect that has repeats in the stored
-// manifest already (a re-attached run) is not queued again.
+// Requeue publishes c.Repeats confirmation repeats of each of rep's
+// Suspects, then adds them to the run's manifest (bench-runs, then the
+// store's copy), and returns the manifest with them and the number of jobs
+// queued (0 and rep's manifest when there is nothing to confirm). The jobs
+// go out before the manifest names them, as Submit's do: a manifest never
+// lists a repeat that no queue got, so a Requeue that failed or died
+// halfway is completed by the next one (repeat ids are deterministic, so a
+// repeat published twice is queued once). A suspect that has repeats in
+// the stored manifest already (a re-attached run) is not queued again.
 func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunManifest, int, error) {
 	suspects := Suspects(rep)
 	if len(suspects) == 0 || c.Repeats <= 0 {
@@ -61,51 +68,72 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 	if c.Repeats > protocol.MaxRepeat {
 		return nil, 0, fmt.Errorf("confirm: %d repeats: at most %d", c.Repeats, protocol.MaxRepeat)
 	}
+	run := rep.Manifest.Run
 	runs, err := c.JS.KeyValue(ctx, protocol.BucketRuns)
 	if err != nil {
 		return nil, 0, fmt.Errorf("confirm: %w", err)
 	}
-	var (
-		man  *protocol.RunManifest
-		jobs []*protocol.Job
-	)
-	for try := 0; ; try++ {
-		man, jobs, err = c.record(ctx, runs, rep.Manifest.Run, suspects)
-		if !errors.Is(err, jetstream.ErrKeyExists) || try == 4 {
-			break
-		}
-		// The manifest changed between the read and the update: again.
-	}
+	// The job stream checks a duplicate ack as Submit does (ErrSquatted):
+	// repeat ids are predictable.
+	stream, err := c.JS.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
-		return nil, 0, fmt.Errorf("confirm: run %s: %w", rep.Manifest.Run, err)
+		return nil, 0, fmt.Errorf("confirm: %w", err)
 	}
-	if len(jobs) == 0 {
-		return man, 0, nil
+	pub := &Submitter{JS: c.JS, Runs: runs, Jobs: stream, Log: c.Log}
+	for try := 0; ; try++ {
+		up, err := c.plan(ctx, runs, run, suspects)
+		if err != nil {
+			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
+		}
+		if len(up.jobs) == 0 {
+			return mergeRepeats(rep.Manifest, up.man), 0, nil
+		}
+		w := &jobPublisher{p: pub, jobs: up.jobs, created: up.man.CreatedAt}
+		if err := w.run(ctx); err != nil {
+			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
+		}
+		err = c.record(ctx, runs, up)
+		if errors.Is(err, jetstream.ErrKeyExists) && try < 4 {
+			continue // the manifest changed between the read and the update: again
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("confirm: run %s: %w", run, err)
+		}
+		return mergeRepeats(rep.Manifest, up.man), len(up.jobs), nil
 	}
-	w := &jobPublisher{p: &Submitter{JS: c.JS, Log: c.Log}, jobs: jobs, created: man.CreatedAt}
-	if err := w.run(ctx); err != nil {
-		return nil, 0, fmt.Errorf("confirm: run %s: %w", rep.Manifest.Run, err)
-	}
-	return man, len(jobs), nil
 }
 
-// record adds the repeats of suspects that the stored manifest lacks, and
-// returns the manifest and the jobs to publish.
-func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, run string, suspects []Row) (*protocol.RunManifest, []*protocol.Job, error) {
+// manifestUpdate is a run's manifest with confirmation repeats added: the
+// bench-runs header it was read at and the repeats to publish.
+type manifestUpdate struct {
+	head jetstream.KeyValueEntry
+	man  *protocol.RunManifest
+	// kept is how many jobs the header's chunks hold (0: inline jobs).
+	kept int
+	jobs []*protocol.Job
+}
+
+// plan reads the run's manifest and adds the repeats of suspects that it
+// lacks.
+func (c *Confirmer) plan(ctx context.Context, runs jetstream.KeyValue, run string, suspects []Row) (*manifestUpdate, error) {
 	head, err := runs.Get(ctx, protocol.ManifestKey(run))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	man, err := GetManifest(ctx, runs, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	up := &manifestUpdate{head: head, man: man}
+	var named protocol.RunManifest
+	if json.Unmarshal(head.Value(), &named) == nil && named.Chunks > 0 {
+		up.kept = named.JobCount
 	}
 	have := repeatsOf(man)
 	byID := map[string]protocol.ManifestJob{}
 	for _, j := range man.Jobs {
 		byID[j.ID] = j
 	}
-	var jobs []*protocol.Job
 	for _, s := range suspects {
 		mj, ok := byID[s.Job]
 		if !ok || len(have[s.Job]) > 0 {
@@ -114,54 +142,73 @@ func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, run str
 		for k := 1; k <= c.Repeats; k++ {
 			j, err := RepeatJob(man, mj, s.Result, k)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			cell, _ := j.CellID()
-			jobs = append(jobs, j)
+			up.jobs = append(up.jobs, j)
 			man.Jobs = append(man.Jobs, protocol.ManifestJob{ID: j.ID, Pool: j.Pool, Runner: j.Runner, Model: j.Benchmark.Model,
 				Test: j.Benchmark.Test, BatchSize: j.Benchmark.BatchSize, DataFormat: j.Benchmark.DataFormat, Cell: cell, Repeat: k, Of: s.Job})
 		}
 	}
-	if len(jobs) == 0 {
-		return man, nil, nil
+	if len(man.Jobs) > protocol.MaxRunJobs {
+		return nil, fmt.Errorf("%d jobs with the repeats, more than a run may have (%d)", len(man.Jobs), protocol.MaxRunJobs)
 	}
+	return up, nil
+}
+
+// record writes up's manifest to bench-runs over the header it was read
+// at (jetstream.ErrKeyExists when that changed meanwhile), then to the
+// store.
+func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, up *manifestUpdate) error {
+	run := up.man.Run
 	var rec manifestRecord
-	if err := rec.prepare(ctx, runs, man, false); err != nil {
-		return nil, nil, err
+	if err := rec.prepare(ctx, runs, up.man, false, up.kept); err != nil {
+		return err
 	}
-	if _, err := runs.Update(ctx, protocol.ManifestKey(run), rec.head, head.Revision()); err != nil {
+	if _, err := runs.Update(ctx, protocol.ManifestKey(run), rec.head, up.head.Revision()); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			return nil, nil, fmt.Errorf("%w: %v", jetstream.ErrKeyExists, err)
+			return fmt.Errorf("%w: %v", jetstream.ErrKeyExists, err)
 		}
-		return nil, nil, err
+		return err
 	}
 	if c.Store != nil {
-		if err := storage.PutJSON(ctx, c.Store, storage.ManifestKey(run), man); err != nil {
+		if err := storage.PutJSON(ctx, c.Store, storage.ManifestKey(run), up.man); err != nil {
 			c.Log.Warn().Err(err).Str("run", run).Msg("manifest with the confirmation repeats not written to the store")
 		}
 	}
-	return man, jobs, nil
+	return nil
 }
 
 // Confirm judges the run w follows (its states so far, as req judges it,
 // with the gate on), re-queues its suspected regressions (Requeue) and
 // waits with w for their repeats to end. It returns the run's states with
 // the repeats (w.Manifest then lists them) and the number of jobs queued;
-// with nothing to confirm, states as they were and 0. A ctx that ends
-// returns the states so far and ctx's error, as Watcher.Wait does.
+// with nothing to confirm, states as they were and 0. A confirmation that
+// cannot be done is not the run's failure: Confirm tells OnFailed and
+// returns states as they were, with no error, and the gate judges their
+// suspects unconfirmed (a regression fails, as with Repeats 0). A ctx that
+// ends returns the states so far and ctx's error, as Watcher.Wait does.
 func (c *Confirmer) Confirm(ctx context.Context, w *Watcher, states map[string]*JobState, req JudgeRequest, onUpdate func(Progress)) (map[string]*JobState, int, error) {
 	req.Manifest, req.Rows, req.Gate = w.Manifest, Rows(w.Manifest, states), true
 	v, err := Judge(ctx, req)
-	if err != nil {
-		return states, 0, err
+	var m *protocol.RunManifest
+	n := 0
+	if err == nil {
+		m, n, err = c.Requeue(ctx, v.Report)
 	}
-	m, n, err := c.Requeue(ctx, v.Report)
+	if err != nil && ctx.Err() == nil {
+		c.Log.Warn().Err(err).Str("run", w.Manifest.Run).Msg("suspected regressions not confirmed")
+		if c.OnFailed != nil {
+			c.OnFailed(fmt.Errorf("suspected regressions not confirmed, judged on their one attempt: %w", err))
+		}
+		return states, 0, nil
+	}
 	if err != nil || n == 0 {
 		return states, 0, err
 	}
 	if c.OnQueued != nil {
-		c.OnQueued(len(Suspects(v.Report)), n)
+		c.OnQueued(fmt.Sprintf("%d suspected regression(s): %d %s queued to confirm", len(Suspects(v.Report)), n, plural(n, "job", "jobs")))
 	}
 	w.Manifest = m
 	states, err = w.Wait(ctx, onUpdate)

@@ -1,8 +1,14 @@
 package producer_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
@@ -81,5 +87,123 @@ func TestRequeueRecordsAndPublishesRepeats(t *testing.T) {
 		if err != nil || !again.Attached {
 			t.Errorf("n=%d: re-submit: %v %+v", n, err, again)
 		}
+	}
+}
+
+// suspectRun submits a run of n sim jobs to a fresh fleet and returns the
+// gate's report with its first job passed and suspect (the report's only
+// row), and the fleet.
+func suspectRun(t *testing.T, run string, n int) (*producer.RunReport, *protocol.Job, jetstream.JetStream, *topology.Handles, storage.Bucket) {
+	t.Helper()
+	srv := fleettest.Server(t)
+	_, js := fleettest.Connect(t, srv.ClientURL())
+	topo := fleettest.Topology(t, js, topology.Config{})
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := fleettest.SimJobs(t, run, n, nil)
+	res := fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
+	suspect := &protocol.Result{Job: jobs[0].ID, Run: run, Pool: "sim", Runner: "sim", Status: protocol.StatusPassed,
+		Benchmark: jobs[0].Benchmark, Labels: jobs[0].Labels, Worker: protocol.WorkerRef{ID: "w1"}, Device: protocol.DeviceRef{ID: "sim-3"},
+		Measurements: protocol.Measurements{SamplesPerSec: 900}}
+	rep := &producer.RunReport{Manifest: res.Manifest, GateOn: true,
+		Rows:     []producer.Row{{Job: jobs[0].ID, Status: protocol.StatusPassed, Result: suspect, Verdict: string(producer.VerdictRegression)}},
+		Verdicts: []producer.GateRow{{Job: jobs[0].ID, Verdict: producer.VerdictRegression, Suspect: true}}}
+	return rep, jobs[0], js, topo, store
+}
+
+// A Requeue whose publish fails records nothing: a later one (a
+// re-triggered gate) queues the repeats rather than waiting for repeats
+// no queue holds.
+func TestRequeueFailedPublishRecordsNothing(t *testing.T) {
+	t.Parallel()
+	rep, _, js, topo, store := suspectRun(t, "pr-10", 1)
+	if err := js.DeleteStream(t.Context(), protocol.StreamJobs); err != nil {
+		t.Fatal(err)
+	}
+	c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, _, err := c.Requeue(ctx, rep); err == nil {
+		t.Fatal("requeue with no job stream: no error")
+	}
+	m, err := producer.GetManifest(t.Context(), topo.Runs, "pr-10")
+	if err != nil || len(m.Jobs) != 1 {
+		t.Fatalf("manifest after a failed publish: %v, %d jobs (want the original only)", err, len(m.Jobs))
+	}
+	fleettest.Topology(t, js, topology.Config{})
+	if _, queued, err := c.Requeue(t.Context(), rep); err != nil || queued != 2 {
+		t.Fatalf("requeue again: %v, %d queued (want 2)", err, queued)
+	}
+}
+
+// A message published first under a repeat's id (they are predictable) is
+// a squat, as it is for Submit: Requeue refuses it rather than count the
+// repeat queued.
+func TestRequeueRefusesSquattedRepeat(t *testing.T) {
+	t.Parallel()
+	rep, _, js, _, store := suspectRun(t, "pr-11", 1)
+	j, err := producer.RepeatJob(rep.Manifest, rep.Manifest.Jobs[0], rep.Rows[0].Result, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nats.Msg{Subject: protocol.JobSubject("sim", protocol.PriorityHigh), Data: []byte(`{"squat":true}`), Header: nats.Header{}}
+	m.Header.Set(jetstream.MsgIDHeader, j.ID)
+	if _, err := js.PublishMsg(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
+	if _, _, err := c.Requeue(t.Context(), rep); !errors.Is(err, producer.ErrSquatted) {
+		t.Fatalf("requeue over a squatted repeat id: %v, want ErrSquatted", err)
+	}
+}
+
+// The repeats of a big run go into its manifest without rewriting the
+// chunks its header names: only the last one grows, and a reader at the
+// header before (a gate that lost the update, or died) reads the jobs that
+// header counts, not a broken manifest.
+func TestRequeueAppendsToChunkedManifest(t *testing.T) {
+	t.Parallel()
+	const n = protocol.ManifestChunkJobs + 500
+	rep, _, js, topo, store := suspectRun(t, "pr-12", n)
+	first, err := topo.Runs.Get(t.Context(), protocol.ManifestChunkKey("pr-12", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := topo.Runs.Get(t.Context(), protocol.ManifestChunkKey("pr-12", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An append the header does not count yet.
+	var tail []protocol.ManifestJob
+	if err := json.Unmarshal(last.Value(), &tail); err != nil {
+		t.Fatal(err)
+	}
+	grown, err := json.Marshal(append(tail, protocol.ManifestJob{ID: "uncounted", Repeat: 1, Of: rep.Manifest.Jobs[0].ID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topo.Runs.Put(t.Context(), protocol.ManifestChunkKey("pr-12", 1), grown); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := producer.GetManifest(t.Context(), topo.Runs, "pr-12"); err != nil {
+		t.Fatalf("manifest with an uncounted append: %v", err)
+	} else if len(m.Jobs) != n {
+		t.Fatalf("manifest with an uncounted append: %d jobs (want %d)", len(m.Jobs), n)
+	}
+	c := &producer.Confirmer{JS: js, Store: store, Repeats: 2, Log: zerolog.Nop()}
+	if _, queued, err := c.Requeue(t.Context(), rep); err != nil || queued != 2 {
+		t.Fatalf("requeue: %v, %d queued", err, queued)
+	}
+	m, err := producer.GetManifest(t.Context(), topo.Runs, "pr-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Jobs) != n+2 || m.Jobs[n].Repeat != 1 || m.Jobs[n+1].Repeat != 2 {
+		t.Fatalf("manifest with the repeats: %d jobs", len(m.Jobs))
+	}
+	if again, err := topo.Runs.Get(t.Context(), protocol.ManifestChunkKey("pr-12", 0)); err != nil || again.Revision() != first.Revision() {
+		t.Errorf("chunk 0 rewritten: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package producer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,8 +58,9 @@ func TestJudgeAttempts(t *testing.T) {
 // runWithRepeats is a run of one job whose result is value, with the given
 // repeats' results (0: no result yet), in the manifest as its attempts.
 func runWithRepeats(created time.Time, value float64, repeats ...float64) (*protocol.RunManifest, []*protocol.Result) {
+	const cell = "pool=sim runner=sim test= model=net batch=4 loop=10 warmup=0 format=bfloat16 training=false input=0 timeout=0s pcc_min=0 source=\"\""
 	m := &protocol.RunManifest{Schema: protocol.SchemaManifest, Run: "pr-7", CreatedAt: created,
-		Jobs: []protocol.ManifestJob{{ID: "j0", Pool: "sim", Runner: "sim", Model: "net", BatchSize: 4, DataFormat: "bfloat16"}}}
+		Jobs: []protocol.ManifestJob{{ID: "j0", Pool: "sim", Runner: "sim", Model: "net", BatchSize: 4, DataFormat: "bfloat16", Cell: cell}}}
 	res := func(id string, v float64, dev string) *protocol.Result {
 		r := histResult("pr-7", "net", "feature", created, v)
 		r.Job, r.Worker.ID, r.Device.ID = id, "w1", dev
@@ -66,7 +68,7 @@ func runWithRepeats(created time.Time, value float64, repeats ...float64) (*prot
 	}
 	rs := []*protocol.Result{res("j0", value, "d0")}
 	for k, v := range repeats {
-		id := fmt.Sprintf("j0r%d", k+1)
+		id := repeatID("pr-7", cell, k+1)
 		m.Jobs = append(m.Jobs, protocol.ManifestJob{ID: id, Pool: "sim", Runner: "sim", Model: "net", BatchSize: 4,
 			DataFormat: "bfloat16", Repeat: k + 1, Of: "j0"})
 		if v > 0 {
@@ -142,6 +144,9 @@ func TestEvaluateConfirmation(t *testing.T) {
 					t.Errorf("%s lacks the attempts:\n%s", name, out)
 				}
 			}
+			if !strings.Contains(junit.String(), `name="confirmation.attempts" value="3"`) || strings.Contains(junit.String(), `name="attempts"`) {
+				t.Errorf("junit: the confirmation's attempts not named apart from the delivery's attempt:\n%s", junit.String())
+			}
 			if tc.verdict == VerdictNotReproduced && (!strings.Contains(table.String(), "1 not reproduced") || strings.Contains(junit.String(), "<failure")) {
 				t.Errorf("not reproduced: table or junit wrong:\n%s\n%s", table.String(), junit.String())
 			}
@@ -191,12 +196,13 @@ func TestRowsFoldRepeats(t *testing.T) {
 	for _, j := range m.Jobs {
 		states[j.ID] = &JobState{Job: j}
 	}
-	states["j0"].Result, states["j0r1"].Result = rs[0], rs[1]
+	r1 := m.Jobs[1].ID
+	states["j0"].Result, states[r1].Result = rs[0], rs[1]
 	rows := Rows(m, states)
 	if len(rows) != 1 || len(rows[0].Repeats) != 2 || rows[0].Repeats[0].Status != protocol.StatusPassed || rows[0].Repeats[1].Status != "" {
 		t.Fatalf("rows %+v", rows)
 	}
-	if rows := Rows(m, map[string]*JobState{"j0r1": states["j0r1"]}); len(rows) != 1 || rows[0].Job != "j0r1" {
+	if rows := Rows(m, map[string]*JobState{r1: states[r1]}); len(rows) != 1 || rows[0].Job != r1 {
 		t.Errorf("a repeat alone: rows %+v", rows)
 	}
 }
@@ -237,5 +243,169 @@ func TestRepeatJob(t *testing.T) {
 	}
 	if SeriesOf(&protocol.Result{Pool: j1.Pool, Runner: j1.Runner, Benchmark: j1.Benchmark}) != SeriesOf(r) {
 		t.Error("a repeat's series differs from its original's")
+	}
+}
+
+// A confirmation that cannot be done (here: the history not read) is not
+// the run's failure: Confirm says why through OnFailed and returns the
+// states it was given, which the gate then judges unconfirmed.
+func TestConfirmFailureKeepsStates(t *testing.T) {
+	t.Parallel()
+	m, rs := runWithRepeats(time.Now(), 900)
+	states := map[string]*JobState{"j0": {Job: m.Jobs[0], Kind: protocol.EventPassed, Result: rs[0]}}
+	var said error
+	c := &Confirmer{Repeats: 2, OnFailed: func(err error) { said = err }}
+	bad := errors.New("history down")
+	req := JudgeRequest{History: func(context.Context, storage.Filter) ([]*protocol.Result, error) { return nil, bad }}
+	got, n, err := c.Confirm(t.Context(), &Watcher{Manifest: m}, states, req, nil)
+	if err != nil || n != 0 || got["j0"] != states["j0"] || !errors.Is(said, bad) {
+		t.Fatalf("confirm with no history: %v, %d queued, said %v", err, n, said)
+	}
+}
+
+// While a repeat has not ended the row is the original's (its value beside
+// its change) and every rendering says the confirmation is pending, not
+// "not reproduced".
+func TestConfirmationPending(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.01, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	m, rs := runWithRepeats(now, 900, 1000, 0)
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: RowsFromResults(m, rs), Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := v.Report.Verdicts[0]
+	if g.Confirmation == nil || !g.Confirmation.Pending || g.Value != 900 {
+		t.Fatalf("pending confirmation: value %v, %+v", g.Value, g.Confirmation)
+	}
+	var junit, md, table bytes.Buffer
+	for _, err := range []error{WriteJUnit(&junit, v.Report), WriteMarkdown(&md, v.Report), WriteGateTable(&table, v.Report)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, out := range map[string]string{"junit": junit.String(), "markdown": md.String(), "table": table.String()} {
+		if !strings.Contains(out, "pending") || strings.Contains(out, "not reproduced") || strings.Contains(out, `"confirmation.reproduced" value="false"`) {
+			t.Errorf("%s does not say pending:\n%s", name, out)
+		}
+	}
+}
+
+// A "repeat" in the manifest that is not what RepeatJob makes of its
+// original (its id is not the original's cell with its repeat number) is
+// no attempt: a fast result listed as one does not clear a regression.
+func TestForgedRepeatIsNoAttempt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.01, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	m, rs := runWithRepeats(now, 900, 1000, 1001)
+	for i := range m.Jobs[1:] {
+		forged := fmt.Sprintf("jfast%d", i)
+		m.Jobs[1+i].ID, rs[1+i].Job = forged, forged
+	}
+	rows := RowsFromResults(m, rs)
+	if len(rows) != 1 || len(rows[0].Repeats) != 0 {
+		t.Fatalf("%d rows, %d attempts; want 1 row, no attempts", len(rows), len(rows[0].Repeats))
+	}
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: rows, Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := v.Report.Verdicts[0]; g.Verdict != VerdictRegression || g.Confirmation != nil {
+		t.Errorf("verdict %s, confirmation %+v; want an unconfirmed regression", g.Verdict, g.Confirmation)
+	}
+	// Requeue's manifest keeps only what counts for the run's own jobs.
+	if got := mergeRepeats(&protocol.RunManifest{Run: m.Run, Jobs: m.Jobs[:1]}, m); len(got.Jobs) != 1 {
+		t.Errorf("merged manifest adopts %d forged repeats", len(got.Jobs)-1)
+	}
+}
+
+// A run's confirmation repeats are attempts, not jobs: runs list and show
+// and the dashboard count the run's jobs without them.
+func TestRunCountsWithoutRepeats(t *testing.T) {
+	t.Parallel()
+	m, rs := runWithRepeats(time.Now().UTC(), 900, 1000, 1001)
+	states := map[string]*JobState{}
+	for i, j := range m.Jobs {
+		states[j.ID] = &JobState{Job: j, Kind: protocol.EventPassed, Result: rs[i]}
+	}
+	if n, p := RunJobs(m), RunProgress(m, states); n != 1 || p.All.Total != 1 || p.All.Done() != 1 {
+		t.Errorf("%d jobs, progress %d/%d; want 1 job, 1/1", n, p.All.Done(), p.All.Total)
+	}
+	var b bytes.Buffer
+	if err := WriteRuns(&b, []RunSummary{{Manifest: m, State: RunPassed}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(strings.Split(b.String(), "\n")[1]); len(f) < 3 || f[2] != "1" {
+		t.Errorf("runs list JOBS: %q", b.String())
+	}
+}
+
+// The table's SAMPLES/S beside CHANGE is what the change is of: the
+// attempts' median, marked, once the gate judged the row on them.
+func TestTableShowsTheMedian(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.01, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	m, rs := runWithRepeats(now, 800, 1000, 1002)
+	rows := RowsFromResults(m, rs)
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: rows, Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, v.Report.Rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "1000.0 (median)") || strings.Contains(b.String(), "800.0 ") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// Only a confirmed regression fails: a suspect of the narrower screen that
+// Judge passes alone is re-queued, but a slow median does not fail it.
+func TestSuspectJudgePassesIsNotFailed(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.03, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	vals := make([]float64, len(hist))
+	for i, h := range hist {
+		vals[i] = h.Measurements.SamplesPerSec
+	}
+	cfg, err := GateConfig{Repeats: 2}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A value Judge passes but the screen of a 3-attempt median suspects.
+	value := 0.0
+	for v := 960.0; v > 800; v -= 0.5 {
+		if cfg.Judge(true, v, vals).Verdict == VerdictOK && cfg.Suspect(v, vals) {
+			value = v
+			break
+		}
+	}
+	if value == 0 {
+		t.Fatal("no value between Judge's band and the median's")
+	}
+	m, rs := runWithRepeats(now, value, value, value)
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: RowsFromResults(m, rs), Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := v.Report.Verdicts[0]; g.Verdict == VerdictRegression || v.Report.Outcome() != OutcomePass || g.Confirmation.Reproduced {
+		t.Errorf("%v alone passes Judge: verdict %s, outcome %s, %+v", value, g.Verdict, v.Report.Outcome(), g.Confirmation)
 	}
 }

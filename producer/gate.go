@@ -408,7 +408,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []Row
 			j.Verdict = VerdictUnfinished
 		}
 		value := r.SamplesPerSec
-		if conf != nil {
+		if conf != nil && !conf.Pending {
 			value = conf.Median
 		}
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,
@@ -486,8 +486,8 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 }
 
 // ApplyVerdicts copies the change and verdict of each gate row onto the
-// summary row of the same job; a row with confirmation repeats and no
-// reason gets a note of its attempts as its reason.
+// summary row of the same job; a row judged on its attempts gets their
+// median (Row.Median), and with no reason a note of its attempts.
 func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 	by := make(map[string]*GateRow, len(verdicts))
 	for i := range verdicts {
@@ -497,6 +497,9 @@ func ApplyVerdicts(rows []Row, verdicts []GateRow) {
 		if v, ok := by[rows[i].Job]; ok {
 			rows[i].Change = v.Change
 			rows[i].Verdict = string(v.Verdict)
+			if c := v.Confirmation; c != nil && !c.Pending {
+				rows[i].Median = c.Median
+			}
 			if c := v.Confirmation; c != nil && rows[i].Reason == "" {
 				rows[i].Reason = confirmNote(c)
 			}

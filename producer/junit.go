@@ -224,10 +224,14 @@ func oneLine(s string) string {
 }
 
 // attemptProperties are a confirmed job's attempts as testcase
-// properties: attempts (how many), attempt.<n> (samples/sec or status and
-// board of each, the original 0), median.
+// properties, named apart from the testcase's own attempt (the delivery
+// that produced the original's result): confirmation.attempts (how many),
+// confirmation.attempt.<n> (samples/sec or status and board of each, the
+// original 0), confirmation.median, confirmation.reproduced (true, false,
+// or pending while a repeat has not ended).
 func attemptProperties(c *Confirmation) []junitProperty {
-	p := []junitProperty{{"attempts", strconv.Itoa(len(c.Attempts))}}
+	const pre = "confirmation."
+	p := []junitProperty{{pre + "attempts", strconv.Itoa(len(c.Attempts))}}
 	for _, a := range c.Attempts {
 		v := strconv.FormatFloat(a.SamplesPerSec, 'f', 3, 64)
 		if a.Status != protocol.StatusPassed {
@@ -236,7 +240,11 @@ func attemptProperties(c *Confirmation) []junitProperty {
 		if a.Board != "" {
 			v += " on " + a.Board
 		}
-		p = append(p, junitProperty{"attempt." + strconv.Itoa(a.Repeat), v})
+		p = append(p, junitProperty{pre + "attempt." + strconv.Itoa(a.Repeat), v})
 	}
-	return append(p, junitProperty{"median", strconv.FormatFloat(c.Median, 'f', 3, 64)}, junitProperty{"reproduced", strconv.FormatBool(c.Reproduced)})
+	reproduced := strconv.FormatBool(c.Reproduced)
+	if c.Pending {
+		reproduced = "pending"
+	}
+	return append(p, junitProperty{pre + "median", strconv.FormatFloat(c.Median, 'f', 3, 64)}, junitProperty{pre + "reproduced", reproduced})
 }

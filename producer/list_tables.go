@@ -20,7 +20,7 @@ func WriteRuns(w io.Writer, sums []RunSummary) error {
 		if state == "" {
 			state = "?"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), len(m.Jobs), m.Priority,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Run, m.CreatedAt.Format(time.RFC3339), RunJobs(m), m.Priority,
 			ShortCommit(m.Source.Commit), m.Submitter, state)
 	}
 	return tw.Flush()

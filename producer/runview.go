@@ -72,7 +72,7 @@ func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyVal
 		if err != nil {
 			continue
 		}
-		p := ProgressOf(out[i].Manifest, states)
+		p := RunProgress(out[i].Manifest, states)
 		out[i].Progress = &p
 		out[i].State = RunState(p, out[i].Cancelled)
 	}
@@ -158,4 +158,23 @@ func ResultBefore(a, b *protocol.Result) bool {
 	default:
 		return a.Job < b.Job
 	}
+}
+
+// RunJobs is how many jobs run m has: its confirmation repeats are
+// attempts of their original's job, not jobs.
+func RunJobs(m *protocol.RunManifest) int {
+	return len(withoutRepeats(m).Jobs)
+}
+
+// RunProgress is ProgressOf the run's jobs without their confirmation
+// repeats (what `runs list`, `runs show` and the dashboard's recent runs
+// count): a run of 1 job confirmed twice is 1 job, 1/1 done.
+func RunProgress(m *protocol.RunManifest, states map[string]*JobState) Progress {
+	jobs := make(map[string]*JobState, len(states))
+	for id, st := range states {
+		if st.Job.Repeat == 0 {
+			jobs[id] = st
+		}
+	}
+	return ProgressOf(m, jobs)
 }

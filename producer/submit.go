@@ -129,7 +129,7 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 	defer cancel()
 	var rec manifestRecord
 	recorded := make(chan error, 1)
-	go func() { recorded <- rec.prepare(mctx, p.Runs, man, p.Store != nil) }()
+	go func() { recorded <- rec.prepare(mctx, p.Runs, man, p.Store != nil, 0) }()
 
 	order, sched := p.schedule(ctx, s.Jobs)
 	w := &jobPublisher{p: p, jobs: order, created: created}
@@ -226,24 +226,34 @@ type manifestRecord struct {
 }
 
 // prepare encodes man, writes its chunks (for a big run) and, with doc,
-// encodes the store document.
-func (r *manifestRecord) prepare(ctx context.Context, runs jetstream.KeyValue, man *protocol.RunManifest, doc bool) error {
+// encodes the store document. kept is how many of man's jobs (its first)
+// the chunks of the header in bench-runs hold already (0 for a new run, or
+// one whose jobs are inline): chunks are append-only, so those are never
+// rewritten but for the last one named, which grows (GetManifest reads a
+// chunk's jobs beyond its header's job_count as an append not committed
+// yet, not a broken manifest).
+func (r *manifestRecord) prepare(ctx context.Context, runs jetstream.KeyValue, man *protocol.RunManifest, doc bool, kept int) error {
 	head := *man
 	var chunks [][]byte
-	if n := len(man.Jobs); n > protocol.ManifestChunkJobs {
+	if n := len(man.Jobs); n > protocol.MaxRunJobs {
+		return fmt.Errorf("manifest: %d jobs, more than %d", n, protocol.MaxRunJobs)
+	} else if n > protocol.ManifestChunkJobs {
 		head.Jobs, head.JobCount = nil, n
 		for i := 0; i*protocol.ManifestChunkJobs < n; i++ {
-			chunk := man.Jobs[i*protocol.ManifestChunkJobs : min(n, (i+1)*protocol.ManifestChunkJobs)]
+			end := min(n, (i+1)*protocol.ManifestChunkJobs)
+			chunk := man.Jobs[i*protocol.ManifestChunkJobs : end]
 			data, err := json.Marshal(chunk)
 			if err != nil {
 				return fmt.Errorf("encode manifest chunk %d: %w", i, err)
 			}
-			err = retryFailover(ctx, func(ctx context.Context) error {
-				_, err := runs.Put(ctx, protocol.ManifestChunkKey(man.Run, i), data)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("manifest chunk %d: %w", i, err)
+			if end > kept {
+				err = retryFailover(ctx, func(ctx context.Context) error {
+					_, err := runs.Put(ctx, protocol.ManifestChunkKey(man.Run, i), data)
+					return err
+				})
+				if err != nil {
+					return fmt.Errorf("manifest chunk %d: %w", i, err)
+				}
 			}
 			head.Chunks = i + 1
 			chunks = append(chunks, data)
@@ -307,6 +317,8 @@ func (r *manifestRecord) commit(ctx context.Context, runs jetstream.KeyValue, ru
 // jobs (from the chunks of a big run). A value that does not decode or
 // fails protocol.RunManifest.CheckRead (another run's name, counts out of
 // bounds, chunks that disagree with their header) is a *BadManifestError;
+// jobs of the last chunk beyond the header's job_count are an append the
+// header does not name yet (Confirmer.Requeue's) and are not read;
 // a missing run is jetstream.ErrKeyNotFound.
 func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*protocol.RunManifest, error) {
 	e, err := runs.Get(ctx, protocol.ManifestKey(run))
@@ -333,6 +345,9 @@ func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*pro
 		var jobs []protocol.ManifestJob
 		if err := json.Unmarshal(ce.Value(), &jobs); err != nil {
 			return nil, &BadManifestError{Run: run, Err: fmt.Errorf("chunk %d: %w", i, err)}
+		}
+		if rest := m.JobCount - len(m.Jobs); i == m.Chunks-1 && len(jobs) > rest && len(jobs) <= protocol.ManifestChunkJobs {
+			jobs = jobs[:rest] // the rest is an append its header does not count yet
 		}
 		if len(jobs) > protocol.ManifestChunkJobs || len(m.Jobs)+len(jobs) > m.JobCount {
 			return nil, &BadManifestError{Run: run, Err: fmt.Errorf("chunk %d: %d jobs, more than its header's job_count %d allows", i, len(jobs), m.JobCount)}

@@ -35,7 +35,11 @@ type Row struct {
 	Change *float64
 	// Verdict is the regression gate's verdict when it ran.
 	Verdict string
-	Result  *protocol.Result
+	// Median is the median samples/sec of the row's attempts when the gate
+	// judged it on them (ApplyVerdicts; Change is then the median's); 0:
+	// judged on SamplesPerSec alone.
+	Median float64
+	Result *protocol.Result
 	// Repeats are the job's confirmation repeats (protocol.ManifestJob
 	// Repeat and Of), in repeat order: attempts of this row, not rows.
 	Repeats []Attempt
@@ -116,8 +120,12 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if status == "" {
 			status = "unfinished"
 		}
+		rate := FmtRate(r.SamplesPerSec)
+		if r.Median > 0 {
+			rate = FmtRate(r.Median) + " (median)" // what its change is of
+		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Job, r.Model, r.Pool, r.BatchSize, r.DataFormat,
-			FmtRate(r.SamplesPerSec), FmtPCC(r.PCC), status)
+			rate, FmtPCC(r.PCC), status)
 		if withChange {
 			line += "\t" + FmtChange(r.Change) + "\t" + r.Verdict
 		}

@@ -68,7 +68,7 @@ func TestConfirmNotReproducedPasses(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(junit, `name="attempts" value="3"`) || !strings.Contains(junit, "not reproduced") || strings.Contains(junit, "<failure") {
+	if !strings.Contains(junit, `name="confirmation.attempts" value="3"`) || !strings.Contains(junit, "not reproduced") || strings.Contains(junit, "<failure") {
 		t.Errorf("junit should list 3 attempts, say not reproduced and fail nothing:\n%s", junit)
 	}
 	if !strings.Contains(md, "### Confirmation repeats") || !strings.Contains(md, "not reproduced") || !strings.Contains(md, ": PASS") {
@@ -142,7 +142,7 @@ func TestConfirmReproducedFails(t *testing.T) {
 	if !strings.Contains(out, "gate REGRESSION: 1 regression(s)") || !regexp.MustCompile(`: median (899|900)\.\d, reproduced`).MatchString(out) {
 		t.Errorf("output should show the reproduced regression with its median:\n%s", out)
 	}
-	if !strings.Contains(junit, `type="regression"`) || !strings.Contains(junit, `name="attempts" value="3"`) || !strings.Contains(junit, `name="reproduced" value="true"`) {
+	if !strings.Contains(junit, `type="regression"`) || !strings.Contains(junit, `name="confirmation.attempts" value="3"`) || !strings.Contains(junit, `name="confirmation.reproduced" value="true"`) {
 		t.Errorf("junit should fail the regression with its 3 attempts:\n%s", junit)
 	}
 	if !strings.Contains(md, ": REGRESSION") || !strings.Contains(md, "### Confirmation repeats") {

@@ -89,7 +89,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if showFormat == "json" {
 				return writeJSON(a.stdout, m)
 			}
-			fmt.Fprintf(a.stdout, "run %s: %s, created %s by %s, priority %s\n", m.Run, jobCount(len(m.Jobs)),
+			fmt.Fprintf(a.stdout, "run %s: %s, created %s by %s, priority %s\n", m.Run, jobCount(producer.RunJobs(m)),
 				m.CreatedAt.Format(time.RFC3339), m.Submitter, m.Priority)
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
@@ -102,7 +102,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if err := producer.WriteTable(a.stdout, rows); err != nil {
 				return err
 			}
-			p := producer.ProgressOf(m, states)
+			p := producer.RunProgress(m, states)
 			fmt.Fprintln(a.stdout, p.String())
 			a.printSpooled(producer.SpooledReport(ctx, s.JS, p))
 			return nil

@@ -87,13 +87,12 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	}
 	states, err := w.Wait(wctx, onProgress)
 	if err == nil && o.gate && o.gateConfig.Repeats > 0 {
-		c := &producer.Confirmer{JS: w.JS, Store: store, Repeats: o.gateConfig.Repeats, Log: a.log, OnQueued: func(suspects, jobs int) {
+		say := func(note string) {
 			mu.Lock()
-			pr.Interrupt(func() {
-				fmt.Fprintf(a.stdout, "%d suspected regression(s): %s queued to confirm\n", suspects, jobCount(jobs))
-			})
-			mu.Unlock()
-		}}
+			defer mu.Unlock()
+			pr.Interrupt(func() { fmt.Fprintln(a.stdout, note) })
+		}
+		c := &producer.Confirmer{JS: w.JS, Store: store, Repeats: o.gateConfig.Repeats, Log: a.log, OnQueued: say, OnFailed: func(err error) { warn(err.Error()) }}
 		req := producer.JudgeRequest{GateConfig: o.gateConfig, History: a.historyFrom(store)}
 		states, _, err = c.Confirm(wctx, w, states, req, onProgress)
 	}
