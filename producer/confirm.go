@@ -112,10 +112,9 @@ func (c GateConfig) Suspect(value float64, history []float64) bool {
 }
 
 // confirm judges row r, the original judged j against hist, on its
-// attempts when it has repeats. The verdict is the median's, but a
-// regression only when the original alone is one too (j); a regression of
-// the original that the median does not show is not reproduced. While a
-// repeat has not ended the verdict stays the original's.
+// attempts when it has repeats. The verdict is the median's; a regression
+// of the original that the median does not show is not reproduced. While
+// a repeat has not ended the verdict stays the original's.
 func (c GateConfig) confirm(r Row, j Judgement, hist []float64) (Judgement, *Confirmation) {
 	if len(r.Repeats) == 0 || r.Status != protocol.StatusPassed {
 		return j, nil
@@ -140,14 +139,8 @@ func (c GateConfig) confirm(r Row, j Judgement, hist []float64) (Judgement, *Con
 		conf.Pending = true
 		return j, conf // not judged on its attempts until they have all ended
 	}
-	// Only a confirmed regression fails: the original alone a regression
-	// by Judge, and the median too. A suspect of the narrower screen
-	// (Suspect) that Judge passes is not failed by its median.
-	conf.Reproduced = jm.Verdict == VerdictRegression && j.Verdict == VerdictRegression
-	switch {
-	case jm.Verdict == VerdictRegression && !conf.Reproduced:
-		jm.Verdict = j.Verdict
-	case j.Verdict == VerdictRegression && !conf.Reproduced && jm.Verdict != VerdictInsufficientHistory:
+	conf.Reproduced = jm.Verdict == VerdictRegression
+	if j.Verdict == VerdictRegression && !conf.Reproduced && jm.Verdict != VerdictInsufficientHistory {
 		jm.Verdict = VerdictNotReproduced
 	}
 	return jm, conf
