@@ -73,7 +73,7 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 			continue
 		}
 		var files []producer.WheelFile
-		job := &protocol.Job{ID: fmt.Sprintf("ci-%d", i), Source: protocol.Source{Repo: forgeRepo, Commit: ids[i]}}
+		job := &protocol.Job{ID: fmt.Sprintf("ci-%d", i), Source: protocol.Source{Repo: forgeRepo, Commit: ids[i], Branch: "main"}}
 		for _, w := range build(i) {
 			wf, err := producer.ReadWheelFile(w)
 			if err != nil {
@@ -82,7 +82,7 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 			files = append(files, wf)
 			job.Source.Wheels = append(job.Source.Wheels, wf.Wheel())
 		}
-		if err := producer.StageWheels(t.Context(), store, files, []*protocol.Job{job}, nil); err != nil {
+		if err := producer.StageWheels(t.Context(), store, files, []*protocol.Job{job}, "main", nil); err != nil {
 			t.Fatal(err)
 		}
 	}

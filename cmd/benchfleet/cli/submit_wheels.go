@@ -56,14 +56,17 @@ func (a *app) needsWheelStore(sub *producer.Submission) error {
 }
 
 // stageWheels uploads the --build-wheel files and checks that the store
-// holds every other wheel the jobs name, with a line per wheel on stderr.
+// holds every other wheel the jobs name, with a line per wheel and per
+// commit's build record on stderr (a record not written is a warning).
 // A wheel named by a key the store lacks is a usage error naming the key.
-func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []producer.WheelFile, sub *producer.Submission) error {
+func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []producer.WheelFile, sub *producer.Submission, baseline string) error {
 	if len(sub.Source.Wheels) == 0 {
 		return nil
 	}
-	err := producer.StageWheels(ctx, b, files, sub.Jobs, func(e producer.WheelEvent) {
-		if line := e.String(); line != "" {
+	err := producer.StageWheels(ctx, b, files, sub.Jobs, baseline, func(e producer.WheelEvent) {
+		if e.State == producer.BuildRecordFailed {
+			fmt.Fprintf(a.stderr, "benchfleet: warning: %s\n", e)
+		} else if line := e.String(); line != "" {
 			fmt.Fprintln(a.stderr, line)
 		}
 	})
