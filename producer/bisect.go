@@ -213,28 +213,32 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 	}
 	n := len(cfg.Commits)
 	rep := &BisectReport{Series: cfg.Series, Commits: n}
-	// Every commit's build, read up front: one without is skipped.
+	// Every commit's build, read up front: one without is skipped; the
+	// ends need theirs.
+	goodBuild, err := commitBuild(ctx, store, cfg.Good)
+	if err != nil {
+		return nil, fmt.Errorf("the good commit %s: %w", ShortCommit(cfg.Good), err)
+	}
 	builds := make([]*BuildRecord, n)
 	marks := make([]Mark, n)
 	probes := make([]BisectProbe, n)
 	for i, c := range cfg.Commits {
 		probes[i] = BisectProbe{Commit: c, Index: i + 1}
-		if builds[i], err = commitBuild(ctx, store, c); errors.Is(err, ErrNoBuild) {
+		builds[i], err = commitBuild(ctx, store, c)
+		switch {
+		case errors.Is(err, ErrNoBuild) && i == n-1:
+			return nil, fmt.Errorf("the bad commit %s: %w", ShortCommit(cfg.Bad), err)
+		case errors.Is(err, ErrNoBuild):
 			marks[i], probes[i].Mark, probes[i].Reason = MarkSkip, MarkSkip, skipReason(err)
-			if i < n-1 {
-				rep.Skipped = append(rep.Skipped, probes[i])
-			}
-		} else if err != nil {
+			rep.Skipped = append(rep.Skipped, probes[i])
+		case err != nil:
 			return nil, err
 		}
 	}
-	goodBuild, err := commitBuild(ctx, store, cfg.Good)
-	if err != nil {
-		return nil, fmt.Errorf("the good commit %s: %w", ShortCommit(cfg.Good), err)
-	}
-	if builds[n-1] == nil {
-		_, err := commitBuild(ctx, store, cfg.Bad)
-		return nil, fmt.Errorf("the bad commit %s: %w", ShortCommit(cfg.Bad), err)
+	// The job checked as submit checks it, before anything is published:
+	// a runner that installs no wheels cannot measure a build.
+	if _, _, err := bisectJobs(cfg, tpl, goodBuild); err != nil {
+		return nil, err
 	}
 
 	// Round 1: both ends.
@@ -309,9 +313,11 @@ func (c *BisectConfig) Check() error {
 	s := c.Series
 	switch {
 	case s.Model == "" || s.Pool == "" || s.DataFormat == "":
-		return fmt.Errorf("%w: the series needs --model, --batch, --format and --pool", ErrBisectInput)
+		return fmt.Errorf("%w: the series needs --model, --batch-size, --data-format and --pool", ErrBisectInput)
 	case s.BatchSize < 1:
-		return fmt.Errorf("%w: --batch %d: want a positive batch size", ErrBisectInput, s.BatchSize)
+		return fmt.Errorf("%w: --batch-size %d: want a positive batch size", ErrBisectInput, s.BatchSize)
+	case s.DataFormat != protocol.FormatFloat32 && s.DataFormat != protocol.FormatBfloat16:
+		return fmt.Errorf("%w: --data-format %q: want %s or %s", ErrBisectInput, s.DataFormat, protocol.FormatFloat32, protocol.FormatBfloat16)
 	case !protocol.ValidPool(s.Pool):
 		return fmt.Errorf("%w: --pool %q: want one of %s", ErrBisectInput, s.Pool, strings.Join(protocol.Pools, ", "))
 	case c.Repeats < 0 || c.Repeats > protocol.MaxRepeat:
@@ -418,6 +424,10 @@ func bisectJobs(cfg BisectConfig, tpl protocol.Job, rec *BuildRecord) (string, [
 		}
 		jobs = append(jobs, &j)
 	}
+	if err := CheckJobs(jobs); err != nil {
+		return "", nil, fmt.Errorf("%w: the series' job cannot run a commit's build (a bisect needs a series of a harness pool, whose jobs install wheels): %w",
+			ErrBisectInput, err)
+	}
 	return base.Run, jobs, nil
 }
 
@@ -425,14 +435,19 @@ func bisectJobs(cfg BisectConfig, tpl protocol.Job, rec *BuildRecord) (string, [
 // waits for their results: each probe gets its figures, or MarkSkip with
 // the reason when none of its attempts passed.
 func (b *Bisector) measure(ctx context.Context, cfg BisectConfig, tpl protocol.Job, recs []*BuildRecord, probes []*BisectProbe) error {
-	mans := make([]*protocol.RunManifest, len(recs))
-	for i, rec := range recs {
-		run, jobs, err := bisectJobs(cfg, tpl, rec)
-		if err != nil {
+	runs := make([]string, len(recs))
+	jobs := make([][]*protocol.Job, len(recs))
+	for i, rec := range recs { // every commit's jobs checked before any is published
+		var err error
+		if runs[i], jobs[i], err = bisectJobs(cfg, tpl, rec); err != nil {
 			return err
 		}
-		res, err := b.Submitter.Submit(ctx, Submission{Run: run, Submitter: "bisect", Priority: tpl.Priority, Jobs: jobs,
-			Source: jobs[0].Source, Labels: tpl.Labels})
+	}
+	mans := make([]*protocol.RunManifest, len(recs))
+	for i, rec := range recs {
+		run := runs[i]
+		res, err := b.Submitter.Submit(ctx, Submission{Run: run, Submitter: "bisect", Priority: tpl.Priority, Jobs: jobs[i],
+			Source: jobs[i][0].Source, Labels: tpl.Labels})
 		if err != nil {
 			return fmt.Errorf("bisect: commit %s: %w", ShortCommit(rec.Commit), err)
 		}

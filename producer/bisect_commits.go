@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -26,10 +27,17 @@ var ErrBisectInput = errors.New("bad bisect input")
 var commitish = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
 // BisectRange is GitRange of the repository at mirror, or ListRange of the
-// file list: exactly one of them is given.
+// file list: exactly one of them is given, and good and bad are required.
 func BisectRange(ctx context.Context, mirror, list, good, bad string) (goodFull, badFull string, commits []string, err error) {
+	for _, c := range []struct{ flag, v, what string }{{"--good", good, "the last commit known good"}, {"--bad", bad, "the commit known bad"}} {
+		if c.v == "" {
+			return "", "", nil, fmt.Errorf("%w: %s is required (%s)", ErrBisectInput, c.flag, c.what)
+		}
+	}
 	switch {
-	case (mirror == "") == (list == ""):
+	case mirror != "" && list != "":
+		return "", "", nil, fmt.Errorf("%w: give one of --mirror DIR or --commits FILE, not both", ErrBisectInput)
+	case mirror == "" && list == "":
 		return "", "", nil, fmt.Errorf("%w: give --mirror DIR (a clone or bare mirror of the repository) or --commits FILE (one commit a line, oldest first)", ErrBisectInput)
 	case mirror != "":
 		return GitRange(ctx, mirror, good, bad)
@@ -51,6 +59,14 @@ func GitRange(ctx context.Context, dir, good, bad string) (goodFull, badFull str
 		if !commitish.MatchString(c.v) {
 			return "", "", nil, fmt.Errorf("%w: %s %q: want a commit in lowercase hex (4 to 64 digits)", ErrBisectInput, c.flag, c.v)
 		}
+	}
+	if st, err := os.Stat(dir); err != nil {
+		return "", "", nil, fmt.Errorf("%w: --mirror %s: no such folder (want a clone or bare mirror of the repository)", ErrBisectInput, dir)
+	} else if !st.IsDir() {
+		return "", "", nil, fmt.Errorf("%w: --mirror %s: not a folder (want a clone or bare mirror of the repository)", ErrBisectInput, dir)
+	}
+	if _, err := gitOut(ctx, dir, "rev-parse", "--git-dir"); err != nil {
+		return "", "", nil, fmt.Errorf("%w: --mirror %s: not a git repository (%v)", ErrBisectInput, dir, err)
 	}
 	if goodFull, err = gitOut(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", good+"^{commit}"); err != nil {
 		return "", "", nil, fmt.Errorf("%w: --good %s: not a commit of %s (%v)", ErrBisectInput, good, dir, err)
@@ -154,9 +170,14 @@ func checkRange(good, bad string, commits []string) error {
 	return nil
 }
 
+// truncateText cuts s to at most n bytes, on a rune boundary (never
+// within a UTF-8 sequence), with an ellipsis when it cut.
 func truncateText(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -1,6 +1,7 @@
 package producer_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,9 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/benchfleet/benchfleet/internal/buildkit"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 // marks parses a row of marks: . untested, g good, b bad, s skip.
@@ -206,5 +212,89 @@ func TestBisectRoundLine(t *testing.T) {
 		if got := r.round.String(); got != r.want {
 			t.Errorf("round line\n got %q\nwant %q", got, r.want)
 		}
+	}
+}
+
+// A bisect checks its jobs as submit does before it publishes anything: a
+// series of the sim runner, which installs no wheels, cannot measure a
+// commit's build, and the bisect refuses it as bad input with the
+// runner's reason and nothing queued (the worker would dead-letter every
+// attempt).
+func TestBisectRefusesARunnerThatInstallsNoWheels(t *testing.T) {
+	t.Parallel()
+	f := fleettest.New(t, fleettest.Options{})
+	good, bad := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	wf := wheelOf(t, f.Store, "forge-1.0-py3-none-any.whl", "fast")
+	if err := producer.StageWheels(t.Context(), f.Store, []producer.WheelFile{wf}, nil, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{good, bad} {
+		if _, err := producer.WriteBuildRecord(t.Context(), f.Store, &producer.BuildRecord{Repo: "o/r", Commit: c, Wheels: []protocol.Wheel{wf.Wheel()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC()
+	r := &protocol.Result{Schema: protocol.SchemaResult, Job: "j000000000000001", Run: "ci-bad", RunCreatedAt: now,
+		Pool: "sim", Runner: "sim", Status: protocol.StatusPassed, Attempt: 1, StartedAt: now, FinishedAt: now.Add(time.Second),
+		Benchmark: protocol.Benchmark{Model: "simnet", BatchSize: 4, LoopCount: 10, WarmupCount: 4, DataFormat: "bfloat16"},
+		Source:    protocol.Source{Repo: "o/r", Commit: bad, Branch: "main"}, Measurements: protocol.Measurements{SamplesPerSec: 100}}
+	if _, err := storage.PutResult(t.Context(), f.Store, r); err != nil {
+		t.Fatal(err)
+	}
+	b := &producer.Bisector{Submitter: &producer.Submitter{JS: f.JS, Runs: f.Topo.Runs, Jobs: f.Topo.Jobs, Store: f.Store}}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a bisect that published waits for results no worker makes
+	defer cancel()
+	_, err := b.Bisect(ctx, producer.BisectConfig{Series: producer.Series{Model: "simnet", BatchSize: 4, DataFormat: "bfloat16", Pool: "sim"},
+		Good: good, Bad: bad, Commits: []string{bad}, Repeats: 2})
+	if !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), "installs no wheels") {
+		t.Fatalf("bisect of a sim series: %v, want an input error saying the sim runner installs no wheels", err)
+	}
+	st, err := f.JS.Stream(t.Context(), protocol.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("jobs queued after a refused bisect: %+v %v, want none", info.State, err)
+	}
+}
+
+// Bad input names what is wrong: a missing flag is required, not a bad
+// commit; both sources is "not both"; a mirror that is not there is
+// missing; a data format other than submit's is refused.
+func TestBisectInputErrors(t *testing.T) {
+	t.Parallel()
+	list := filepath.Join(t.TempDir(), "commits")
+	if err := os.WriteFile(list, []byte(strings.Repeat("a", 40)+"\n"+strings.Repeat("b", 40)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notGit := t.TempDir()
+	for _, c := range []struct{ mirror, list, good, bad, want string }{
+		{"", list, "", "bbbb", "--good is required"},
+		{"", list, "aaaa", "", "--bad is required"},
+		{notGit, list, "aaaa", "bbbb", "give one of --mirror DIR or --commits FILE, not both"},
+		{"", "", "aaaa", "bbbb", "give --mirror DIR"},
+		{filepath.Join(notGit, "none"), "", "aaaa", "bbbb", "--mirror " + filepath.Join(notGit, "none") + ": no such folder"},
+		{list, "", "aaaa", "bbbb", "--mirror " + list + ": not a folder"},
+		{notGit, "", "aaaa", "bbbb", "not a git repository"},
+	} {
+		_, _, _, err := producer.BisectRange(t.Context(), c.mirror, c.list, c.good, c.bad)
+		if !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("BisectRange(%q, %q, %q, %q) = %v, want an input error saying %q", c.mirror, c.list, c.good, c.bad, err, c.want)
+		}
+	}
+	cfg := producer.BisectConfig{Series: producer.Series{Model: "resnet50", BatchSize: 8, DataFormat: "bf16", Pool: "n150"},
+		Good: strings.Repeat("a", 40), Bad: strings.Repeat("b", 40), Commits: []string{strings.Repeat("b", 40)}}
+	if err := cfg.Check(); !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), `--data-format "bf16": want float32 or bfloat16`) {
+		t.Errorf("Check of --data-format bf16: %v, want an input error naming the flag", err)
+	}
+}
+
+// A long line of a commit list is cut in its error on a rune boundary:
+// the message stays valid UTF-8.
+func TestBisectInputErrorCutsOnARune(t *testing.T) {
+	t.Parallel()
+	_, _, _, err := producer.ListRange([]byte("a"+strings.Repeat("é", 100)+"\n"), "aaaa", "bbbb")
+	if err == nil || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "…") {
+		t.Fatalf("ListRange of a long non-ASCII line: %q, want an error cut with an ellipsis in valid UTF-8", err)
 	}
 }

@@ -15,9 +15,9 @@ import (
 // A commit's build record: which wheels in the store are the build of a
 // commit. The wheels themselves are stored by content (BuildKey), which
 // says nothing of the commit they were built from; StageWheels writes a
-// record for every commit whose jobs name wheels (CI's `submit
-// --build-wheel` of each main commit), and a bisect finds the build of each
-// commit it measures by it.
+// record for every commit whose jobs name wheels on the baseline branch
+// (CI's `submit --build-wheel` of each main commit), and a bisect finds the
+// build of each commit it measures by it.
 
 // SchemaBuildRecord is the schema of a commit's build record.
 const SchemaBuildRecord = "benchfleet.build-record/v1"
@@ -126,8 +126,9 @@ func ReadBuildRecord(ctx context.Context, b storage.Bucket, commit string) (*Bui
 // WriteBuildRecord stores r once (a conditional create): the first record
 // of a commit stays. It reports whether it wrote r. A record already there
 // with the same content is no error; one naming another build (a wheel
-// rebuilt from the same commit with other bytes) is kept, and the error
-// matches ErrBuildRecorded and names it.
+// rebuilt from the same commit with other bytes), or one that is not a
+// valid record, is kept, and the error matches ErrBuildRecorded and says
+// which.
 func WriteBuildRecord(ctx context.Context, b storage.Bucket, r *BuildRecord) (wrote bool, err error) {
 	r.Schema = SchemaBuildRecord
 	if err := r.Validate(); err != nil {
@@ -146,18 +147,21 @@ func WriteBuildRecord(ctx context.Context, b storage.Bucket, r *BuildRecord) (wr
 		return false, fmt.Errorf("build record of %s: %w", r.Commit, err)
 	}
 	old, err := ReadBuildRecord(ctx, b, r.Commit)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrBadBuildRecord):
+		return false, fmt.Errorf("%w: %s is not a valid record (%v)", ErrBuildRecorded, key, err)
+	case err != nil:
 		return false, err
-	}
-	if !sameBuild(old, r) {
-		return false, fmt.Errorf("%w: %s holds another build of %s (%s); it is kept", ErrBuildRecorded, key, r.Commit, wheelNames(old.Wheels))
+	case !sameBuild(old, r):
+		return false, fmt.Errorf("%w: %s names another build of the commit (%s)", ErrBuildRecorded, key, wheelNames(old.Wheels))
 	}
 	return false, nil
 }
 
-// ErrBuildRecorded is matched by WriteBuildRecord's error when the commit's
-// record names another build than the one given; the record is kept.
-var ErrBuildRecorded = errors.New("another build is recorded")
+// ErrBuildRecorded is matched by WriteBuildRecord's error when the
+// commit's record names another build than the one given, or is not a
+// valid record; the record is kept.
+var ErrBuildRecorded = errors.New("another record is kept")
 
 func sameBuild(a, b *BuildRecord) bool {
 	if a.Repo != b.Repo || a.Commit != b.Commit || len(a.Wheels) != len(b.Wheels) {

@@ -2,6 +2,8 @@ package producer_test
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"io"
 	"strings"
@@ -35,11 +37,11 @@ func TestStageWheelsRecordsTheCommitsBuild(t *testing.T) {
 	b := fileBucket(t)
 	wf := wheelOf(t, b, "forge-1.0-py3-none-any.whl", "fast")
 	job := func(commit string, w producer.WheelFile) *protocol.Job {
-		return &protocol.Job{ID: "j1", Source: protocol.Source{Repo: "tenstorrent/tt-forge-onnx", Commit: commit, Wheels: []protocol.Wheel{w.Wheel()}}}
+		return &protocol.Job{ID: "j1", Source: protocol.Source{Repo: "tenstorrent/tt-forge-onnx", Commit: commit, Branch: "main", Wheels: []protocol.Wheel{w.Wheel()}}}
 	}
 	var events []producer.WheelEvent
 	progress := func(e producer.WheelEvent) { events = append(events, e) }
-	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, progress); err != nil {
+	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, "", progress); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := producer.ReadBuildRecord(t.Context(), b, commitA)
@@ -55,7 +57,7 @@ func TestStageWheelsRecordsTheCommitsBuild(t *testing.T) {
 
 	// The same build again: no change, no error.
 	events = nil
-	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, progress); err != nil {
+	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, "", progress); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range events {
@@ -66,7 +68,7 @@ func TestStageWheelsRecordsTheCommitsBuild(t *testing.T) {
 	// A rebuild with other bytes: staged, but the record keeps the first.
 	other := wheelOf(t, b, "forge-1.0-py3-none-any.whl", "rebuilt")
 	events = nil
-	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{other}, []*protocol.Job{job(commitA, other)}, progress); err != nil {
+	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{other}, []*protocol.Job{job(commitA, other)}, "", progress); err != nil {
 		t.Fatal(err)
 	}
 	if last := events[len(events)-1]; last.State != producer.BuildRecordKept {
@@ -80,7 +82,7 @@ func TestStageWheelsRecordsTheCommitsBuild(t *testing.T) {
 	}
 
 	// No commit, or an abbreviated one: nothing recorded.
-	if err := producer.StageWheels(t.Context(), b, nil, []*protocol.Job{job("", wf), job("2222222", wf)}, nil); err != nil {
+	if err := producer.StageWheels(t.Context(), b, nil, []*protocol.Job{job("", wf), job("2222222", wf)}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := producer.ReadBuildRecord(t.Context(), b, commitB); !errors.Is(err, producer.ErrNoBuild) {
@@ -95,6 +97,109 @@ func TestStageWheelsRecordsTheCommitsBuild(t *testing.T) {
 	}
 	if len(keys) != 1 {
 		t.Fatalf("records %v, want commit A's only", keys)
+	}
+}
+
+// Only a build of the baseline branch is recorded (main by default, else
+// the branch given): a pull request's or a fork's wheels of a commit are
+// not the commit's build, and the submit says so.
+func TestStageWheelsRecordsOnlyTheBaselineBranch(t *testing.T) {
+	t.Parallel()
+	b := fileBucket(t)
+	wf := wheelOf(t, b, "forge-1.0-py3-none-any.whl", "pr build")
+	job := func(commit, branch string) *protocol.Job {
+		return &protocol.Job{ID: "j1", Source: protocol.Source{Repo: "tenstorrent/tt-forge-onnx", Commit: commit, Branch: branch, Wheels: []protocol.Wheel{wf.Wheel()}}}
+	}
+	for _, c := range []struct{ commit, branch, baseline string }{{commitA, "feature/x", ""}, {commitA, "", ""}, {commitB, "main", "release"}} {
+		var events []producer.WheelEvent
+		if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, []*protocol.Job{job(c.commit, c.branch)}, c.baseline, func(e producer.WheelEvent) { events = append(events, e) }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := producer.ReadBuildRecord(t.Context(), b, c.commit); !errors.Is(err, producer.ErrNoBuild) {
+			t.Errorf("branch %q, baseline %q: record %v, want none", c.branch, c.baseline, err)
+		}
+		last := events[len(events)-1]
+		if last.State != producer.BuildNotRecorded || !strings.Contains(last.String(), "not the baseline branch "+cmp.Or(c.baseline, "main")) {
+			t.Errorf("branch %q, baseline %q: last event %+v %q, want not-recorded naming the baseline branch", c.branch, c.baseline, last, last.String())
+		}
+	}
+	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, []*protocol.Job{job(commitB, "release")}, "release", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := producer.ReadBuildRecord(t.Context(), b, commitB); err != nil {
+		t.Errorf("a build of the baseline branch release: %v, want it recorded", err)
+	}
+}
+
+// putFails fails every Put under prefix, as a store that refuses writes.
+type putFails struct {
+	storage.Bucket
+	prefix string
+}
+
+func (p putFails) Put(ctx context.Context, key string, r io.Reader, opts ...storage.PutOption) error {
+	if strings.HasPrefix(key, p.prefix) {
+		return errors.New("503 slow down")
+	}
+	return p.Bucket.Put(ctx, key, r, opts...)
+}
+
+// Recording a build is best effort: a store error writing the record is
+// reported and the wheels stay staged (the submit goes on); a record that
+// is not a valid one is kept, as another build's would be.
+func TestBuildRecordingIsBestEffort(t *testing.T) {
+	t.Parallel()
+	b := fileBucket(t)
+	wf := wheelOf(t, b, "forge-1.0-py3-none-any.whl", "fast")
+	job := func(commit string) []*protocol.Job {
+		return []*protocol.Job{{ID: "j1", Source: protocol.Source{Repo: "tenstorrent/tt-forge-onnx", Commit: commit, Branch: "main", Wheels: []protocol.Wheel{wf.Wheel()}}}}
+	}
+	var events []producer.WheelEvent
+	progress := func(e producer.WheelEvent) { events = append(events, e) }
+	if err := producer.StageWheels(t.Context(), putFails{b, "builds/commits/"}, []producer.WheelFile{wf}, job(commitA), "", progress); err != nil {
+		t.Fatalf("StageWheels with a failing record write: %v, want the submit to go on", err)
+	}
+	if ok, err := b.Exists(t.Context(), wf.Key()); err != nil || !ok {
+		t.Fatalf("the wheel after a failed record write: %v %v, want it staged", ok, err)
+	}
+	if last := events[len(events)-1]; last.State != producer.BuildRecordFailed || !strings.Contains(last.String(), "503 slow down") || !strings.Contains(last.String(), "the submit goes on") {
+		t.Fatalf("last event %+v %q, want record-failed with the store's error", last, last.String())
+	}
+
+	if err := b.Put(t.Context(), producer.BuildRecordKey(commitB), strings.NewReader(`{"schema": "something else"}`)); err != nil {
+		t.Fatal(err)
+	}
+	events = nil
+	if err := producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, job(commitB), "", progress); err != nil {
+		t.Fatalf("StageWheels over a bad record: %v, want it kept and the submit to go on", err)
+	}
+	if last := events[len(events)-1]; last.State != producer.BuildRecordKept || !strings.Contains(last.Reason, "not a valid record") {
+		t.Fatalf("last event %+v, want record-kept saying the record is not valid", last)
+	}
+	if _, err := producer.WriteBuildRecord(t.Context(), b, &producer.BuildRecord{Repo: "r", Commit: commitB, Wheels: []protocol.Wheel{wf.Wheel()}}); !errors.Is(err, producer.ErrBuildRecorded) {
+		t.Fatalf("WriteBuildRecord over a bad record: %v, want ErrBuildRecorded", err)
+	}
+}
+
+// Every record event is a line for people.
+func TestWheelEventStringOfRecords(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		e    producer.WheelEvent
+		want string
+	}{
+		{producer.WheelEvent{Name: commitA, Key: producer.BuildRecordKey(commitA), State: producer.BuildRecorded},
+			"build of commit 111111111111: recorded at builds/commits/" + commitA + ".json (a bisect measures it)"},
+		{producer.WheelEvent{Name: commitA, State: producer.BuildRecordKept, Reason: "another record is kept: x names another build of the commit (a.whl)"},
+			"build of commit 111111111111: not recorded: another record is kept: x names another build of the commit (a.whl) (a bisect measures the recorded one)"},
+		{producer.WheelEvent{Name: commitA, State: producer.BuildNotRecorded, Reason: `branch "pr" is not the baseline branch main`},
+			`build of commit 111111111111: not recorded: branch "pr" is not the baseline branch main (a bisect measures baseline builds only)`},
+		{producer.WheelEvent{Name: commitA, State: producer.BuildRecordFailed, Reason: "503"},
+			"build of commit 111111111111: not recorded: 503 (the submit goes on; a bisect will skip the commit)"},
+	} {
+		if got := c.e.String(); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.e.State, got, c.want)
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package producer
 import "fmt"
 
 // String is the event as a progress line for people, e.g. "wheel
-// x-1.0-py3-none-any.whl (812.4 MiB): uploaded"; "" for an unknown state.
+// x-1.0-py3-none-any.whl (812.4 MiB): uploaded" or "build of commit
+// 3f2a9c01b4de: recorded at builds/commits/<commit>.json (a bisect
+// measures it)"; "" for an unknown state.
 func (e WheelEvent) String() string {
 	switch e.State {
 	case WheelUploading:
@@ -17,6 +19,14 @@ func (e WheelEvent) String() string {
 		return fmt.Sprintf("wheel %s (%s): already in the store at %s", e.Name, sizeText(e.Size), e.Key)
 	case WheelFound:
 		return fmt.Sprintf("wheel %s: in the store at %s", e.Name, e.Key)
+	case BuildRecorded:
+		return fmt.Sprintf("build of commit %s: recorded at %s (a bisect measures it)", ShortCommit(e.Name), e.Key)
+	case BuildRecordKept:
+		return fmt.Sprintf("build of commit %s: not recorded: %s (a bisect measures the recorded one)", ShortCommit(e.Name), e.Reason)
+	case BuildNotRecorded:
+		return fmt.Sprintf("build of commit %s: not recorded: %s (a bisect measures baseline builds only)", ShortCommit(e.Name), e.Reason)
+	case BuildRecordFailed:
+		return fmt.Sprintf("build of commit %s: not recorded: %s (the submit goes on; a bisect will skip the commit)", ShortCommit(e.Name), e.Reason)
 	}
 	return ""
 }

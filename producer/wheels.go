@@ -2,6 +2,7 @@ package producer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -119,15 +120,25 @@ const (
 	// BuildRecorded: the build record of a commit (BuildRecord) was
 	// written; Name is the commit, Key the record's key.
 	BuildRecorded WheelState = "recorded"
-	// BuildRecordKept: the commit's build record names another build, and
-	// it stays (WriteBuildRecord).
+	// BuildRecordKept: the commit's record names another build, or is not
+	// a valid record, and it stays (WriteBuildRecord); Reason says which.
 	BuildRecordKept WheelState = "record-kept"
+	// BuildNotRecorded: the jobs' branch is not the baseline branch, so
+	// their build is not the commit's; Reason says so.
+	BuildNotRecorded WheelState = "not-recorded"
+	// BuildRecordFailed: writing the record failed (the store's error is
+	// Reason); the wheels are staged and the submit goes on, and a bisect
+	// skips the commit.
+	BuildRecordFailed WheelState = "record-failed"
 )
 
 // WheelEvent reports progress of StageWheels.
 type WheelEvent struct {
 	Name, Key string
 	State     WheelState
+	// Reason says why a build was not recorded (BuildRecordKept,
+	// BuildNotRecorded, BuildRecordFailed); "" otherwise.
+	Reason string
 	// Size is the file's length (0 for a wheel named by key); Done the
 	// bytes uploaded so far (WheelUploading).
 	Size, Done int64
@@ -147,16 +158,21 @@ const bigWheel = 64 << 20
 // hashed them fails its upload, which then stores nothing.
 //
 // Then, for every commit its jobs name with wheels (Source.Commit and
-// Source.Repo set), it records which wheels are that commit's build
-// (WriteBuildRecord: once, the first build stays), so a bisect finds the
-// build of each commit.
+// Source.Repo set) on the baseline branch (Source.Branch == baseline; ""
+// is DefaultBaselineBranch), it records which wheels are that commit's
+// build (WriteBuildRecord: once, the first build stays), so a bisect
+// finds the build of each commit. A build of another branch (a pull
+// request, a fork, a developer's wheel) is not recorded: the record of a
+// commit is for good. Recording is best effort: an error writing a record
+// is reported (BuildRecordFailed), not returned, as the wheels are staged.
 //
 // progress (nil: none) is called from StageWheels's goroutine: one
 // WheelUploading event before an upload and one at every tenth of a file
 // of 64 MiB or more, then WheelUploaded or WheelPresent for every file and
-// WheelFound for every other wheel, then BuildRecorded or BuildRecordKept
-// for every commit whose record was written or kept.
-func StageWheels(ctx context.Context, b storage.Bucket, files []WheelFile, jobs []*protocol.Job, progress func(WheelEvent)) error {
+// WheelFound for every other wheel, then for every commit BuildRecorded,
+// BuildRecordKept, BuildNotRecorded or BuildRecordFailed (nothing when
+// the same build is recorded already).
+func StageWheels(ctx context.Context, b storage.Bucket, files []WheelFile, jobs []*protocol.Job, baseline string, progress func(WheelEvent)) error {
 	if progress == nil {
 		progress = func(WheelEvent) {}
 	}
@@ -186,12 +202,13 @@ func StageWheels(ctx context.Context, b storage.Bucket, files []WheelFile, jobs 
 			progress(WheelEvent{Name: w.Name(), Key: w.URL, State: WheelFound})
 		}
 	}
-	return recordBuilds(ctx, b, jobs, progress)
+	recordBuilds(ctx, b, jobs, cmp.Or(baseline, DefaultBaselineBranch), progress)
+	return nil
 }
 
 // recordBuilds writes the build record of every commit the jobs name
-// wheels of, the first job's wheels for each.
-func recordBuilds(ctx context.Context, b storage.Bucket, jobs []*protocol.Job, progress func(WheelEvent)) error {
+// wheels of on the baseline branch, the first job's wheels for each.
+func recordBuilds(ctx context.Context, b storage.Bucket, jobs []*protocol.Job, baseline string, progress func(WheelEvent)) {
 	done := map[string]bool{}
 	for _, j := range jobs {
 		src := j.Source
@@ -199,17 +216,25 @@ func recordBuilds(ctx context.Context, b storage.Bucket, jobs []*protocol.Job, p
 			continue
 		}
 		done[src.Commit] = true
+		e := WheelEvent{Name: src.Commit, Key: BuildRecordKey(src.Commit)}
+		if src.Branch != baseline {
+			e.State, e.Reason = BuildNotRecorded, fmt.Sprintf("branch %q is not the baseline branch %s", src.Branch, baseline)
+			progress(e)
+			continue
+		}
 		wrote, err := WriteBuildRecord(ctx, b, &BuildRecord{Repo: src.Repo, Commit: src.Commit, Wheels: src.Wheels})
 		switch {
 		case errors.Is(err, ErrBuildRecorded):
-			progress(WheelEvent{Name: src.Commit, Key: BuildRecordKey(src.Commit), State: BuildRecordKept})
+			e.State, e.Reason = BuildRecordKept, err.Error()
 		case err != nil:
-			return err
+			e.State, e.Reason = BuildRecordFailed, err.Error()
 		case wrote:
-			progress(WheelEvent{Name: src.Commit, Key: BuildRecordKey(src.Commit), State: BuildRecorded})
+			e.State = BuildRecorded
+		default:
+			continue
 		}
+		progress(e)
 	}
-	return nil
 }
 
 func stageWheel(ctx context.Context, b storage.Bucket, f WheelFile, progress func(WheelEvent)) error {

@@ -54,7 +54,7 @@ func TestStageWheelsRefusesAFileChangedAfterHashing(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeWheel(t, filepath.Dir(path), filepath.Base(path), "v2, rebuilt meanwhile")
-	err = producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, nil, nil)
+	err = producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, nil, "", nil)
 	if err == nil || !strings.Contains(err.Error(), "changed while it was submitted") || !strings.Contains(err.Error(), wf.Key()) {
 		t.Fatalf("StageWheels of a changed file: %v, want an error naming %s", err, wf.Key())
 	}
@@ -76,7 +76,7 @@ func TestStageWheelsSizeMismatchNamesTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	var events []producer.WheelEvent
-	err = producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, nil, func(e producer.WheelEvent) { events = append(events, e) })
+	err = producer.StageWheels(t.Context(), b, []producer.WheelFile{wf}, nil, "", func(e producer.WheelEvent) { events = append(events, e) })
 	if err == nil || !strings.Contains(err.Error(), wf.Key()) || !strings.Contains(err.Error(), "7 bytes") {
 		t.Fatalf("StageWheels over a damaged object: %v, want an error naming %s and its size", err, wf.Key())
 	}
@@ -103,14 +103,14 @@ func TestStageWheelsMissingKey(t *testing.T) {
 	sum := strings.Repeat("0f", 32)
 	w := protocol.Wheel{URL: protocol.BuildKey(sum, "pkg-1.0-py3-none-any.whl"), SHA256: sum}
 	job := &protocol.Job{ID: "j0123", Source: protocol.Source{Wheels: []protocol.Wheel{w}}}
-	err := producer.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, nil)
+	err := producer.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, "", nil)
 	if !errors.Is(err, producer.ErrWheelMissing) || !strings.Contains(err.Error(), w.URL) || !strings.Contains(err.Error(), "j0123") {
 		t.Fatalf("StageWheels of a missing key: %v, want ErrWheelMissing naming %s and the job", err, w.URL)
 	}
 	if err := b.Put(t.Context(), w.URL, strings.NewReader("PK\x03\x04")); err != nil {
 		t.Fatal(err)
 	}
-	if err := producer.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, nil); err != nil {
+	if err := producer.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, "", nil); err != nil {
 		t.Errorf("StageWheels of a key in the store: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,44 +21,64 @@ type bisectLink struct {
 	Repo string
 }
 
-// BisectFor is the bisect of the row p of the series page (d.Rows, newest
-// first): nil unless the gate judged p a regression and the series'
-// history holds an older passed result on the baseline branch, of another
-// commit of the same repository, that it did not (the last good commit).
+// BisectFor is the bisect of the series page's row p, or nil: the page
+// shows one, under the row bisect chose.
 func (d seriesData) BisectFor(p producer.SeriesPoint) *bisectLink {
-	r := p.Result
-	if p.Judgement.Verdict != producer.VerdictRegression || !protocol.ValidCommit(r.Source.Commit) {
+	l, at := d.bisect()
+	if l == nil || d.Rows[at].Result != p.Result {
 		return nil
 	}
-	at := -1
-	for i, q := range d.Rows {
-		if q.Result == r {
-			at = i
-			break
+	return l
+}
+
+// bisect is the series' one bisect and the row (of d.Rows, newest first)
+// it goes under, or nil: the newest regression the gate judged of a
+// result that ran wheels (a provisioned build: only those can be
+// bisected), on the baseline branch, back to the oldest regressed row
+// since the series' last good result — an older passed result with wheels
+// on the baseline branch, of another commit of the same repository, that
+// the gate did not judge a regression. Every attempt of a regressed job
+// is a row; the page still shows one bisect.
+func (d seriesData) bisect() (*bisectLink, int) {
+	built := func(q producer.SeriesPoint) bool {
+		r := q.Result
+		return q.OnBaseline && len(r.Source.Wheels) > 0 && protocol.ValidCommit(r.Source.Commit)
+	}
+	regressed := func(q producer.SeriesPoint) bool {
+		return built(q) && q.Judgement.Verdict == producer.VerdictRegression
+	}
+	bad := slices.IndexFunc(d.Rows, regressed)
+	if bad < 0 {
+		return nil, -1
+	}
+	repo := d.Rows[bad].Result.Source.Repo
+	for i := bad + 1; i < len(d.Rows); i++ {
+		q := d.Rows[i]
+		g, r := q.Result, d.Rows[bad].Result
+		switch {
+		case !built(q) || g.Source.Repo != repo:
+		case regressed(q):
+			bad = i
+		case g.Status == protocol.StatusPassed && g.Source.Commit != r.Source.Commit:
+			return bisectCmd(r, g), bad
 		}
 	}
-	if at < 0 {
-		return nil
+	return nil, -1
+}
+
+// bisectCmd is the bisect of the regressed result r back to the good g.
+func bisectCmd(r, g *protocol.Result) *bisectLink {
+	s := producer.SeriesOf(r)
+	args := []string{"benchfleet", "results", "bisect", "--model", s.Model, "--batch-size", strconv.Itoa(s.BatchSize),
+		"--data-format", s.DataFormat, "--pool", s.Pool, "--runner", s.Runner}
+	if s.Test != "" {
+		args = append(args, "--test", s.Test)
 	}
-	for _, q := range d.Rows[at+1:] {
-		g := q.Result
-		if g.Status != protocol.StatusPassed || !q.OnBaseline || q.Judgement.Verdict == producer.VerdictRegression ||
-			!protocol.ValidCommit(g.Source.Commit) || g.Source.Commit == r.Source.Commit || g.Source.Repo != r.Source.Repo {
-			continue
-		}
-		s := producer.SeriesOf(r)
-		args := []string{"benchfleet", "results", "bisect", "--model", s.Model, "--batch", strconv.Itoa(s.BatchSize),
-			"--format", s.DataFormat, "--pool", s.Pool, "--runner", s.Runner}
-		if s.Test != "" {
-			args = append(args, "--test", s.Test)
-		}
-		args = append(args, "--good", g.Source.Commit, "--bad", r.Source.Commit, "--mirror", "DIR")
-		for i, a := range args {
-			args[i] = shellQuote(a)
-		}
-		return &bisectLink{Cmd: strings.Join(args, " "), Good: g.Source.Commit, Bad: r.Source.Commit, Repo: r.Source.Repo}
+	args = append(args, "--good", g.Source.Commit, "--bad", r.Source.Commit, "--mirror", "DIR")
+	for i, a := range args {
+		args[i] = shellQuote(a)
 	}
-	return nil
+	return &bisectLink{Cmd: strings.Join(args, " "), Good: g.Source.Commit, Bad: r.Source.Commit, Repo: r.Source.Repo}
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but

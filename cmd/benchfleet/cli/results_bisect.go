@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 func (a *app) resultsBisectCmd() *cobra.Command {
@@ -17,11 +18,10 @@ func (a *app) resultsBisectCmd() *cobra.Command {
 	var good, bad, mirror, commits, threshold string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "bisect --model M --batch N --format F --pool P --good SHA --bad SHA (--mirror DIR | --commits FILE)",
-		Short: "Find the first bad commit of a regressed series by measuring the commits' stored builds",
-		Long: `Measures the stored builds of the commits after --good up to --bad, the midpoint first,
-until one is left (docs/OPERATIONS.md). Exit: 0 found; 1 not found; 64 bad input; 69 no NATS.`,
-		Args: cobra.NoArgs,
+		Use:   "bisect --model M --batch-size N --pool P --good SHA --bad SHA (--mirror DIR | --commits FILE)",
+		Short: "Find the first bad commit of a regressed series by measuring the commits' stored builds on the fleet",
+		Long:  longHelp("results-bisect"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -40,13 +40,13 @@ until one is left (docs/OPERATIONS.md). Exit: 0 found; 1 not found; 64 bad input
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&c.Series.Model, "model", "", "the series' model")
-	fl.IntVar(&c.Series.BatchSize, "batch", 0, "the series' batch size")
-	fl.StringVar(&c.Series.DataFormat, "format", "", "the series' data format (float32, bfloat16)")
-	fl.StringVar(&c.Series.Pool, "pool", "", "the series' pool")
+	fl.IntVar(&c.Series.BatchSize, "batch-size", 0, "the series' batch size")
+	fl.StringVar(&c.Series.DataFormat, "data-format", protocol.FormatBfloat16, "the series' data format: float32 or bfloat16")
+	fl.StringVar(&c.Series.Pool, "pool", "", "the series' pool (a harness pool: a bisect measures builds)")
 	fl.StringVar(&c.Series.Test, "test", "", "the series' test id (default: its stored results')")
 	fl.StringVar(&c.Series.Runner, "runner", "", "the series' runner (default: its stored results')")
-	fl.StringVar(&good, "good", "", "the last commit known good (hex, full or abbreviated)")
-	fl.StringVar(&bad, "bad", "", "the commit known bad")
+	fl.StringVar(&good, "good", "", "the last commit known good (hex, full or abbreviated; required)")
+	fl.StringVar(&bad, "bad", "", "the commit known bad (required)")
 	fl.StringVar(&mirror, "mirror", "", "a clone or bare mirror of the repository to list the commits from")
 	fl.StringVar(&commits, "commits", "", "a file of the commits, one a line, oldest first (instead of --mirror)")
 	fl.IntVar(&c.Repeats, "repeats", producer.DefaultBisectRepeats, "confirmation repeats of every commit measured")

@@ -73,7 +73,7 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 			continue
 		}
 		var files []producer.WheelFile
-		job := &protocol.Job{ID: fmt.Sprintf("ci-%d", i), Source: protocol.Source{Repo: forgeRepo, Commit: ids[i]}}
+		job := &protocol.Job{ID: fmt.Sprintf("ci-%d", i), Source: protocol.Source{Repo: forgeRepo, Commit: ids[i], Branch: "main"}}
 		for _, w := range build(i) {
 			wf, err := producer.ReadWheelFile(w)
 			if err != nil {
@@ -82,7 +82,7 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 			files = append(files, wf)
 			job.Source.Wheels = append(job.Source.Wheels, wf.Wheel())
 		}
-		if err := producer.StageWheels(t.Context(), store, files, []*protocol.Job{job}, nil); err != nil {
+		if err := producer.StageWheels(t.Context(), store, files, []*protocol.Job{job}, "main", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +90,7 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 		t.Fatalf("CI's submit --build-wheel of the bad commit recorded no build: %v", err)
 	}
 
-	bisect := []string{"results", "bisect", "--nats", b.nats, "--store", b.store, "--model", "resnet50", "--batch", "2", "--format", "bfloat16",
+	bisect := []string{"results", "bisect", "--nats", b.nats, "--store", b.store, "--model", "resnet50", "--batch-size", "2", "--data-format", "bfloat16",
 		"--pool", "n150", "--good", good[:10], "--bad", bad[:10], "--mirror", repo, "--log-level", "warn"}
 	code, out, errOut := run2(t, bisect...)
 	t.Logf("bisect: exit %d\n%s%s", code, out, errOut)
@@ -178,11 +178,15 @@ func TestBisectUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--good", "aaaa", "--bad", "bbbb"}, "give --mirror DIR"},
-		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--mirror", "x"}, "give --mirror DIR"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--mirror", "x"}, "give one of --mirror DIR or --commits FILE, not both"},
+		{[]string{"--bad", "bbbb", "--commits", list}, "--good is required"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--mirror", filepath.Join(t.TempDir(), "none")}, "none: no such folder"},
 		{[]string{"--good", "bbbb", "--bad", "aaaa", "--commits", list}, "no commits between"},
 		{[]string{"--good", "aaaa", "--bad", "cccc", "--commits", list}, `--bad "cccc": not in the list`},
 		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--threshold", "much"}, "--threshold"},
-		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch", "8"}, "the series needs --model, --batch, --format and --pool"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list}, "--batch-size 0: want a positive batch size"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "8", "--data-format", "bf16"}, `--data-format "bf16": want float32 or bfloat16`},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "8", "--data-format", ""}, "the series needs --model, --batch-size, --data-format and --pool"},
 	} {
 		code, _, errOut := run2(t, append(slices.Clone(series), c.args...)...)
 		if code != 64 || !strings.Contains(errOut, c.want) {

@@ -138,7 +138,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		defer b.Close()
 		p.Store, p.History = b, b
 	}
-	if err := a.stageWheels(ctx, p.Store, wheels, sub); err != nil {
+	if err := a.stageWheels(ctx, p.Store, wheels, sub, gateCfg.BaselineBranch); err != nil {
 		return err
 	}
 	res, err := a.submitRun(ctx, p, sub)

@@ -15,16 +15,7 @@ import (
 // The build a submit measures: wheel files it uploads (--build-wheel) and
 // wheels already in the store (--wheel, the matrix's source.wheels).
 
-const wheelFlagsHelp = `Build under test: --build-wheel FILE (repeatable; a pattern such as
-'dist/*.whl' is expanded, and so are the files a shell expanded it into)
-uploads each wheel to the store at builds/sha256/<sha256>/<name>.whl, once
-(a wheel already there is not uploaded again), and every job installs
-them; --wheel KEY names a wheel already in the store by that key. Wheels
-need --repo and the full --commit (default $GITHUB_REPOSITORY and
-$GITHUB_SHA): the worker runs that commit's test tree with them. Without
-wheels a job runs the host's installed build, and the commit is a label.
-The run id of a commit covers its wheels: a rebuilt wheel with other bytes
-is a new run.`
+var wheelFlagsHelp = longHelp("part-wheels")
 
 // submitArgs accepts no arguments but wheel files after --build-wheel: the
 // shell expands --build-wheel dist/*.whl into one flag and more files.
@@ -56,14 +47,17 @@ func (a *app) needsWheelStore(sub *producer.Submission) error {
 }
 
 // stageWheels uploads the --build-wheel files and checks that the store
-// holds every other wheel the jobs name, with a line per wheel on stderr.
+// holds every other wheel the jobs name, with a line per wheel and build
+// record on stderr (one the store refused to write is a warning).
 // A wheel named by a key the store lacks is a usage error naming the key.
-func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []producer.WheelFile, sub *producer.Submission) error {
+func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []producer.WheelFile, sub *producer.Submission, baseline string) error {
 	if len(sub.Source.Wheels) == 0 {
 		return nil
 	}
-	err := producer.StageWheels(ctx, b, files, sub.Jobs, func(e producer.WheelEvent) {
-		if line := e.String(); line != "" {
+	err := producer.StageWheels(ctx, b, files, sub.Jobs, baseline, func(e producer.WheelEvent) {
+		if e.State == producer.BuildRecordFailed {
+			fmt.Fprintf(a.stderr, "benchfleet: warning: %s\n", e)
+		} else if line := e.String(); line != "" {
 			fmt.Fprintln(a.stderr, line)
 		}
 	})
