@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -181,7 +182,11 @@ func Shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	k := n - 1
+	for k > 0 && !utf8.RuneStart(s[k]) { // never cut a character in two
+		k--
+	}
+	return s[:k] + "…"
 }
 
 // ResultQuery is a results query as a person writes it: every field

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -32,5 +33,14 @@ func TestRowsOfAnUnfinishedJobNameItsPhase(t *testing.T) {
 	rows := producer.Rows(m, map[string]*producer.JobState{"j1": {Job: m.Jobs[0], Kind: protocol.EventPhase, Phase: "timing"}})
 	if len(rows) != 1 || rows[0].Reason != "in timing" {
 		t.Fatalf("rows %+v, want the reason \"in timing\"", rows)
+	}
+}
+
+// Shorten cuts on a character boundary, never through one.
+func TestShortenCutsOnARune(t *testing.T) {
+	t.Parallel()
+	got := producer.Shorten("ab€cd", 4) // € is 3 bytes: 4-1 would cut it
+	if got != "ab…" || !utf8.ValidString(got) {
+		t.Fatalf("Shorten = %q, want \"ab…\"", got)
 	}
 }
