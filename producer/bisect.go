@@ -211,6 +211,12 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 	if err != nil {
 		return nil, err
 	}
+	// The job checked as submit checks it, before any build is read or
+	// anything published: a runner that installs no wheels (sim, cpu)
+	// cannot measure a build, and its series has no build records.
+	if _, _, err := bisectJobs(cfg, tpl, buildShape(cfg.Good)); err != nil {
+		return nil, err
+	}
 	n := len(cfg.Commits)
 	rep := &BisectReport{Series: cfg.Series, Commits: n}
 	// Every commit's build, read up front: one without is skipped; the
@@ -234,11 +240,6 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 		case err != nil:
 			return nil, err
 		}
-	}
-	// The job checked as submit checks it, before anything is published:
-	// a runner that installs no wheels cannot measure a build.
-	if _, _, err := bisectJobs(cfg, tpl, goodBuild); err != nil {
-		return nil, err
 	}
 
 	// Round 1: both ends.
@@ -401,6 +402,14 @@ func optional(prefix, v string) string {
 		return ""
 	}
 	return prefix + v
+}
+
+// buildShape is a build of commit as a record gives one (a repository, a
+// wheel in the store), for checking the bisect's jobs before any record
+// is read: it names no wheel the store holds.
+func buildShape(commit string) *BuildRecord {
+	sum := strings.Repeat("0", 64)
+	return &BuildRecord{Repo: "bisect/check", Commit: commit, Wheels: []protocol.Wheel{{URL: protocol.BuildKey(sum, "check-0-py3-none-any.whl"), SHA256: sum}}}
 }
 
 // bisectJobs are the jobs measuring rec's commit: the template on its

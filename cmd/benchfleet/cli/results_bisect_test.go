@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benchfleet/benchfleet/device/build/buildtest"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -192,6 +194,42 @@ func TestBisectUsageErrors(t *testing.T) {
 		if code != 64 || !strings.Contains(errOut, c.want) {
 			t.Errorf("bisect %v: exit %d %q, want 64 saying %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// A bisect of a sim series, as a user meets it: the series' results are
+// stored, no build records (sim installs no wheels, so CI records none).
+// The bisect is refused as the help promises, exit 64 naming the runner,
+// before a build record is looked for, and nothing is queued.
+func TestBisectRefusesASimSeriesWithoutBuildRecords(t *testing.T) {
+	t.Parallel()
+	f := fleettest.New(t, fleettest.Options{})
+	good, bad := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	now := time.Now().UTC()
+	for i, c := range []string{good, bad} {
+		run := fmt.Sprintf("ci-%d", i)
+		r := &protocol.Result{Schema: protocol.SchemaResult, Job: protocol.JobID(run, "simnet"), Run: run, RunCreatedAt: now, Pool: "sim", Runner: "sim",
+			Status: protocol.StatusPassed, Attempt: 1, StartedAt: now, FinishedAt: now.Add(time.Second),
+			Benchmark: protocol.Benchmark{Model: "simnet", BatchSize: 4, LoopCount: 10, WarmupCount: 4, DataFormat: "bfloat16"},
+			Source:    protocol.Source{Repo: "o/r", Commit: c, Branch: "main"}, Measurements: protocol.Measurements{SamplesPerSec: 100 - 20*float64(i)}}
+		if _, err := storage.PutResult(t.Context(), f.Store, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := filepath.Join(t.TempDir(), "commits")
+	writeFile(t, list, good+"\n"+bad+"\n")
+	code, out, errOut := run2(t, "results", "bisect", "--nats", f.URL, "--store", f.StoreURL, "--model", "simnet", "--batch-size", "4", "--pool", "sim",
+		"--good", good[:8], "--bad", bad[:8], "--commits", list, "--timeout", "20s", "--log-level", "warn")
+	t.Logf("bisect of a sim series: exit %d\n%s%s", code, out, errOut)
+	if code != 64 || !strings.Contains(errOut, "the sim runner") || !strings.Contains(errOut, "installs no wheels") || strings.Contains(errOut, "no stored build") {
+		t.Fatalf("bisect of a sim series: exit %d\n%s%s\nwant 64 saying the sim runner installs no wheels", code, out, errOut)
+	}
+	st, err := f.JS.Stream(t.Context(), protocol.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("jobs queued after a refused bisect: %+v %v, want none", info.State, err)
 	}
 }
 
