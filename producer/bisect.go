@@ -311,6 +311,32 @@ func (b *Bisector) progress(r BisectRound) {
 // Check checks the config; its errors match ErrBisectInput and name the
 // flag.
 func (c *BisectConfig) Check() error {
+	if err := c.checkFlags(); err != nil {
+		return err
+	}
+	if !protocol.ValidCommit(c.Good) || !protocol.ValidCommit(c.Bad) {
+		return fmt.Errorf("%w: --good and --bad must be full commits", ErrBisectInput)
+	}
+	return checkRange(c.Good, c.Bad, c.Commits)
+}
+
+// Resolve sets c's Good, Bad and Commits from the command line's --good
+// and --bad (hex, full or abbreviated) and --mirror or --commits
+// (BisectRange), and checks c. Every flag's value is checked before the
+// disk or git is touched; the errors match ErrBisectInput and name the
+// flag.
+func (c *BisectConfig) Resolve(ctx context.Context, mirror, list, good, bad string) (err error) {
+	if err := c.checkFlags(); err != nil {
+		return err
+	}
+	if c.Good, c.Bad, c.Commits, err = BisectRange(ctx, mirror, list, good, bad); err != nil {
+		return err
+	}
+	return c.Check()
+}
+
+// checkFlags checks the config's fields other than the commits.
+func (c *BisectConfig) checkFlags() error {
 	s := c.Series
 	switch {
 	case s.Model == "" || s.Pool == "" || s.DataFormat == "":
@@ -325,10 +351,8 @@ func (c *BisectConfig) Check() error {
 		return fmt.Errorf("%w: --repeats %d: want 0 to %d", ErrBisectInput, c.Repeats, protocol.MaxRepeat)
 	case c.Threshold < 0 || c.Threshold >= 1:
 		return fmt.Errorf("%w: --threshold %v: want a drop between 0 and 1", ErrBisectInput, c.Threshold)
-	case !protocol.ValidCommit(c.Good) || !protocol.ValidCommit(c.Bad):
-		return fmt.Errorf("%w: --good and --bad must be full commits", ErrBisectInput)
 	}
-	return checkRange(c.Good, c.Bad, c.Commits)
+	return nil
 }
 
 // skipReason is why a commit without a build (commitBuild's ErrNoBuild)

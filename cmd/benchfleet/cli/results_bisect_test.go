@@ -174,7 +174,7 @@ func TestBisectUsageErrors(t *testing.T) {
 	t.Parallel()
 	list := filepath.Join(t.TempDir(), "commits")
 	writeFile(t, list, strings.Repeat("a", 40)+"\n"+strings.Repeat("b", 40)+"\n")
-	series := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--model", "resnet50", "--pool", "n150"}
+	series := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--model", "resnet50", "--batch-size", "8", "--pool", "n150"}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -186,7 +186,7 @@ func TestBisectUsageErrors(t *testing.T) {
 		{[]string{"--good", "bbbb", "--bad", "aaaa", "--commits", list}, "no commits between"},
 		{[]string{"--good", "aaaa", "--bad", "cccc", "--commits", list}, `--bad "cccc": not in the list`},
 		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--threshold", "much"}, "--threshold"},
-		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list}, "--batch-size 0: want a positive batch size"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "0"}, "--batch-size 0: want a positive batch size"},
 		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "8", "--data-format", "bf16"}, `--data-format "bf16": want float32 or bfloat16`},
 		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "8", "--data-format", ""}, "the series needs --model, --batch-size, --data-format and --pool"},
 	} {
@@ -230,6 +230,64 @@ func TestBisectRefusesASimSeriesWithoutBuildRecords(t *testing.T) {
 	}
 	if info, err := st.Info(t.Context()); err != nil || info.State.Msgs != 0 {
 		t.Fatalf("jobs queued after a refused bisect: %+v %v, want none", info.State, err)
+	}
+}
+
+// Every flag's value is checked before the disk or git is touched: with
+// a --mirror that is not a git repository, a bad flag is what is
+// reported, not the mirror.
+func TestBisectChecksFlagsBeforeTheMirror(t *testing.T) {
+	t.Parallel()
+	notGit := t.TempDir()
+	ok := map[string]string{"--model": "resnet50", "--batch-size": "8", "--pool": "n150", "--good": "aaaa", "--bad": "bbbb"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data-format", "bf16"}, `--data-format "bf16": want float32 or bfloat16`},
+		{[]string{"--model", ""}, "the series needs --model, --batch-size, --data-format and --pool"},
+		{[]string{"--pool", ""}, "the series needs --model, --batch-size, --data-format and --pool"},
+		{[]string{"--pool", "n999"}, `--pool "n999": want one of`},
+		{[]string{"--batch-size", "0"}, "--batch-size 0: want a positive batch size"},
+		{[]string{"--repeats", "99"}, "--repeats 99: want 0 to"},
+		{[]string{"--threshold", "much"}, "--threshold"},
+		{[]string{"--good", ""}, "--good is required"},
+		{[]string{"--bad", ""}, "--bad is required"},
+		{[]string{"--good", "HEAD~3"}, `--good "HEAD~3": want a commit in lowercase hex`},
+	} {
+		args := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--mirror", notGit}
+		for _, f := range []string{"--model", "--batch-size", "--pool", "--good", "--bad"} {
+			if !slices.Contains(c.args, f) {
+				args = append(args, f, ok[f])
+			}
+		}
+		code, _, errOut := run2(t, append(args, c.args...)...)
+		if code != 64 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "not a git repository") {
+			t.Errorf("bisect --mirror %s %v: exit %d %q, want 64 saying %q", notGit, c.args, code, errOut, c.want)
+		}
+	}
+	// The flags all right, the mirror is what is wrong.
+	args := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--mirror", notGit}
+	for f, v := range ok {
+		args = append(args, f, v)
+	}
+	if code, _, errOut := run2(t, args...); code != 64 || !strings.Contains(errOut, "not a git repository") {
+		t.Errorf("bisect --mirror %s: exit %d %q, want 64 saying it is not a git repository", notGit, code, errOut)
+	}
+}
+
+// The help marks the flags a bisect cannot run without.
+func TestBisectHelpMarksRequiredFlags(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := run2(t, "results", "bisect", "--help")
+	if code != 0 {
+		t.Fatalf("results bisect --help: exit %d %s", code, errOut)
+	}
+	for _, f := range []string{"--model", "--batch-size", "--pool", "--good", "--bad"} {
+		line := regexp.MustCompile(`(?m)^\s+` + f + ` (string|int)\s.*$`).FindString(out)
+		if !strings.Contains(line, "required") {
+			t.Errorf("results bisect --help: the %s line %q does not say it is required", f, line)
+		}
 	}
 }
 
