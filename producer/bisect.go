@@ -211,6 +211,12 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 	if err != nil {
 		return nil, err
 	}
+	// The job checked as submit checks it, before any build is read or
+	// anything published: a runner that installs no wheels (sim, cpu)
+	// cannot measure a build, and its series has no build records.
+	if _, _, err := bisectJobs(cfg, tpl, buildShape(cfg.Good)); err != nil {
+		return nil, err
+	}
 	n := len(cfg.Commits)
 	rep := &BisectReport{Series: cfg.Series, Commits: n}
 	// Every commit's build, read up front: one without is skipped; the
@@ -234,11 +240,6 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 		case err != nil:
 			return nil, err
 		}
-	}
-	// The job checked as submit checks it, before anything is published:
-	// a runner that installs no wheels cannot measure a build.
-	if _, _, err := bisectJobs(cfg, tpl, goodBuild); err != nil {
-		return nil, err
 	}
 
 	// Round 1: both ends.
@@ -310,6 +311,32 @@ func (b *Bisector) progress(r BisectRound) {
 // Check checks the config; its errors match ErrBisectInput and name the
 // flag.
 func (c *BisectConfig) Check() error {
+	if err := c.checkFlags(); err != nil {
+		return err
+	}
+	if !protocol.ValidCommit(c.Good) || !protocol.ValidCommit(c.Bad) {
+		return fmt.Errorf("%w: --good and --bad must be full commits", ErrBisectInput)
+	}
+	return checkRange(c.Good, c.Bad, c.Commits)
+}
+
+// Resolve sets c's Good, Bad and Commits from the command line's --good
+// and --bad (hex, full or abbreviated) and --mirror or --commits
+// (BisectRange), and checks c. Every flag's value is checked before the
+// disk or git is touched; the errors match ErrBisectInput and name the
+// flag.
+func (c *BisectConfig) Resolve(ctx context.Context, mirror, list, good, bad string) (err error) {
+	if err := c.checkFlags(); err != nil {
+		return err
+	}
+	if c.Good, c.Bad, c.Commits, err = BisectRange(ctx, mirror, list, good, bad); err != nil {
+		return err
+	}
+	return c.Check()
+}
+
+// checkFlags checks the config's fields other than the commits.
+func (c *BisectConfig) checkFlags() error {
 	s := c.Series
 	switch {
 	case s.Model == "" || s.Pool == "" || s.DataFormat == "":
@@ -324,10 +351,8 @@ func (c *BisectConfig) Check() error {
 		return fmt.Errorf("%w: --repeats %d: want 0 to %d", ErrBisectInput, c.Repeats, protocol.MaxRepeat)
 	case c.Threshold < 0 || c.Threshold >= 1:
 		return fmt.Errorf("%w: --threshold %v: want a drop between 0 and 1", ErrBisectInput, c.Threshold)
-	case !protocol.ValidCommit(c.Good) || !protocol.ValidCommit(c.Bad):
-		return fmt.Errorf("%w: --good and --bad must be full commits", ErrBisectInput)
 	}
-	return checkRange(c.Good, c.Bad, c.Commits)
+	return nil
 }
 
 // skipReason is why a commit without a build (commitBuild's ErrNoBuild)
@@ -401,6 +426,14 @@ func optional(prefix, v string) string {
 		return ""
 	}
 	return prefix + v
+}
+
+// buildShape is a build of commit as a record gives one (a repository, a
+// wheel in the store), for checking the bisect's jobs before any record
+// is read: it names no wheel the store holds.
+func buildShape(commit string) *BuildRecord {
+	sum := strings.Repeat("0", 64)
+	return &BuildRecord{Repo: "bisect/check", Commit: commit, Wheels: []protocol.Wheel{{URL: protocol.BuildKey(sum, "check-0-py3-none-any.whl"), SHA256: sum}}}
 }
 
 // bisectJobs are the jobs measuring rec's commit: the template on its

@@ -27,12 +27,11 @@ var ErrBisectInput = errors.New("bad bisect input")
 var commitish = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 
 // BisectRange is GitRange of the repository at mirror, or ListRange of the
-// file list: exactly one of them is given, and good and bad are required.
+// file list: exactly one of them is given, and good and bad are required,
+// commits in hex (checked before mirror or list is read).
 func BisectRange(ctx context.Context, mirror, list, good, bad string) (goodFull, badFull string, commits []string, err error) {
-	for _, c := range []struct{ flag, v, what string }{{"--good", good, "the last commit known good"}, {"--bad", bad, "the commit known bad"}} {
-		if c.v == "" {
-			return "", "", nil, fmt.Errorf("%w: %s is required (%s)", ErrBisectInput, c.flag, c.what)
-		}
+	if err := checkEnds(good, bad); err != nil {
+		return "", "", nil, err
 	}
 	switch {
 	case mirror != "" && list != "":
@@ -55,10 +54,8 @@ func BisectRange(ctx context.Context, mirror, list, good, bad string) (goodFull,
 // is the last — with good and bad resolved to full commits. good and bad
 // are commits in hex, full or abbreviated.
 func GitRange(ctx context.Context, dir, good, bad string) (goodFull, badFull string, commits []string, err error) {
-	for _, c := range []struct{ flag, v string }{{"--good", good}, {"--bad", bad}} {
-		if !commitish.MatchString(c.v) {
-			return "", "", nil, fmt.Errorf("%w: %s %q: want a commit in lowercase hex (4 to 64 digits)", ErrBisectInput, c.flag, c.v)
-		}
+	if err := checkEnds(good, bad); err != nil {
+		return "", "", nil, err
 	}
 	if st, err := os.Stat(dir); err != nil {
 		return "", "", nil, fmt.Errorf("%w: --mirror %s: no such folder (want a clone or bare mirror of the repository)", ErrBisectInput, dir)
@@ -83,6 +80,19 @@ func GitRange(ctx context.Context, dir, good, bad string) (goodFull, badFull str
 		return "", "", nil, err
 	}
 	return goodFull, badFull, commits, nil
+}
+
+// checkEnds checks --good and --bad: given, and commits in lowercase hex.
+func checkEnds(good, bad string) error {
+	for _, c := range []struct{ flag, v, what string }{{"--good", good, "the last commit known good"}, {"--bad", bad, "the commit known bad"}} {
+		if c.v == "" {
+			return fmt.Errorf("%w: %s is required (%s)", ErrBisectInput, c.flag, c.what)
+		}
+		if !commitish.MatchString(c.v) {
+			return fmt.Errorf("%w: %s %q: want a commit in lowercase hex (4 to 64 digits)", ErrBisectInput, c.flag, c.v)
+		}
+	}
+	return nil
 }
 
 // gitOut runs git in dir without the caller's GIT_ environment (which

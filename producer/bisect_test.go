@@ -215,46 +215,55 @@ func TestBisectRoundLine(t *testing.T) {
 	}
 }
 
-// A bisect checks its jobs as submit does before it publishes anything: a
-// series of the sim runner, which installs no wheels, cannot measure a
-// commit's build, and the bisect refuses it as bad input with the
-// runner's reason and nothing queued (the worker would dead-letter every
-// attempt).
+// A bisect checks its jobs as submit does before it reads a build record
+// or publishes anything: a series of the sim runner, which installs no
+// wheels, cannot measure a commit's build, and the bisect refuses it as
+// bad input with the runner's reason and nothing queued (the worker would
+// dead-letter every attempt). A sim series has no build records (what a
+// user meets): the refusal comes before they are looked for, not "no
+// stored build"; with records it is the same.
 func TestBisectRefusesARunnerThatInstallsNoWheels(t *testing.T) {
 	t.Parallel()
-	f := fleettest.New(t, fleettest.Options{})
-	good, bad := strings.Repeat("a", 40), strings.Repeat("b", 40)
-	wf := wheelOf(t, f.Store, "forge-1.0-py3-none-any.whl", "fast")
-	if err := producer.StageWheels(t.Context(), f.Store, []producer.WheelFile{wf}, nil, "", nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []string{good, bad} {
-		if _, err := producer.WriteBuildRecord(t.Context(), f.Store, &producer.BuildRecord{Repo: "o/r", Commit: c, Wheels: []protocol.Wheel{wf.Wheel()}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now := time.Now().UTC()
-	r := &protocol.Result{Schema: protocol.SchemaResult, Job: "j000000000000001", Run: "ci-bad", RunCreatedAt: now,
-		Pool: "sim", Runner: "sim", Status: protocol.StatusPassed, Attempt: 1, StartedAt: now, FinishedAt: now.Add(time.Second),
-		Benchmark: protocol.Benchmark{Model: "simnet", BatchSize: 4, LoopCount: 10, WarmupCount: 4, DataFormat: "bfloat16"},
-		Source:    protocol.Source{Repo: "o/r", Commit: bad, Branch: "main"}, Measurements: protocol.Measurements{SamplesPerSec: 100}}
-	if _, err := storage.PutResult(t.Context(), f.Store, r); err != nil {
-		t.Fatal(err)
-	}
-	b := &producer.Bisector{Submitter: &producer.Submitter{JS: f.JS, Runs: f.Topo.Runs, Jobs: f.Topo.Jobs, Store: f.Store}}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a bisect that published waits for results no worker makes
-	defer cancel()
-	_, err := b.Bisect(ctx, producer.BisectConfig{Series: producer.Series{Model: "simnet", BatchSize: 4, DataFormat: "bfloat16", Pool: "sim"},
-		Good: good, Bad: bad, Commits: []string{bad}, Repeats: 2})
-	if !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), "installs no wheels") {
-		t.Fatalf("bisect of a sim series: %v, want an input error saying the sim runner installs no wheels", err)
-	}
-	st, err := f.JS.Stream(t.Context(), protocol.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info, err := st.Info(t.Context()); err != nil || info.State.Msgs != 0 {
-		t.Fatalf("jobs queued after a refused bisect: %+v %v, want none", info.State, err)
+	for _, records := range []bool{false, true} {
+		t.Run(fmt.Sprintf("build records %v", records), func(t *testing.T) {
+			t.Parallel()
+			f := fleettest.New(t, fleettest.Options{})
+			good, bad := strings.Repeat("a", 40), strings.Repeat("b", 40)
+			if records {
+				wf := wheelOf(t, f.Store, "forge-1.0-py3-none-any.whl", "fast")
+				if err := producer.StageWheels(t.Context(), f.Store, []producer.WheelFile{wf}, nil, "", nil); err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range []string{good, bad} {
+					if _, err := producer.WriteBuildRecord(t.Context(), f.Store, &producer.BuildRecord{Repo: "o/r", Commit: c, Wheels: []protocol.Wheel{wf.Wheel()}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			now := time.Now().UTC()
+			r := &protocol.Result{Schema: protocol.SchemaResult, Job: "j000000000000001", Run: "ci-bad", RunCreatedAt: now,
+				Pool: "sim", Runner: "sim", Status: protocol.StatusPassed, Attempt: 1, StartedAt: now, FinishedAt: now.Add(time.Second),
+				Benchmark: protocol.Benchmark{Model: "simnet", BatchSize: 4, LoopCount: 10, WarmupCount: 4, DataFormat: "bfloat16"},
+				Source:    protocol.Source{Repo: "o/r", Commit: bad, Branch: "main"}, Measurements: protocol.Measurements{SamplesPerSec: 100}}
+			if _, err := storage.PutResult(t.Context(), f.Store, r); err != nil {
+				t.Fatal(err)
+			}
+			b := &producer.Bisector{Submitter: &producer.Submitter{JS: f.JS, Runs: f.Topo.Runs, Jobs: f.Topo.Jobs, Store: f.Store}}
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a bisect that published waits for results no worker makes
+			defer cancel()
+			_, err := b.Bisect(ctx, producer.BisectConfig{Series: producer.Series{Model: "simnet", BatchSize: 4, DataFormat: "bfloat16", Pool: "sim"},
+				Good: good, Bad: bad, Commits: []string{bad}, Repeats: 2})
+			if !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), "the sim runner") || !strings.Contains(err.Error(), "installs no wheels") {
+				t.Fatalf("bisect of a sim series: %v, want an input error saying the sim runner installs no wheels", err)
+			}
+			st, err := f.JS.Stream(t.Context(), protocol.StreamJobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info, err := st.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+				t.Fatalf("jobs queued after a refused bisect: %+v %v, want none", info.State, err)
+			}
+		})
 	}
 }
 

@@ -27,10 +27,8 @@ func (a *app) resultsBisectCmd() *cobra.Command {
 			defer cancel()
 			if c.Threshold, err = producer.ParseThreshold(threshold); err != nil {
 				err = fmt.Errorf("%w: --threshold: %w", producer.ErrBisectInput, err)
-			} else if c.Good, c.Bad, c.Commits, err = producer.BisectRange(ctx, mirror, commits, good, bad); err == nil {
-				if err = c.Check(); err == nil {
-					err = a.bisect(ctx, c)
-				}
+			} else if err = c.Resolve(ctx, mirror, commits, good, bad); err == nil {
+				err = a.bisect(ctx, c)
 			}
 			if errors.Is(err, producer.ErrBisectInput) {
 				return usageErr("%v", err)
@@ -39,14 +37,14 @@ func (a *app) resultsBisectCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&c.Series.Model, "model", "", "the series' model")
-	fl.IntVar(&c.Series.BatchSize, "batch-size", 0, "the series' batch size")
+	fl.StringVar(&c.Series.Model, "model", "", "the series' model (required)")
+	fl.IntVar(&c.Series.BatchSize, "batch-size", 0, "the series' batch size (required)")
 	fl.StringVar(&c.Series.DataFormat, "data-format", protocol.FormatBfloat16, "the series' data format: float32 or bfloat16")
-	fl.StringVar(&c.Series.Pool, "pool", "", "the series' pool (a harness pool: a bisect measures builds)")
+	fl.StringVar(&c.Series.Pool, "pool", "", "the series' pool (required; a harness pool: a bisect measures builds)")
 	fl.StringVar(&c.Series.Test, "test", "", "the series' test id (default: its stored results')")
 	fl.StringVar(&c.Series.Runner, "runner", "", "the series' runner (default: its stored results')")
 	fl.StringVar(&good, "good", "", "the last commit known good (hex, full or abbreviated; required)")
-	fl.StringVar(&bad, "bad", "", "the commit known bad (required)")
+	fl.StringVar(&bad, "bad", "", "the commit known bad (hex, full or abbreviated; required)")
 	fl.StringVar(&mirror, "mirror", "", "a clone or bare mirror of the repository to list the commits from")
 	fl.StringVar(&commits, "commits", "", "a file of the commits, one a line, oldest first (instead of --mirror)")
 	fl.IntVar(&c.Repeats, "repeats", producer.DefaultBisectRepeats, "confirmation repeats of every commit measured")

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benchfleet/benchfleet/device/build/buildtest"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -172,7 +174,7 @@ func TestBisectUsageErrors(t *testing.T) {
 	t.Parallel()
 	list := filepath.Join(t.TempDir(), "commits")
 	writeFile(t, list, strings.Repeat("a", 40)+"\n"+strings.Repeat("b", 40)+"\n")
-	series := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--model", "resnet50", "--pool", "n150"}
+	series := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--model", "resnet50", "--batch-size", "8", "--pool", "n150"}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -184,13 +186,107 @@ func TestBisectUsageErrors(t *testing.T) {
 		{[]string{"--good", "bbbb", "--bad", "aaaa", "--commits", list}, "no commits between"},
 		{[]string{"--good", "aaaa", "--bad", "cccc", "--commits", list}, `--bad "cccc": not in the list`},
 		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--threshold", "much"}, "--threshold"},
-		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list}, "--batch-size 0: want a positive batch size"},
+		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "0"}, "--batch-size 0: want a positive batch size"},
 		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "8", "--data-format", "bf16"}, `--data-format "bf16": want float32 or bfloat16`},
 		{[]string{"--good", "aaaa", "--bad", "bbbb", "--commits", list, "--batch-size", "8", "--data-format", ""}, "the series needs --model, --batch-size, --data-format and --pool"},
 	} {
 		code, _, errOut := run2(t, append(slices.Clone(series), c.args...)...)
 		if code != 64 || !strings.Contains(errOut, c.want) {
 			t.Errorf("bisect %v: exit %d %q, want 64 saying %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// A bisect of a sim series, as a user meets it: the series' results are
+// stored, no build records (sim installs no wheels, so CI records none).
+// The bisect is refused as the help promises, exit 64 naming the runner,
+// before a build record is looked for, and nothing is queued.
+func TestBisectRefusesASimSeriesWithoutBuildRecords(t *testing.T) {
+	t.Parallel()
+	f := fleettest.New(t, fleettest.Options{})
+	good, bad := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	now := time.Now().UTC()
+	for i, c := range []string{good, bad} {
+		run := fmt.Sprintf("ci-%d", i)
+		r := &protocol.Result{Schema: protocol.SchemaResult, Job: protocol.JobID(run, "simnet"), Run: run, RunCreatedAt: now, Pool: "sim", Runner: "sim",
+			Status: protocol.StatusPassed, Attempt: 1, StartedAt: now, FinishedAt: now.Add(time.Second),
+			Benchmark: protocol.Benchmark{Model: "simnet", BatchSize: 4, LoopCount: 10, WarmupCount: 4, DataFormat: "bfloat16"},
+			Source:    protocol.Source{Repo: "o/r", Commit: c, Branch: "main"}, Measurements: protocol.Measurements{SamplesPerSec: 100 - 20*float64(i)}}
+		if _, err := storage.PutResult(t.Context(), f.Store, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := filepath.Join(t.TempDir(), "commits")
+	writeFile(t, list, good+"\n"+bad+"\n")
+	code, out, errOut := run2(t, "results", "bisect", "--nats", f.URL, "--store", f.StoreURL, "--model", "simnet", "--batch-size", "4", "--pool", "sim",
+		"--good", good[:8], "--bad", bad[:8], "--commits", list, "--timeout", "20s", "--log-level", "warn")
+	t.Logf("bisect of a sim series: exit %d\n%s%s", code, out, errOut)
+	if code != 64 || !strings.Contains(errOut, "the sim runner") || !strings.Contains(errOut, "installs no wheels") || strings.Contains(errOut, "no stored build") {
+		t.Fatalf("bisect of a sim series: exit %d\n%s%s\nwant 64 saying the sim runner installs no wheels", code, out, errOut)
+	}
+	st, err := f.JS.Stream(t.Context(), protocol.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(t.Context()); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("jobs queued after a refused bisect: %+v %v, want none", info.State, err)
+	}
+}
+
+// Every flag's value is checked before the disk or git is touched: with
+// a --mirror that is not a git repository, a bad flag is what is
+// reported, not the mirror.
+func TestBisectChecksFlagsBeforeTheMirror(t *testing.T) {
+	t.Parallel()
+	notGit := t.TempDir()
+	ok := map[string]string{"--model": "resnet50", "--batch-size": "8", "--pool": "n150", "--good": "aaaa", "--bad": "bbbb"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data-format", "bf16"}, `--data-format "bf16": want float32 or bfloat16`},
+		{[]string{"--model", ""}, "the series needs --model, --batch-size, --data-format and --pool"},
+		{[]string{"--pool", ""}, "the series needs --model, --batch-size, --data-format and --pool"},
+		{[]string{"--pool", "n999"}, `--pool "n999": want one of`},
+		{[]string{"--batch-size", "0"}, "--batch-size 0: want a positive batch size"},
+		{[]string{"--repeats", "99"}, "--repeats 99: want 0 to"},
+		{[]string{"--threshold", "much"}, "--threshold"},
+		{[]string{"--good", ""}, "--good is required"},
+		{[]string{"--bad", ""}, "--bad is required"},
+		{[]string{"--good", "HEAD~3"}, `--good "HEAD~3": want a commit in lowercase hex`},
+	} {
+		args := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--mirror", notGit}
+		for _, f := range []string{"--model", "--batch-size", "--pool", "--good", "--bad"} {
+			if !slices.Contains(c.args, f) {
+				args = append(args, f, ok[f])
+			}
+		}
+		code, _, errOut := run2(t, append(args, c.args...)...)
+		if code != 64 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "not a git repository") {
+			t.Errorf("bisect --mirror %s %v: exit %d %q, want 64 saying %q", notGit, c.args, code, errOut, c.want)
+		}
+	}
+	// The flags all right, the mirror is what is wrong.
+	args := []string{"results", "bisect", "--nats", "nats://127.0.0.1:1", "--store", "file://" + t.TempDir(), "--mirror", notGit}
+	for f, v := range ok {
+		args = append(args, f, v)
+	}
+	if code, _, errOut := run2(t, args...); code != 64 || !strings.Contains(errOut, "not a git repository") {
+		t.Errorf("bisect --mirror %s: exit %d %q, want 64 saying it is not a git repository", notGit, code, errOut)
+	}
+}
+
+// The help marks the flags a bisect cannot run without.
+func TestBisectHelpMarksRequiredFlags(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := run2(t, "results", "bisect", "--help")
+	if code != 0 {
+		t.Fatalf("results bisect --help: exit %d %s", code, errOut)
+	}
+	for _, f := range []string{"--model", "--batch-size", "--pool", "--good", "--bad"} {
+		line := regexp.MustCompile(`(?m)^\s+` + f + ` (string|int)\s.*$`).FindString(out)
+		if !strings.Contains(line, "required") {
+			t.Errorf("results bisect --help: the %s line %q does not say it is required", f, line)
 		}
 	}
 }
