@@ -251,15 +251,8 @@ func RunJobs(m *protocol.RunManifest) int {
 	return len(withoutRepeats(m).Jobs)
 }
 
-// RunProgress is ProgressOf the run's jobs without their confirmation
-// repeats (what `runs list`, `runs show` and the dashboard's recent runs
-// count): a run of 1 job confirmed twice is 1 job, 1/1 done.
+// RunProgress is ProgressOf: the run's jobs without their confirmation
+// repeats (what `runs list`, `runs show` and the dashboard count).
 func RunProgress(m *protocol.RunManifest, states map[string]*JobState) Progress {
-	jobs := make(map[string]*JobState, len(states))
-	for id, st := range states {
-		if st.Job.Repeat == 0 {
-			jobs[id] = st
-		}
-	}
-	return ProgressOf(m, jobs)
+	return ProgressOf(m, states)
 }

@@ -41,7 +41,7 @@ func TestRunPageShowsAttempts(t *testing.T) {
 	}
 	// The sim's figures jitter by a fraction of a sample/s.
 	attempts := regexp.MustCompile(`attempts (89\d|90\d)\.\d \(ui-host/sim-\d\), \d+\.\d \(ui-host/sim-\d\), \d+\.\d \(ui-host/sim-\d\) · median (99\d|100\d)\.\d`)
-	for _, want := range []string{"not-reproduced", "not reproduced", "PASS"} {
+	for _, want := range []string{"not-reproduced", "not reproduced", "PASS", "1/1 done", "confirmation repeats 2/2 done"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("run page lacks %q:\n%s", want, body)
 		}
