@@ -46,6 +46,10 @@ func TestRunPageShowsAttempts(t *testing.T) {
 			t.Errorf("run page lacks %q:\n%s", want, body)
 		}
 	}
+	// The samples/s beside the gate's change is the median it is of.
+	if !regexp.MustCompile(`<td class="num">(99\d|100\d)\.\d \(median\)</td>`).MatchString(body) {
+		t.Errorf("run page: the job's samples/s is not the median its change is of:\n%s", body)
+	}
 	if !attempts.MatchString(body) {
 		t.Errorf("run page lacks the attempts (%s):\n%s", attempts, body)
 	}
