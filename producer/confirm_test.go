@@ -371,3 +371,44 @@ func TestTableShowsTheMedian(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// Wherever a change is shown beside a value, the value is the one the
+// change is of: a row judged on its attempts shows their median, marked
+// "(median)" in text (the summary table, Markdown), samples_per_sec in
+// JUnit.
+func TestJudgedValueBesideItsChange(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var hist []*protocol.Result
+	for i, v := range around(1000, 0.01, 10) {
+		hist = append(hist, histResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
+	}
+	m, rs := runWithRepeats(now, 900, 1000, 1002)
+	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: RowsFromResults(m, rs), Gate: true, History: historyOf(hist)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := v.Report.Rows[0]
+	if row.JudgedValue() != 1000 || row.JudgedRate() != "1000.0 (median)" {
+		t.Fatalf("judged value %v (%q), want the median 1000.0", row.JudgedValue(), row.JudgedRate())
+	}
+	var junit, md, table bytes.Buffer
+	if err := WriteJUnit(&junit, v.Report); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, v.Report); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTable(&table, v.Report.Rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(junit.String(), `name="samples_per_sec" value="1000.000"`) {
+		t.Errorf("junit: samples_per_sec is not the median its change is of:\n%s", junit.String())
+	}
+	if !strings.Contains(md.String(), "| 1000.0 (median) |") || strings.Contains(md.String(), "| 900.0 |") {
+		t.Errorf("markdown: the table's samples/sec is not the median its change is of:\n%s", md.String())
+	}
+	if !strings.Contains(table.String(), "1000.0 (median)") {
+		t.Errorf("table:\n%s", table.String())
+	}
+}

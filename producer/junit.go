@@ -147,8 +147,8 @@ func caseProperties(row Row) []junitProperty {
 	if row.Runner != "" {
 		p = append(p, junitProperty{"runner", row.Runner})
 	}
-	if row.SamplesPerSec > 0 {
-		p = append(p, junitProperty{"samples_per_sec", strconv.FormatFloat(row.SamplesPerSec, 'f', 3, 64)})
+	if v := row.JudgedValue(); v > 0 { // what change is of: the median of a confirmed row's attempts
+		p = append(p, junitProperty{"samples_per_sec", strconv.FormatFloat(v, 'f', 3, 64)})
 	}
 	if row.PCC != 0 {
 		p = append(p, junitProperty{"pcc", strconv.FormatFloat(row.PCC, 'f', -1, 64)})

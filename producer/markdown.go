@@ -107,7 +107,7 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 			verdict = "**" + verdict + "**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", mdCell(row.Model), mdCell(row.Pool), row.BatchSize,
-			mdCell(row.DataFormat), FmtRate(row.SamplesPerSec), FmtPCC(row.PCC), statusWord(row.Status), FmtChange(row.Change), verdict)
+			mdCell(row.DataFormat), row.JudgedRate(), FmtPCC(row.PCC), statusWord(row.Status), FmtChange(row.Change), verdict)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())

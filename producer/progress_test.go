@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +40,34 @@ func TestProgressCountsOneRunningJobPerBoard(t *testing.T) {
 	p = progress("r", map[string]*JobState{"old": states["old"], "new": st("new", protocol.EventClaimed, "cpu-0", time.Second)}, nil)
 	if p.All.Recording != 1 || p.All.Running != 1 {
 		t.Fatalf("counts %+v, want 1 running and 1 recording", p.All)
+	}
+}
+
+// A run's confirmation repeats are attempts of its job, not jobs: a run of
+// 1 job confirmed twice is 1/1 done, its repeats counted apart, and it is
+// running until they have ended (submit --wait, the dashboard's run page).
+func TestProgressCountsRepeatsApart(t *testing.T) {
+	t.Parallel()
+	m, rs := runWithRepeats(time.Now().UTC(), 900, 1000, 1000)
+	states := map[string]*JobState{}
+	for _, j := range m.Jobs {
+		states[j.ID] = &JobState{Job: j}
+	}
+	states["j0"].Result = rs[0]
+	states[m.Jobs[1].ID].Result = rs[1]
+	states[m.Jobs[2].ID].Kind, states[m.Jobs[2].ID].Worker, states[m.Jobs[2].ID].Device = protocol.EventClaimed, "w2", "d2"
+	p := ProgressOf(m, states)
+	if p.All.Total != 1 || p.All.Done() != 1 || p.ByPool["sim"].Total != 1 {
+		t.Errorf("counts %+v (sim %+v), want 1 job, done", p.All, p.ByPool["sim"])
+	}
+	if p.Repeats.Total != 2 || p.Repeats.Done() != 1 || p.Ended() || p.Unfinished() != 1 || RunState(p, false) != RunRunning {
+		t.Errorf("repeats %+v, ended %v, unfinished %d, state %s; want 1 of 2 done, running", p.Repeats, p.Ended(), p.Unfinished(), RunState(p, false))
+	}
+	if s := p.String(); !strings.HasPrefix(s, "1/1 done (1 passed") || !strings.Contains(s, "confirmation repeats 1/2 done, 1 running") {
+		t.Errorf("progress %q", s)
+	}
+	states[m.Jobs[2].ID].Result = rs[2]
+	if p := ProgressOf(m, states); !p.Ended() || RunState(p, false) != RunPassed {
+		t.Errorf("all ended: %+v, state %s", p, RunState(p, false))
 	}
 }

@@ -3,7 +3,7 @@ package producer
 // Run states shown by `runs list`.
 const (
 	RunQueued    = "queued"    // no job started yet
-	RunRunning   = "running"   // some job started, some not ended
+	RunRunning   = "running"   // some job started, some job or repeat not ended
 	RunPassed    = "passed"    // every job passed
 	RunFailed    = "failed"    // every job ended, some did not pass
 	RunCancelled = "cancelled" // cancelled (ended or still stopping)
@@ -15,6 +15,8 @@ func RunState(p Progress, cancelled bool) string {
 	switch {
 	case cancelled:
 		return RunCancelled
+	case c.Total > 0 && c.Done() == c.Total && !p.Ended():
+		return RunRunning // confirming: a repeat has not ended
 	case c.Total > 0 && c.Done() == c.Total && c.Passed == c.Total:
 		return RunPassed
 	case c.Total > 0 && c.Done() == c.Total:

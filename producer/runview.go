@@ -113,19 +113,47 @@ func ReadQueues(ctx context.Context, js jetstream.JetStream) ([]QueueDepth, erro
 	return out, nil
 }
 
-// SeriesPoint is one result of a series with the gate's judgement of it.
+// SeriesPoint is one run of a series with the gate's judgement of it. A
+// run counts once, as in the gate's history: its results of the series (a
+// job and its confirmation repeats, or jobs that differ only by labels)
+// are one point, judged on the median of those that passed.
 type SeriesPoint struct {
+	// Result is the run's result the point stands for: the one of the
+	// median samples/sec of its passed results (the lower one of an even
+	// count, the one the gate's history takes), else its first.
 	Result *protocol.Result
-	// Judgement applies the gate's rule to the result against the
-	// series' earlier passed results on the baseline branch (the last
-	// Window of them), as the gate would have judged it.
+	// Results are the run's results of the series, oldest first (nil: Result
+	// alone).
+	Results []*protocol.Result
+	// Median is the median samples/sec of the run's passed results when it
+	// has more than one result: the value Judgement is of. 0: Result's.
+	Median float64
+	// Judgement applies the gate's rule to the run (JudgeAttempts of its
+	// passed results) against the series' earlier runs on the baseline
+	// branch (the last Window of them, one point each), as the gate would
+	// have judged it. A run's own results are never its baseline.
 	Judgement Judgement
-	// OnBaseline says the result is on the gate's baseline branch.
+	// OnBaseline says the run is on the gate's baseline branch.
 	OnBaseline bool
 }
 
-// SeriesPoints returns the results of rs that belong to series s, oldest
-// first, each judged by gate (defaults filled by the caller).
+// Value is the samples/sec the point's judgement is of: the median of the
+// run's passed results (Median), else Result's.
+func (p SeriesPoint) Value() float64 {
+	if p.Median > 0 {
+		return p.Median
+	}
+	return p.Result.Measurements.SamplesPerSec
+}
+
+// Attempts is how many results of the series the run has.
+func (p SeriesPoint) Attempts() int {
+	return max(1, len(p.Results))
+}
+
+// SeriesPoints returns the runs of rs that have results of series s, oldest
+// first, one point each, judged by gate (defaults filled by the caller)
+// against the earlier runs on its baseline branch.
 func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoint {
 	var mine []*protocol.Result
 	for _, r := range rs {
@@ -134,17 +162,74 @@ func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoin
 		}
 	}
 	sort.SliceStable(mine, func(i, j int) bool { return ResultBefore(mine[i], mine[j]) })
-	out := make([]SeriesPoint, len(mine))
-	var history []float64
-	for i, r := range mine {
-		passed := r.Status == protocol.StatusPassed
-		v := r.Measurements.SamplesPerSec
-		out[i] = SeriesPoint{Result: r, Judgement: gate.Judge(passed, v, history), OnBaseline: r.Source.Branch == gate.BaselineBranch}
-		if passed && v > 0 && !math.IsInf(v, 0) && out[i].OnBaseline {
-			history = append(history, v)
+	return JudgeRuns(mine, gate, func(r *protocol.Result) bool { return r.Source.Branch == gate.BaselineBranch })
+}
+
+// JudgeRuns folds rs, the results of one series oldest first, into one
+// point per run (in the order of each run's first result) and judges each
+// against the earlier points that baseline accepts (nil: every point), as
+// the gate does: a run on the median of its passed results (JudgeAttempts),
+// the history one value per run (the lower median of its passed results
+// with a trusted check, BaselinePCC), the run's own results never in it.
+func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) []SeriesPoint {
+	byRun := map[string][]*protocol.Result{}
+	var order []string
+	for _, r := range rs {
+		if _, ok := byRun[r.Run]; !ok {
+			order = append(order, r.Run)
 		}
+		byRun[r.Run] = append(byRun[r.Run], r)
+	}
+	out := make([]SeriesPoint, 0, len(order))
+	var history []float64
+	for _, run := range order {
+		results := byRun[run]
+		var passed, measured, trusted []*protocol.Result
+		var vals []float64
+		for _, r := range results {
+			if r.Status != protocol.StatusPassed {
+				continue
+			}
+			passed = append(passed, r)
+			if v := r.Measurements.SamplesPerSec; v > 0 && !math.IsInf(v, 0) {
+				vals = append(vals, v)
+				measured = append(measured, r)
+				if BaselinePCC(r) {
+					trusted = append(trusted, r)
+				}
+			}
+		}
+		p := SeriesPoint{Result: results[0]}
+		if len(results) > 1 {
+			p.Results = results
+		}
+		if len(passed) > 0 {
+			p.Result = passed[0]
+			if len(measured) > 0 {
+				p.Result = lowerMedian(measured)
+			}
+			p.Judgement = gate.JudgeAttempts(history, vals)
+			if len(results) > 1 && len(vals) > 0 {
+				p.Median = median(vals)
+			}
+		} else {
+			p.Judgement = gate.Judge(false, p.Result.Measurements.SamplesPerSec, history)
+		}
+		p.OnBaseline = baseline == nil || baseline(p.Result)
+		if p.OnBaseline && len(trusted) > 0 {
+			history = append(history, lowerMedian(trusted).Measurements.SamplesPerSec)
+		}
+		out = append(out, p)
 	}
 	return out
+}
+
+// lowerMedian is the result of rs with the median samples/sec (the lower
+// one of an even count), as onePerRun picks a run's point of history.
+func lowerMedian(rs []*protocol.Result) *protocol.Result {
+	s := append([]*protocol.Result(nil), rs...)
+	sort.SliceStable(s, func(a, b int) bool { return s[a].Measurements.SamplesPerSec < s[b].Measurements.SamplesPerSec })
+	return s[(len(s)-1)/2]
 }
 
 // ResultBefore orders results by run creation, then run, then job: the
@@ -166,15 +251,8 @@ func RunJobs(m *protocol.RunManifest) int {
 	return len(withoutRepeats(m).Jobs)
 }
 
-// RunProgress is ProgressOf the run's jobs without their confirmation
-// repeats (what `runs list`, `runs show` and the dashboard's recent runs
-// count): a run of 1 job confirmed twice is 1 job, 1/1 done.
+// RunProgress is ProgressOf: the run's jobs without their confirmation
+// repeats (what `runs list`, `runs show` and the dashboard count).
 func RunProgress(m *protocol.RunManifest, states map[string]*JobState) Progress {
-	jobs := make(map[string]*JobState, len(states))
-	for id, st := range states {
-		if st.Job.Repeat == 0 {
-			jobs[id] = st
-		}
-	}
-	return ProgressOf(m, jobs)
+	return ProgressOf(m, states)
 }

@@ -46,6 +46,25 @@ type Row struct {
 	Repeats []Attempt
 }
 
+// JudgedValue is the samples/sec the row's Change and Verdict are of: the
+// median of its attempts when the gate judged it on them (Median), else
+// SamplesPerSec. Every output that shows a change beside a value shows this.
+func (r Row) JudgedValue() float64 {
+	if r.Median > 0 {
+		return r.Median
+	}
+	return r.SamplesPerSec
+}
+
+// JudgedRate is JudgedValue for text (FmtRate), marked "(median)" when it
+// is the median of the row's attempts.
+func (r Row) JudgedRate() string {
+	if r.Median > 0 {
+		return FmtRate(r.Median) + " (median)"
+	}
+	return FmtRate(r.SamplesPerSec)
+}
+
 // Rows builds the summary rows of a run from its job states, in manifest
 // order. A row's status and figures come from the job's stored result only
 // (a dead-lettered job is an error); events give the progress of the rest.
@@ -121,12 +140,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if status == "" {
 			status = "unfinished"
 		}
-		rate := FmtRate(r.SamplesPerSec)
-		if r.Median > 0 {
-			rate = FmtRate(r.Median) + " (median)" // what its change is of
-		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Job, r.Model, r.Pool, r.BatchSize, r.DataFormat,
-			rate, FmtPCC(r.PCC), status)
+			r.JudgedRate(), FmtPCC(r.PCC), status)
 		if withChange {
 			line += "\t" + FmtChange(r.Change) + "\t" + r.Verdict
 		}

@@ -92,11 +92,15 @@ type Counts struct {
 // Done is the number of ended jobs.
 func (c Counts) Done() int { return c.Passed + c.Failed + c.Cancelled }
 
-// Progress summarizes a run's jobs.
+// Progress summarizes a run's jobs. A confirmation repeat (Job.Repeat > 0)
+// is an attempt of its original's job, not a job: All and ByPool count
+// the jobs without their repeats, Repeats the repeats.
 type Progress struct {
 	Run    string
 	All    Counts
 	ByPool map[string]Counts
+	// Repeats counts the run's confirmation repeats (zero when it has none).
+	Repeats Counts
 	// SpooledOn counts the Spooled jobs by worker id.
 	SpooledOn map[string]int
 	// Last is the job whose event arrived last (nil before any).
@@ -394,36 +398,56 @@ func progress(run string, states map[string]*JobState, last *JobState) Progress 
 		}
 	}
 	for _, st := range states {
+		superseded := newest[board{st.Worker, st.Device}] != st
+		if st.Job.Repeat > 0 {
+			if count(&p.Repeats, st, superseded) {
+				p.SpooledOn[st.Worker]++
+			}
+			continue
+		}
 		c := p.ByPool[st.Job.Pool]
-		c.Total++
-		p.All.Total++
-		switch {
-		case st.Status() == protocol.StatusPassed:
-			c.Passed++
-			p.All.Passed++
-		case st.Status() == protocol.StatusCancelled:
-			c.Cancelled++
-			p.All.Cancelled++
-		case st.Terminal():
-			c.Failed++
-			p.All.Failed++
-		case st.Reported() && st.Spooled:
-			c.Spooled++
-			p.All.Spooled++
+		count(&c, st, superseded)
+		if count(&p.All, st, superseded) {
 			p.SpooledOn[st.Worker]++
-		case st.OnBoard() && st.Device != "" && newest[board{st.Worker, st.Device}] != st:
-			c.Recording++
-			p.All.Recording++
-		case st.OnBoard() || st.Reported():
-			c.Running++
-			p.All.Running++
-		default:
-			c.Queued++
-			p.All.Queued++
 		}
 		p.ByPool[st.Job.Pool] = c
 	}
 	return p
+}
+
+// count adds st to c and says whether it counted st as spooled;
+// superseded says another job of st's board was heard from later (st is
+// being recorded, not running).
+func count(c *Counts, st *JobState, superseded bool) (spooled bool) {
+	c.Total++
+	switch {
+	case st.Status() == protocol.StatusPassed:
+		c.Passed++
+	case st.Status() == protocol.StatusCancelled:
+		c.Cancelled++
+	case st.Terminal():
+		c.Failed++
+	case st.Reported() && st.Spooled:
+		c.Spooled++
+		return true
+	case st.OnBoard() && st.Device != "" && superseded:
+		c.Recording++
+	case st.OnBoard() || st.Reported():
+		c.Running++
+	default:
+		c.Queued++
+	}
+	return false
+}
+
+// Ended says every job of the run and every confirmation repeat has ended.
+func (p Progress) Ended() bool {
+	return p.All.Done() == p.All.Total && p.Repeats.Done() == p.Repeats.Total
+}
+
+// Unfinished counts the jobs and confirmation repeats that have not ended.
+func (p Progress) Unfinished() int {
+	return p.All.Total - p.All.Done() + p.Repeats.Total - p.Repeats.Done()
 }
 
 // Sorted returns the states in manifest order.
@@ -460,7 +484,9 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 	return states, nil
 }
 
-// ProgressOf summarizes the states of a run's jobs.
+// ProgressOf summarizes the states of a run's jobs: its confirmation
+// repeats are attempts of their original's job, counted apart (Repeats), so
+// a run of 1 job confirmed twice is 1 job, 1/1 done.
 func ProgressOf(m *protocol.RunManifest, states map[string]*JobState) Progress {
 	return progress(m.Run, states, nil)
 }
@@ -492,7 +518,7 @@ func WatchService(ctx context.Context, js jetstream.JetStream, sw *ServiceWatch)
 // wait in a worker's spool and what becomes of them, from the fleet's
 // heartbeats read through js (SpooledNotes); nil when none is spooled.
 func SpooledReport(ctx context.Context, js jetstream.JetStream, p Progress) []string {
-	if p.All.Spooled == 0 {
+	if p.All.Spooled == 0 && p.Repeats.Spooled == 0 {
 		return nil
 	}
 	var fleet []protocol.WorkerStatus
@@ -514,6 +540,15 @@ func (p Progress) String() string {
 	fmt.Fprintf(&b, "), %d running, %d queued", c.Running, c.Queued)
 	if c.Recording > 0 {
 		fmt.Fprintf(&b, ", %d recording", c.Recording)
+	}
+	if r := p.Repeats; r.Total > 0 {
+		fmt.Fprintf(&b, "; confirmation repeats %d/%d done", r.Done(), r.Total)
+		if n := r.Running + r.Recording + r.Spooled; n > 0 {
+			fmt.Fprintf(&b, ", %d running", n)
+		}
+		if r.Queued > 0 {
+			fmt.Fprintf(&b, ", %d queued", r.Queued)
+		}
 	}
 	for _, note := range SpooledNotes(p, nil) {
 		b.WriteString("; " + note)

@@ -37,8 +37,8 @@ func (d seriesData) BisectFor(p producer.SeriesPoint) *bisectLink {
 // bisected), on the baseline branch, back to the oldest regressed row
 // since the series' last good result — an older passed result with wheels
 // on the baseline branch, of another commit of the same repository, that
-// the gate did not judge a regression. Every attempt of a regressed job
-// is a row; the page still shows one bisect.
+// the gate did not judge a regression. A row is a run (its attempts are
+// one point); the page shows one bisect.
 func (d seriesData) bisect() (*bisectLink, int) {
 	built := func(q producer.SeriesPoint) bool {
 		r := q.Result

@@ -277,7 +277,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: producer.ProgressOf(m, st), GateConfig: s.cfg.Gate.String()}
 	d.State = producer.RunState(d.Progress, d.Cancelled)
 	d.Done = d.Progress.All.Done()
-	d.Finished = d.Done == d.Progress.All.Total
+	d.Finished = d.Progress.Ended()
 	rep, err := s.report(ctx, m, st)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)

@@ -22,7 +22,7 @@ const (
 	padL, padR, padT, padB = 70, 20, 20, 40
 )
 
-// pointView is one result drawn on the series chart.
+// pointView is one run drawn on the series chart.
 type pointView struct {
 	X, Y   float64
 	Passed bool
@@ -119,7 +119,7 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range pts {
-		v := p.Result.Measurements.SamplesPerSec
+		v := p.Value()
 		if p.Result.Status == protocol.StatusPassed && v > 0 {
 			lo, hi = min(lo, v), max(hi, v)
 		}
@@ -145,7 +145,7 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 	var line, upper, lower, base []string
 	for _, p := range pts {
 		r := p.Result
-		v := r.Measurements.SamplesPerSec
+		v := p.Value()
 		pv := pointView{X: round1(x(r.RunCreatedAt)), Passed: r.Status == protocol.StatusPassed && v > 0,
 			OnBaseline: p.OnBaseline, Verdict: string(p.Judgement.Verdict), Href: "/runs/" + r.Run}
 		if !pv.OnBaseline {
@@ -168,8 +168,12 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 		if commit == "" {
 			commit = "no commit"
 		}
+		rate := producer.FmtRate(v)
+		if p.Median > 0 {
+			rate += fmt.Sprintf(" (median of %d attempts)", p.Attempts())
+		}
 		pv.Title = fmt.Sprintf("%s  %s@%s\n%s: %s samples/s (%s)\nrun %s", r.RunCreatedAt.UTC().Format("2006-01-02 15:04"),
-			cmpOr(r.Source.Branch, "?"), producer.ShortCommit(commit), r.Status, producer.FmtRate(v), pv.Verdict, r.Run)
+			cmpOr(r.Source.Branch, "?"), producer.ShortCommit(commit), r.Status, rate, pv.Verdict, r.Run)
 		if j := p.Judgement; j.HasBaseline {
 			xs := pv.X
 			upper = append(upper, fmt.Sprintf("%.1f,%.1f", xs, y(j.Baseline+j.Band)))

@@ -48,6 +48,10 @@ type Config struct {
 	// its stored result, never an event.
 	Store storage.Bucket
 	// Gate tunes the regression verdicts shown (zero: the gate's defaults).
+	// The dashboard re-queues nothing (it judges whatever repeats a run
+	// has); Gate.Repeats is the confirmation its gate line names, the one
+	// `submit --gate` gives (0: producer.DefaultRepeats, as --confirm's
+	// default; negative: none).
 	Gate producer.GateConfig
 	// Actions enables cancel, dlq retry and fleet release (POST with the
 	// CSRF token) for an operator (ActionsToken). Default false: read-only.
@@ -118,6 +122,12 @@ func New(cfg Config) (*Server, error) {
 		topo := *cfg.Topology
 		topo.Runs = newKVCache(topo.Runs, cfg.ManifestTTL, nil)
 		cfg.Topology = &topo
+	}
+	switch {
+	case cfg.Gate.Repeats == 0:
+		cfg.Gate.Repeats = producer.DefaultRepeats
+	case cfg.Gate.Repeats < 0:
+		cfg.Gate.Repeats = 0
 	}
 	s := &Server{cfg: cfg, verdicts: map[string]string{}}
 	g, err := producer.NewGate(cfg.Gate, s.history) // validates cfg.Gate, fills its defaults

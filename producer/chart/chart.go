@@ -145,13 +145,13 @@ const (
 type trendPanel struct {
 	Title string
 	Lines []TrendLine
-	// Verdicts[i][k] judges Lines[i].Results[k] (gate rule).
-	Verdicts [][]producer.Judgement
+	// Points[i] are the runs of Lines[i], one point each, judged by the
+	// gate's rule (judgeLine).
+	Points [][]producer.SeriesPoint
 }
 
 // trendPanels groups lines by model (TrendLines order), judging every
-// passed point with the gate's rule against the earlier passed points of
-// its series.
+// run with the gate's rule against the earlier runs of its series.
 func trendPanels(lines []TrendLine, gate producer.GateConfig) []trendPanel {
 	var panels []trendPanel
 	index := map[string]int{}
@@ -164,31 +164,51 @@ func trendPanels(lines []TrendLine, gate producer.GateConfig) []trendPanel {
 			panels = append(panels, trendPanel{Title: key})
 		}
 		panels[i].Lines = append(panels[i].Lines, l)
-		panels[i].Verdicts = append(panels[i].Verdicts, judgeLine(l, gate))
+		panels[i].Points = append(panels[i].Points, judgeLine(l, gate))
 	}
 	return panels
 }
 
-// judgeLine applies the gate's rule to every result of a series: a passed
-// result against the samples/sec of the series' earlier passed results (the
-// last Window of them), a result that did not pass is failed.
-func judgeLine(l TrendLine, gate producer.GateConfig) []producer.Judgement {
-	out := make([]producer.Judgement, len(l.Results))
-	var history []float64
-	for k, r := range l.Results {
-		passed := r.Status == protocol.StatusPassed
-		out[k] = gate.Judge(passed, r.Measurements.SamplesPerSec, history)
-		if passed && r.Measurements.SamplesPerSec > 0 {
-			history = append(history, r.Measurements.SamplesPerSec)
+// judgeLine folds a series' results into one point per run (a job and its
+// confirmation repeats are one point, at the median of its passed
+// results) and applies the gate's rule to each against the earlier runs
+// (producer.JudgeRuns: the last Window of them, one value each); a run
+// that did not pass is failed.
+func judgeLine(l TrendLine, gate producer.GateConfig) []producer.SeriesPoint {
+	return producer.JudgeRuns(l.Results, gate, nil)
+}
+
+// pointValue is the metric's value of run point p: the median over the
+// run's passed results when it has several (for samples/sec the value
+// the gate judged), else plotValue of its result.
+func pointValue(m Metric, p producer.SeriesPoint) (float64, bool) {
+	if len(p.Results) > 1 && p.Result.Status == protocol.StatusPassed {
+		if m == MetricSamplesPerSec {
+			return p.Value(), true
+		}
+		var vs []float64
+		for _, r := range p.Results {
+			if v, ok := plotValue(m, r); ok && r.Status == protocol.StatusPassed {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) > 0 {
+			sort.Float64s(vs)
+			if n := len(vs); n%2 == 0 {
+				return (vs[n/2-1] + vs[n/2]) / 2, true
+			}
+			return vs[len(vs)/2], true
 		}
 	}
-	return out
+	return plotValue(m, p.Result)
 }
 
 // WriteTrendSVG draws rs as a self-contained SVG document: one panel per
 // model, stacked, sharing the time axis; in each panel one polyline per
-// series (TrendLines) through the metric of its passed results over run
-// creation time, every passed result marked with a dot. The y axis of a
+// series (TrendLines) through the metric of its passed runs over run
+// creation time, every passed run marked with a dot (a run is one point:
+// its results of the series, a job and its confirmation repeats, at their
+// median). The y axis of a
 // panel is fitted to its passed results (not from 0), so a 10% step shows
 // as one. A result that did not pass is a red cross at its value when that
 // lies inside the axis, else at the edge it is beyond (drawn as a triangle),
@@ -265,17 +285,17 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 		y0 := top + svgPanelTitle
 		// Fitted to the passed results of the panel.
 		vmin, vmax := math.Inf(1), math.Inf(-1)
-		for _, l := range pn.Lines {
-			for _, r := range l.Results {
-				if v, ok := plotValue(o.Metric, r); ok && r.Status == protocol.StatusPassed {
+		for _, pts := range pn.Points {
+			for _, pt := range pts {
+				if v, ok := pointValue(o.Metric, pt); ok && pt.Result.Status == protocol.StatusPassed {
 					vmin, vmax = math.Min(vmin, v), math.Max(vmax, v)
 				}
 			}
 		}
 		if math.IsInf(vmin, 0) { // nothing passed: fit the other figures
-			for _, l := range pn.Lines {
-				for _, r := range l.Results {
-					if v, ok := plotValue(o.Metric, r); ok {
+			for _, pts := range pn.Points {
+				for _, pt := range pts {
+					if v, ok := pointValue(o.Metric, pt); ok {
 						vmin, vmax = math.Min(vmin, v), math.Max(vmax, v)
 					}
 				}
@@ -326,20 +346,24 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 			}
 			p(`<g class="series" data-series="%s">`+"\n", xmlText(l.Name))
 			var pts []string
-			for _, r := range l.Results {
-				if r.Status == protocol.StatusPassed {
-					v, _ := plotValue(o.Metric, r)
-					pts = append(pts, f1(xOf(r.RunCreatedAt))+","+f1(yOf(v)))
+			for _, pt := range pn.Points[i] {
+				if pt.Result.Status == protocol.StatusPassed {
+					v, _ := pointValue(o.Metric, pt)
+					pts = append(pts, f1(xOf(pt.Result.RunCreatedAt))+","+f1(yOf(v)))
 				}
 			}
 			p(`<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", colour, dash, strings.Join(pts, " "))
-			for k, r := range l.Results {
+			for _, pt := range pn.Points[i] {
+				r := pt.Result
 				x := xOf(r.RunCreatedAt)
-				v, ok := plotValue(o.Metric, r)
-				j := pn.Verdicts[i][k]
+				v, ok := pointValue(o.Metric, pt)
+				j := pt.Judgement
 				figure := "not measured"
-				if m := o.Metric.Of(r); m != 0 {
-					figure = strconv.FormatFloat(m, 'g', 6, 64)
+				if ok && v != 0 {
+					figure = strconv.FormatFloat(v, 'g', 6, 64)
+				}
+				if n := pt.Attempts(); n > 1 && r.Status == protocol.StatusPassed {
+					figure += fmt.Sprintf(", median of %d attempts", n)
 				}
 				tipText := fmt.Sprintf("%s\nrun %s, job %s\n%s UTC\ncommit %s\n%s: %s (%s)", l.Name, r.Run, r.Job,
 					r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), producer.ShortCommit(r.Source.Commit), o.Metric.Label(), figure, r.Status)
@@ -402,7 +426,7 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 			}
 			p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/><circle cx="%d" cy="%d" r="3" fill="%s"/>`+"\n",
 				lx, ly, lx+20, ly, colour, dash, lx+10, ly, colour)
-			p(`<text x="%d" y="%d" dominant-baseline="middle"><title>%s</title>%s (%d)</text>`+"\n", lx+26, ly, xmlText(l.Name), xmlText(label), len(l.Results))
+			p(`<text x="%d" y="%d" dominant-baseline="middle"><title>%s</title>%s (%d)</text>`+"\n", lx+26, ly, xmlText(l.Name), xmlText(label), len(pn.Points[i]))
 		}
 		p("</g>\n</g>\n")
 	}
@@ -557,24 +581,30 @@ type ReportOptions struct {
 	Gate producer.GateConfig
 }
 
-// ReportRow is one series' latest result in the report's table.
+// ReportRow is one series' latest run in the report's table.
 type ReportRow struct {
 	Series producer.Series
 	Name   string
-	Latest *protocol.Result
-	// Change is the relative change in samples/sec of Latest against the
-	// series' previous passed result; nil when either is missing, Latest
-	// did not pass, or the previous figure is zero.
+	// Latest is the latest run's result (producer.SeriesPoint.Result);
+	// Value is the run's samples/sec, the median of its passed results
+	// when it has several (Attempts), the value Change and Judgement are of.
+	Latest   *protocol.Result
+	Value    float64
+	Attempts int
+	// Change is the relative change of Value against the series' previous
+	// passed run's; nil when either is missing, Latest did not pass, or the
+	// previous figure is zero.
 	Change *float64
-	// Judgement is the gate's rule applied to Latest against the median of
-	// the series' earlier passed results (regression, improved, ok,
+	// Judgement is the gate's rule applied to Value against the median of
+	// the series' earlier passed runs (regression, improved, ok,
 	// insufficient-history or failed).
 	Judgement producer.Judgement
 }
 
-// ReportRows is the latest result of every series (TrendLines order), with
-// its change against the previous passed result of that series and the
-// gate's judgement (default producer.GateConfig) against the earlier ones.
+// ReportRows is the latest run of every series (TrendLines order; a run's
+// results of a series are one point, producer.JudgeRuns), with its change
+// against the previous passed run of that series and the gate's judgement
+// (default producer.GateConfig) against the earlier ones.
 func ReportRows(rs []*protocol.Result) []ReportRow {
 	gate, _ := producer.GateConfig{}.WithDefaults()
 	return reportRows(rs, gate)
@@ -583,16 +613,18 @@ func ReportRows(rs []*protocol.Result) []ReportRow {
 func reportRows(rs []*protocol.Result, gate producer.GateConfig) []ReportRow {
 	var rows []ReportRow
 	for _, l := range TrendLines(rs) {
-		n := len(l.Results)
-		row := ReportRow{Series: l.Series, Name: l.Name, Latest: l.Results[n-1], Judgement: judgeLine(l, gate)[n-1]}
+		pts := judgeLine(l, gate)
+		n := len(pts)
+		last := pts[n-1]
+		row := ReportRow{Series: l.Series, Name: l.Name, Latest: last.Result, Value: last.Value(), Attempts: last.Attempts(), Judgement: last.Judgement}
 		if row.Latest.Status == protocol.StatusPassed {
 			for i := n - 2; i >= 0; i-- {
-				prev := l.Results[i]
-				if prev.Status != protocol.StatusPassed {
+				prev := pts[i]
+				if prev.Result.Status != protocol.StatusPassed {
 					continue
 				}
-				if p := prev.Measurements.SamplesPerSec; p > 0 {
-					c := (row.Latest.Measurements.SamplesPerSec - p) / p
+				if p := prev.Value(); p > 0 {
+					c := (row.Value - p) / p
 					row.Change = &c
 				}
 				break
@@ -736,7 +768,11 @@ func WriteReportHTML(w io.Writer, rs []*protocol.Result, o ReportOptions) error 
 	lastGroup := ""
 	for _, row := range rows {
 		r, j := row.Latest, row.Judgement
-		v := reportRowView{Name: row.Name, Rate: producer.FmtRate(r.Measurements.SamplesPerSec), PCC: producer.FmtPCC(r.PCC.Value),
+		rate := producer.FmtRate(row.Value)
+		if row.Attempts > 1 && r.Status == protocol.StatusPassed {
+			rate += " (median)"
+		}
+		v := reportRowView{Name: row.Name, Rate: rate, PCC: producer.FmtPCC(r.PCC.Value),
 			Status: string(r.Status), Commit: producer.ShortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
 			Created: r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), Change: producer.FmtChange(row.Change),
 			Passed: r.Status == protocol.StatusPassed, Verdict: string(j.Verdict), VerdictChange: "-"}

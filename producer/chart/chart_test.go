@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/producer/chart"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -307,5 +308,46 @@ func TestTrendPictureReadsLikeAChart(t *testing.T) {
 	}
 	if strings.Contains(page, `class="num better"`) {
 		t.Errorf("a change inside the noise is coloured as better")
+	}
+}
+
+// A run is one point of the trend: a job and its confirmation repeats are
+// drawn and judged as the median of their attempts, and an attempt of a
+// run is never in its own baseline.
+func TestTrendOnePointPerRun(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	var rs []*protocol.Result
+	add := func(run string, at time.Duration, vs ...float64) {
+		for k, v := range vs {
+			rs = append(rs, &protocol.Result{Schema: protocol.SchemaResult, Run: run, Job: fmt.Sprintf("%s-%d", run, k),
+				RunCreatedAt: t0.Add(at), Pool: "sim", Runner: "sim", Status: protocol.StatusPassed,
+				Benchmark:    protocol.Benchmark{Model: "net", BatchSize: 4, DataFormat: "bfloat16"},
+				Source:       protocol.Source{Commit: "abcdef01", Branch: "main"},
+				Measurements: protocol.Measurements{SamplesPerSec: v}})
+		}
+	}
+	for i := range 5 {
+		add(fmt.Sprintf("h%d", i), time.Duration(i)*time.Hour, 100+0.01*float64(i))
+	}
+	add("cleared", 5*time.Hour, 80, 100, 100.01) // one slow attempt, not reproduced
+	var b bytes.Buffer
+	if err := chart.WriteTrendSVG(&b, rs, chart.TrendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	elems, _ := svgDoc(t, b.Bytes())
+	if elems["circle"] < 6 || strings.Count(svg, `r="3.5"`) != 6+1 { // six runs and the key's dot
+		t.Errorf("%d dots, want one per run (6) and the key's", strings.Count(svg, `r="3.5"`))
+	}
+	if strings.Contains(svg, `class="regression"`) {
+		t.Error("the cleared run's slow attempt is flagged a regression")
+	}
+	if !strings.Contains(svg, "median of 3 attempts") {
+		t.Error("the cleared run's point does not say it is the median of its attempts")
+	}
+	rows := chart.ReportRows(rs)
+	if len(rows) != 1 || rows[0].Latest.Run != "cleared" || rows[0].Value != 100 || rows[0].Judgement.Verdict != producer.VerdictOK || rows[0].Judgement.N != 5 {
+		t.Errorf("report row %+v: want the cleared run at its median 100, ok against 5 runs", rows)
 	}
 }

@@ -142,7 +142,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 			fmt.Fprintf(a.stdout, "\nwarning: %s", w)
 		}
 		fmt.Fprintf(a.stdout, "\ntimed out after %s waiting for run %s: %s unfinished; the run goes on\n", o.timeout, m.Run,
-			jobCount(p.All.Total-p.All.Done()))
+			jobCount(p.Unfinished()))
 		return exitCode(ExitTimeout)
 	}
 	if code != ExitOK {
