@@ -98,3 +98,23 @@ func TestBadEnvironmentValueSaidOnce(t *testing.T) {
 		t.Fatalf("exit %d, want 64 and the variable named once:\n%s", code, errOut)
 	}
 }
+
+// Flags that do nothing without another, and subcommands that do not
+// exist, are usage errors, not silently ignored or answered with help.
+func TestIgnoredInputIsAUsageError(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"submit", "--pool", "cpu", "--model", "mlp", "--batch-size", "1", "--loop-count", "1", "--confirm", "3"}, "--confirm needs --wait --gate"},
+		{[]string{"runs", "bogus"}, `unknown command "bogus" for "benchfleet runs"`},
+		{[]string{"dlq", "bogus"}, `unknown command "bogus" for "benchfleet dlq"`},
+	} {
+		if code, _, errOut := run(t, tc.args...); code != cli.ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, want 64 and %q:\n%s", tc.args, code, tc.want, errOut)
+		}
+	}
+	if code, out, _ := run(t, "runs"); code != 0 || !strings.Contains(out, "Available Commands") {
+		t.Errorf("runs alone: exit %d, want its help:\n%s", code, out)
+	}
+}

@@ -191,6 +191,17 @@ func (a *app) rootCmd() *cobra.Command {
 		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
 		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(), a.serveCmd(), a.spoolCmd(),
 	)
+	for _, c := range root.Commands() { // a group (runs, dlq, ...) given an unknown subcommand: a usage error, not its help
+		if c.HasSubCommands() && c.RunE == nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return nil
+				}
+				return usageErr("unknown command %q for %q (see %s --help)", strings.Join(args, " "), cmd.CommandPath(), cmd.CommandPath())
+			}
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
 	return root
 }
 

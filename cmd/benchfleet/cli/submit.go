@@ -110,6 +110,9 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if f.notify.url != "" && !f.gate {
 		return usageErr("--notify needs --wait --gate")
 	}
+	if cmd.Flags().Changed("confirm") && !f.gate {
+		return usageErr("--confirm needs --wait --gate: it re-runs what the gate suspects")
+	}
 	if err := f.notify.check(); err != nil {
 		return err
 	}
