@@ -187,10 +187,10 @@ func TestListRange(t *testing.T) {
 			t.Errorf("ListRange(%s, %s) = %v, want an input error saying %q", c.good, c.bad, err, c.want)
 		}
 	}
-	if _, _, _, err := producer.BisectRange(t.Context(), "", filepath.Join(t.TempDir(), "none"), "a", "b"); !errors.Is(err, producer.ErrBisectInput) {
+	if _, _, _, err := producer.BisectRange(t.Context(), "", filepath.Join(t.TempDir(), "none"), "abcd", "bcde"); !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), "none") {
 		t.Errorf("BisectRange of a missing file: %v, want an input error", err)
 	}
-	if _, _, _, err := producer.BisectRange(t.Context(), "", "", "a", "b"); !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), "--mirror") {
+	if _, _, _, err := producer.BisectRange(t.Context(), "", "", "abcd", "bcde"); !errors.Is(err, producer.ErrBisectInput) || !strings.Contains(err.Error(), "--mirror") {
 		t.Errorf("BisectRange of neither: %v, want an input error naming --mirror", err)
 	}
 }

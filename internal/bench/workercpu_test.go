@@ -14,7 +14,8 @@ import (
 // `bench worker-cpu` runs the real worker as a subprocess through a short
 // job and measures its CPU share: the measurement is produced and sane (a
 // share of the machine's cores, non-negative). How small it is depends on
-// the machine's load, so it is not asserted.
+// the machine's load, so it is not asserted. The attempt is timed from
+// when the bench saw its claim, which may come a little after it started.
 func TestRunWorkerCPU(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
@@ -30,7 +31,7 @@ func TestRunWorkerCPU(t *testing.T) {
 			t.Errorf("%s: %v%% is not a share of %d cores", name, p, runtime.NumCPU())
 		}
 	}
-	if rep.PID <= 0 || rep.Window <= 0 || rep.Window > time.Second || rep.AttemptWall < time.Second || rep.SampleCPU < 0 {
+	if rep.PID <= 0 || rep.Window <= 0 || rep.Window > time.Second || rep.AttemptWall < 900*time.Millisecond || rep.SampleCPU < 0 {
 		t.Errorf("report %+v", rep)
 	}
 	if rep.Method != "schedstat" && rep.Method != "stat" {
