@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -28,20 +29,32 @@ func Open(ctx context.Context, rawURL string, log zerolog.Logger) (Bucket, error
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// A *url.Error quotes the whole URL: keep only what went wrong.
-		return nil, redact.Error(fmt.Errorf("storage: store URL %q: %w", Redact(rawURL), redact.URLError(err)), redact.Secrets(rawURL)...)
+		return nil, badURLError{redact.Error(fmt.Errorf("storage: store URL %q: %w", Redact(rawURL), redact.URLError(err)), redact.Secrets(rawURL)...)}
 	}
 	switch u.Scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("storage: file URL %q must be file:///absolute/path", Redact(rawURL))
+			return nil, badURLError{fmt.Errorf("storage: file URL %q must be file:///absolute/path", Redact(rawURL))}
 		}
 		return NewFileBucket(u.Path)
 	case "s3":
 		return openS3(ctx, u, log)
 	default:
-		return nil, fmt.Errorf("storage: store URL %q: unknown scheme %q (want file or s3)", Redact(rawURL), u.Scheme)
+		return nil, badURLError{fmt.Errorf("storage: store URL %q: unknown scheme %q (want file or s3)", Redact(rawURL), u.Scheme)}
 	}
 }
+
+// ErrBadStoreURL is matched (errors.Is) by Open's error for a store URL
+// that names no store it can open: a bad scheme, file URL, bucket, query
+// or parameter. The URL's owner must fix it; retrying cannot help.
+var ErrBadStoreURL = errors.New("storage: bad store URL")
+
+// badURLError is an error of the store URL itself, with its own text.
+type badURLError struct{ err error }
+
+func (e badURLError) Error() string        { return e.err.Error() }
+func (e badURLError) Unwrap() error        { return e.err }
+func (e badURLError) Is(target error) bool { return target == ErrBadStoreURL }
 
 // Redact removes user info (of the URL and of any URL in its query, such
 // as endpoint=) and secret-looking query parameters from a URL so it can

@@ -539,7 +539,11 @@ func (b *S3Bucket) Close() error {
 func openS3(ctx context.Context, u *url.URL, log zerolog.Logger) (Bucket, error) {
 	cfg, err := s3ConfigFromURL(u)
 	if err != nil {
-		return nil, err
+		return nil, badURLError{err}
+	}
+	check := cfg
+	if err := check.fill(); err != nil { // a setting the URL gave is out of range
+		return nil, badURLError{err}
 	}
 	cfg.Log = log
 	return NewS3Bucket(ctx, cfg)

@@ -166,6 +166,9 @@ func TestS3URLErrors(t *testing.T) {
 		{"s3://bucket/../up", "Prefix"},
 	} {
 		_, err := storage.Open(t.Context(), tc.url, zerolog.Nop())
+		if !errors.Is(err, storage.ErrBadStoreURL) {
+			t.Errorf("Open(%q) error = %v, want one matching ErrBadStoreURL", tc.url, err)
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%q) error = %v, want it to mention %q", tc.url, err, tc.want)
 		}

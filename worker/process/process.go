@@ -172,7 +172,9 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 			return nil, &OptionError{Err: errors.New("no result store: give --store URL or set BENCHFLEET_STORE")}
 		}
 		b, err := storage.Open(ctx, o.StoreURL, log)
-		if err != nil {
+		if errors.Is(err, storage.ErrBadStoreURL) {
+			return nil, &OptionError{Option: "--store", Err: err}
+		} else if err != nil {
 			return nil, err
 		}
 		p.closes = append(p.closes, func() { b.Close() })

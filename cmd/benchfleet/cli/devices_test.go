@@ -99,8 +99,9 @@ func TestBadEnvironmentValueSaidOnce(t *testing.T) {
 	}
 }
 
-// Flags that do nothing without another, and subcommands that do not
-// exist, are usage errors, not silently ignored or answered with help.
+// Flags that do nothing without another, subcommands that do not exist and
+// store URLs that name no store are usage errors (64), not silently
+// ignored, answered with help, or failures of the command (1).
 func TestIgnoredInputIsAUsageError(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -109,6 +110,9 @@ func TestIgnoredInputIsAUsageError(t *testing.T) {
 		{[]string{"submit", "--pool", "cpu", "--model", "mlp", "--batch-size", "1", "--loop-count", "1", "--confirm", "3"}, "--confirm needs --wait --gate"},
 		{[]string{"runs", "bogus"}, `unknown command "bogus" for "benchfleet runs"`},
 		{[]string{"dlq", "bogus"}, `unknown command "bogus" for "benchfleet dlq"`},
+		{[]string{"results", "query", "--store", "foo://bar"}, `unknown scheme "foo"`},
+		{[]string{"results", "query", "--store", "s3://"}, "no bucket"},
+		{[]string{"worker", "--nats", "nats://127.0.0.1:1", "--store", "foo://bar", "--slots", "sim=1"}, `--store: storage: store URL "foo://bar"`},
 	} {
 		if code, _, errOut := run(t, tc.args...); code != cli.ExitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, want 64 and %q:\n%s", tc.args, code, tc.want, errOut)

@@ -26,7 +26,11 @@ func (a *app) openStore(ctx context.Context) (storage.Bucket, error) {
 	if a.storeURL == "" {
 		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
 	}
-	return storage.Open(ctx, a.storeURL, a.log)
+	b, err := storage.Open(ctx, a.storeURL, a.log)
+	if errors.Is(err, storage.ErrBadStoreURL) {
+		return nil, usageErr("--store: %v", err)
+	}
+	return b, err
 }
 
 // openStoreRead opens --store for a command that only reads it (queries,
@@ -38,7 +42,7 @@ func (a *app) openStoreRead(ctx context.Context) (storage.Bucket, error) {
 		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
 	}
 	b, err := storage.OpenExisting(ctx, a.storeURL, a.log)
-	if errors.Is(err, storage.ErrNoStore) {
+	if errors.Is(err, storage.ErrNoStore) || errors.Is(err, storage.ErrBadStoreURL) {
 		return nil, usageErr("--store: %v", err)
 	}
 	return b, err
