@@ -215,6 +215,14 @@ func simJobs(run string, n int, d time.Duration) ([]*protocol.Job, error) {
 	return jobs, nil
 }
 
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // discard is a Recorder that keeps nothing.
 type discard struct{}
 

@@ -276,13 +276,6 @@ func (f *fleet) runBoxSide(ctx context.Context, cfg *BoxConfig, r *harness.Runne
 	return BoxSide{Wall: last.Sub(start), Span: spans / time.Duration(len(states))}, nil
 }
 
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // failure says why a job did not pass.
 func failure(st *producer.JobState) string {
 	if st.Result != nil && st.Result.Error != nil {

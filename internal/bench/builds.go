@@ -325,11 +325,11 @@ func writeFile(path, body string) error {
 }
 
 // buildRecorder keeps what the runner says it built.
-type buildRecorder struct{ build *protocol.BuildInfo }
+type buildRecorder struct {
+	discard
+	build *protocol.BuildInfo
+}
 
-func (*buildRecorder) Phase(string)                 {}
-func (*buildRecorder) Log(string)                   {}
-func (*buildRecorder) Artifact(string, string)      {}
 func (r *buildRecorder) Build(b protocol.BuildInfo) { r.build = &b }
 
 // Print writes the report as `bench builds` prints it.

@@ -198,17 +198,10 @@ func (f *fleet) schedulePass(ctx context.Context, run string, durations []time.D
 		if r.Status != protocol.StatusPassed {
 			return SchedulePass{}, fmt.Errorf("job %s (%s): %s", r.Job, r.Benchmark.Model, r.Status)
 		}
-		last = later(last, r.FinishedAt)
+		last = latest(last, r.FinishedAt)
 	}
 	if len(rs) != len(jobs) {
 		return SchedulePass{}, fmt.Errorf("%d results of %d jobs", len(rs), len(jobs))
 	}
 	return SchedulePass{Makespan: last.Sub(start), Schedule: res.Schedule}, nil
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

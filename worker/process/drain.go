@@ -15,11 +15,8 @@ import (
 // what became of them (storage.Spool.Drain). A spool a running worker
 // holds is refused with an *OptionError: that worker uploads it itself.
 func DrainSpool(ctx context.Context, dir string, store storage.Bucket, log zerolog.Logger) (storage.DrainReport, error) {
-	lock, err := dirlock.Acquire(dir, "benchfleet spool drain")
+	lock, err := acquire(dir, "benchfleet spool drain", "spool")
 	if err != nil {
-		if errors.Is(err, dirlock.ErrHeld) {
-			return storage.DrainReport{}, &OptionError{Option: "spool", Err: err}
-		}
 		return storage.DrainReport{}, err
 	}
 	defer lock.Unlock()
@@ -28,4 +25,14 @@ func DrainSpool(ctx context.Context, dir string, store storage.Bucket, log zerol
 		return storage.DrainReport{}, err
 	}
 	return spool.Drain(ctx)
+}
+
+// acquire locks dir for holder; a lock another process holds is an
+// *OptionError naming option.
+func acquire(dir, holder, option string) (*dirlock.Lock, error) {
+	lock, err := dirlock.Acquire(dir, holder)
+	if errors.Is(err, dirlock.ErrHeld) {
+		return nil, &OptionError{Option: option, Err: err}
+	}
+	return lock, err
 }

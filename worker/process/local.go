@@ -3,7 +3,6 @@ package process
 import (
 	"cmp"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -53,10 +52,7 @@ func StartLocal(ctx context.Context, o LocalOptions, log zerolog.Logger) (_ *Loc
 		return nil, &OptionError{Option: "--data " + o.DataDir, Err: err}
 	}
 	l := &Local{}
-	if l.lock, err = dirlock.Acquire(o.DataDir, cmp.Or(o.Command, "benchfleet local")); err != nil {
-		if errors.Is(err, dirlock.ErrHeld) {
-			return nil, &OptionError{Option: "--data", Err: err}
-		}
+	if l.lock, err = acquire(o.DataDir, cmp.Or(o.Command, "benchfleet local"), "--data"); err != nil {
 		return nil, err
 	}
 	defer func() {

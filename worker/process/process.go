@@ -22,7 +22,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device/box"
-	"github.com/benchfleet/benchfleet/internal/dirlock"
 	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -215,11 +214,8 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 		cfg.Notifier = n
 	}
 	if o.Spool != "" {
-		lock, err := dirlock.Acquire(o.Spool, "benchfleet worker "+cfg.ID)
+		lock, err := acquire(o.Spool, "benchfleet worker "+cfg.ID, "--spool")
 		if err != nil {
-			if errors.Is(err, dirlock.ErrHeld) {
-				return nil, &OptionError{Option: "--spool", Err: err}
-			}
 			return nil, err
 		}
 		p.closes = append(p.closes, lock.Unlock)

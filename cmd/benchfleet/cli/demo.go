@@ -44,7 +44,7 @@ func (a *app) demoCmd() *cobra.Command {
 			}
 			// The demo's run is over (or interrupted): no need to drain.
 			defer lf.kill()
-			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.url, storage.Redact(a.storeURL))
+			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.URL, storage.Redact(a.storeURL))
 			// The demo's matrix, submitted as submit submits one (no CI
 			// provenance from this shell's environment).
 			m, err := producer.ParseMatrix([]byte(demoMatrix))
@@ -61,7 +61,7 @@ func (a *app) demoCmd() *cobra.Command {
 				return err
 			}
 			defer closeNATS()
-			p.Store, p.History = lf.store, lf.store
+			p.Store, p.History = lf.Store(), lf.Store()
 			res, err := p.Submit(ctx, *sub)
 			if err != nil {
 				return err

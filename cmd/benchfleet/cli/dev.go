@@ -30,12 +30,12 @@ func (a *app) devCmd() *cobra.Command {
 			if uiAddr != "" {
 				uctx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 				defer stopUI()
-				if err := a.devUI(uctx, uiAddr, uiActions, uiAllowHosts, lf.store); err != nil {
+				if err := a.devUI(uctx, uiAddr, uiActions, uiAllowHosts, lf.Store()); err != nil {
 					return err
 				}
 			}
-			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.url, storage.Redact(a.storeURL), slots)
-			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --store %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.url, storage.Redact(a.storeURL))
+			fmt.Fprintf(a.stdout, "benchfleet dev: NATS at %s, store %s, slots %s\n", lf.URL, storage.Redact(a.storeURL), slots)
+			fmt.Fprintf(a.stdout, "submit with: benchfleet submit --nats %s --store %s --pool cpu --model mlp --batch-size 8 --loop-count 32 --wait\n", lf.URL, storage.Redact(a.storeURL))
 			fmt.Fprintln(a.stdout, "Ctrl-C to stop")
 			<-ctx.Done()
 			fmt.Fprintln(a.stdout, "stopping: draining the worker")

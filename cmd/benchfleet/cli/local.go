@@ -6,19 +6,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/process"
 )
 
 // localFleet is the embedded default (process.Local): an in-process NATS
 // server with JetStream, a store, and one worker, all in one process.
-type localFleet struct {
-	*process.Local
-	url   string
-	nc    *nats.Conn
-	store storage.Bucket
-}
+type localFleet struct{ *process.Local }
 
 type localOptions struct {
 	dataDir, listen, slots, workDir string
@@ -47,7 +41,7 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 		return nil, configUsage(err)
 	}
 	a.natsURL, a.storeURL = l.URL, l.StoreURL
-	return &localFleet{Local: l, url: l.URL, nc: l.Conn(), store: l.Store()}, nil
+	return &localFleet{Local: l}, nil
 }
 
 // stop drains the worker (running jobs finish, at most a minute) and

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,16 +33,6 @@ const deployDir = "../../../deploy/nats"
 
 var passwords = map[string]string{"producer": "pw-producer", "untrusted": "pw-untrusted", "worker": "pw-worker", "reader": "pw-reader", "admin": "pw-admin", "sys": "pw-sys"}
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // renderDeploy copies deploy/nats for node i (1..3) into a temp dir with
 // the production paths and ports rewritten to test values, the passwords
 // filled in and an extra nkey worker user. Every rewrite must match, so a
@@ -58,8 +47,8 @@ func renderDeploy(t *testing.T, i int, p *pki, routePorts []int, workerNKey stri
 			{"/etc/nats/tls/server-key.pem", p.serverKey},
 			{"/etc/nats/tls/ca.pem", p.ca},
 			{"/var/lib/nats/jetstream", filepath.Join(dir, "js")},
-			{"listen: 0.0.0.0:4222", fmt.Sprintf("listen: 127.0.0.1:%d", freePort(t))},
-			{"http: 127.0.0.1:8222", fmt.Sprintf("http: 127.0.0.1:%d", freePort(t))},
+			{"listen: 0.0.0.0:4222", fmt.Sprintf("listen: 127.0.0.1:%d", fleettest.FreePort(t))},
+			{"http: 127.0.0.1:8222", fmt.Sprintf("http: 127.0.0.1:%d", fleettest.FreePort(t))},
 			{"listen: 0.0.0.0:6222", fmt.Sprintf("listen: 127.0.0.1:%d", routePorts[i-1])},
 			{"nats-route://nats-1:6222", fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[0])},
 			{"nats-route://nats-2:6222", fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[1])},
@@ -97,7 +86,7 @@ func renderDeploy(t *testing.T, i int, p *pki, routePorts []int, workerNKey stri
 // deployCluster starts the three nodes of deploy/nats.
 func deployCluster(t *testing.T, p *pki, workerNKey string) []*server.Server {
 	t.Helper()
-	routePorts := []int{freePort(t), freePort(t), freePort(t)}
+	routePorts := []int{fleettest.FreePort(t), fleettest.FreePort(t), fleettest.FreePort(t)}
 	var srvs []*server.Server
 	for i := 1; i <= 3; i++ {
 		conf := renderDeploy(t, i, p, routePorts, workerNKey)

@@ -25,6 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/embedded"
+	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -50,7 +51,7 @@ func startSingle(t *testing.T, extra string) *server.Server {
 	}
 	dir := t.TempDir()
 	for name, rw := range map[string][][2]string{
-		"single.conf":   {{"http: 127.0.0.1:8222", fmt.Sprintf("http: 127.0.0.1:%d", freePort(t))}},
+		"single.conf":   {{"http: 127.0.0.1:8222", fmt.Sprintf("http: 127.0.0.1:%d", fleettest.FreePort(t))}},
 		"accounts.conf": nil,
 	} {
 		data, err := os.ReadFile(filepath.Join(deployDir, name))
@@ -178,7 +179,7 @@ func TestMakeCertsRunsTheTLSCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	wpub, _ := wkp.PublicKey()
-	routePorts := []int{freePort(t), freePort(t), freePort(t)}
+	routePorts := []int{fleettest.FreePort(t), fleettest.FreePort(t), fleettest.FreePort(t)}
 	var urls []string
 	for i := 1; i <= 3; i++ {
 		node := filepath.Join(certs, fmt.Sprintf("nats-%d", i))
