@@ -205,9 +205,10 @@ type Series struct {
 }
 
 // SeriesOf is the series of a result.
-func SeriesOf(r *protocol.Result) Series {
-	return Series{Test: r.Benchmark.Test, Model: r.Benchmark.Model, BatchSize: r.Benchmark.BatchSize,
-		DataFormat: r.Benchmark.DataFormat, Pool: r.Pool, Runner: r.Runner}
+func SeriesOf(r *protocol.Result) Series { return seriesOf(r.Benchmark, r.Pool, r.Runner) }
+
+func seriesOf(b protocol.Benchmark, pool, runner string) Series {
+	return Series{Test: b.Test, Model: b.Model, BatchSize: b.BatchSize, DataFormat: b.DataFormat, Pool: pool, Runner: runner}
 }
 
 // Name is the short display name of a series, e.g. "resnet50/n150/bs8/bfloat16".
@@ -285,24 +286,27 @@ func (c GateConfig) Judge(passed bool, value float64, history []float64) Judgeme
 // (the lower one of an even count). A run's confirmation repeats, and jobs
 // that differ only by labels, are one point of history, not several.
 func onePerRun(hist []*protocol.Result) []*protocol.Result {
-	byRun := map[string][]*protocol.Result{}
-	var order []string
-	for _, r := range hist {
-		if _, ok := byRun[r.Run]; !ok {
-			order = append(order, r.Run)
-		}
-		byRun[r.Run] = append(byRun[r.Run], r)
-	}
+	order, byRun := groupByRun(hist)
 	if len(order) == len(hist) {
 		return hist
 	}
 	out := make([]*protocol.Result, 0, len(order))
 	for _, run := range order {
-		rs := byRun[run]
-		sort.SliceStable(rs, func(a, b int) bool { return rs[a].Measurements.SamplesPerSec < rs[b].Measurements.SamplesPerSec })
-		out = append(out, rs[(len(rs)-1)/2])
+		out = append(out, lowerMedian(byRun[run]))
 	}
 	return out
+}
+
+// groupByRun groups rs by run, the runs in the order they first appear.
+func groupByRun(rs []*protocol.Result) (order []string, byRun map[string][]*protocol.Result) {
+	byRun = map[string][]*protocol.Result{}
+	for _, r := range rs {
+		if _, ok := byRun[r.Run]; !ok {
+			order = append(order, r.Run)
+		}
+		byRun[r.Run] = append(byRun[r.Run], r)
+	}
+	return order, byRun
 }
 
 func median(xs []float64) float64 {

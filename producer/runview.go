@@ -172,14 +172,7 @@ func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoin
 // the history one value per run (the lower median of its passed results
 // with a trusted check, BaselinePCC), the run's own results never in it.
 func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) []SeriesPoint {
-	byRun := map[string][]*protocol.Result{}
-	var order []string
-	for _, r := range rs {
-		if _, ok := byRun[r.Run]; !ok {
-			order = append(order, r.Run)
-		}
-		byRun[r.Run] = append(byRun[r.Run], r)
-	}
+	order, byRun := groupByRun(rs)
 	out := make([]SeriesPoint, 0, len(order))
 	var history []float64
 	for _, run := range order {

@@ -71,10 +71,7 @@ func (s Schedule) String() string {
 func jobsText(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "job", "jobs")) }
 
 // SeriesOfJob is the series a job's result will belong to (SeriesOf).
-func SeriesOfJob(j *protocol.Job) Series {
-	return Series{Test: j.Benchmark.Test, Model: j.Benchmark.Model, BatchSize: j.Benchmark.BatchSize,
-		DataFormat: j.Benchmark.DataFormat, Pool: j.Pool, Runner: j.Runner}
-}
+func SeriesOfJob(j *protocol.Job) Series { return seriesOf(j.Benchmark, j.Pool, j.Runner) }
 
 // AttemptDuration is a result's whole attempt, from the slot taking the
 // delivery to the runner's return (started_at to finished_at); 0 when

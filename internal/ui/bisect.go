@@ -24,11 +24,10 @@ type bisectLink struct {
 // BisectFor is the bisect of the series page's row p, or nil: the page
 // shows one, under the row bisect chose.
 func (d seriesData) BisectFor(p producer.SeriesPoint) *bisectLink {
-	l, at := d.bisect()
-	if l == nil || d.Rows[at].Result != p.Result {
+	if d.bisectOf == nil || d.Rows[d.bisectAt].Result != p.Result {
 		return nil
 	}
-	return l
+	return d.bisectOf
 }
 
 // bisect is the series' one bisect and the row (of d.Rows, newest first)

@@ -41,18 +41,21 @@ type tick struct {
 }
 
 type seriesData struct {
-	Series     producer.Series
-	Name       string
-	Days       int
-	Points     []pointView
-	Line       string // polyline points through the passed results on the baseline branch
-	Branch     string // the baseline branch
-	Others     int    // results of other branches
-	Band       string // polygon of the baseline ± noise band
-	Baseline   string // polyline of the rolling baseline
-	YTicks     []tick
-	XTicks     []tick
-	Rows       []producer.SeriesPoint
+	Series   producer.Series
+	Name     string
+	Days     int
+	Points   []pointView
+	Line     string // polyline points through the passed results on the baseline branch
+	Branch   string // the baseline branch
+	Others   int    // results of other branches
+	Band     string // polygon of the baseline ± noise band
+	Baseline string // polyline of the rolling baseline
+	YTicks   []tick
+	XTicks   []tick
+	Rows     []producer.SeriesPoint
+	// bisectOf is the series' one bisect (bisect), made once for the page.
+	bisectOf   *bisectLink
+	bisectAt   int
 	Passed     int
 	Failed     int
 	Regressed  int
@@ -106,6 +109,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 	if len(d.Rows) > 200 {
 		d.Rows = d.Rows[:200]
 	}
+	d.bisectOf, d.bisectAt = d.bisect()
 	d.Elapsed = time.Since(start).Round(100 * time.Microsecond).String()
 	s.render(w, r, "series", ser.Name(), false, d)
 }
