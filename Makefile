@@ -20,6 +20,7 @@ tools:
 	./scripts/install-versitygw.sh
 	./scripts/install-chromium.sh
 	./scripts/install-pytest.sh
+	./scripts/install-bubblewrap.sh
 	./scripts/install-duckdb.sh
 
 build:

@@ -2,6 +2,7 @@ package device
 
 import (
 	"fmt"
+	"github.com/benchfleet/benchfleet/device/box"
 	"sort"
 	"sync"
 
@@ -49,12 +50,10 @@ type Settings struct {
 	// a host fault before the host leaves service ("" = none: the board
 	// check stands in).
 	HealthProbe string
-	// User and Cgroup are the box a harness's jobs run in (device/box):
-	// the job user ("" = nobody under a root worker, "none" = the worker's
-	// own) and how their processes are killed ("" = auto).
-	User, Cgroup string
-	// Groups are the job user's supplementary groups (default none).
-	Groups []string
+	// Box is the sandbox a harness's jobs run in (device/box): the job
+	// user (a uid of its own per job under a root worker), the walls, the
+	// network and the limits; zero values take box's defaults.
+	Box box.Config
 	// Builds provisions the build a job names (its wheels and its
 	// commit's test tree); nil = jobs that name wheels are invalid here.
 	Builds Provisioner

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
 		Discovery: worker.DiscoverySpec{TTSMI: host.TTSMI, DevRoot: host.DevRoot, SysRoot: host.Sys},
 		Forge: &worker.HarnessSpec{Workdir: c.Workdir, Python: c.Python, Env: map[string]string{
 			"FAKE_ENV_DUMP": dump, "FAKE_HANG_DEVICES": bdf2, "FAKE_WATCHDOG_SCALE": "0.001"}},
+		Isolation: worker.IsolationSpec{Writable: []string{filepath.Dir(dump)}},
 	}
 	slots, err := worker.BuildSlots(t.Context(), wf, "", t.TempDir(), nil, zerolog.Nop())
 	if err != nil {

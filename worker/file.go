@@ -136,6 +136,68 @@ type IsolationSpec struct {
 	// (e.g. [tenstorrent] where udev gives the device nodes to that group
 	// with mode 0660); default none.
 	Groups []string `yaml:"groups"`
+	// Sandbox is the tool that walls each job in: "bwrap" (default:
+	// bubblewrap) or "none".
+	Sandbox string `yaml:"sandbox"`
+	// Bwrap is the bubblewrap binary (default "bwrap" in PATH).
+	Bwrap string `yaml:"bwrap"`
+	// Walls is "require" (default: the worker does not start when a wall
+	// cannot be built) or "warn".
+	Walls string `yaml:"walls"`
+	// UIDs is the range of uids jobs run as, one per running job,
+	// "FIRST-LAST" (default box.DefaultUIDs).
+	UIDs string `yaml:"uids"`
+	// Network is "none" (default) or "host" (the job shares the host's
+	// network; said at start).
+	Network string `yaml:"network"`
+	// ReadOnly are host paths bound read-only into every job's sandbox.
+	ReadOnly []string `yaml:"read_only"`
+	// Writable are host directories every job's sandbox may write: a hole
+	// in the walls shared by every job (tests, debugging), logged at start.
+	Writable []string `yaml:"writable"`
+	// Limits bound each job (sizes like 16GiB; -1 turns one off).
+	Limits LimitsSpec `yaml:"limits"`
+}
+
+// LimitsSpec is isolation.limits: each job's cgroup and room bounds.
+type LimitsSpec struct {
+	// Pids is pids.max (default box.DefaultPids).
+	Pids int64 `yaml:"pids"`
+	// Memory is memory.max, a size (default 80% of the host's memory).
+	Memory string `yaml:"memory"`
+	// CPUWeight is cpu.weight, 1 to 10000 (default 100).
+	CPUWeight int64 `yaml:"cpu_weight"`
+	// Disk is the size of the job's room, /tmp and /dev/shm (default 8GiB).
+	Disk string `yaml:"disk"`
+}
+
+// Box is the box.Config of this isolation section (Root and Log are the
+// runner's). Errors name the key.
+func (s IsolationSpec) Box() (box.Config, error) {
+	c := box.Config{User: s.User, Cgroup: s.Cgroup, Groups: s.Groups, Sandbox: s.Sandbox, Bwrap: s.Bwrap,
+		Walls: s.Walls, UIDs: s.UIDs, Network: s.Network, ReadOnly: s.ReadOnly, Writable: s.Writable,
+		Limits: box.Limits{Pids: s.Limits.Pids, CPUWeight: s.Limits.CPUWeight}}
+	size := func(key, v string) (int64, error) {
+		switch v {
+		case "":
+			return 0, nil
+		case "-1":
+			return -1, nil
+		}
+		n, err := ParseBytes(v)
+		if err != nil {
+			return 0, configErr("config isolation.limits.%s: %v", key, err)
+		}
+		return n, nil
+	}
+	var err error
+	if c.Limits.Memory, err = size("memory", s.Limits.Memory); err != nil {
+		return c, err
+	}
+	if c.Limits.Disk, err = size("disk", s.Limits.Disk); err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // JobUser describes the user harness jobs run as under this config.
@@ -201,6 +263,16 @@ type HarnessSpec struct {
 	// HealthProbe is a known-good test id run to confirm a host fault
 	// before the host leaves service (device.Settings.HealthProbe).
 	HealthProbe string `yaml:"health_probe"`
+	// Isolation is this harness's own choice of the box's network:
+	// isolation: {network: host} lets its jobs use the host's network
+	// (an opt-in, logged at start); default the top-level isolation's.
+	Isolation HarnessIsolation `yaml:"isolation"`
+}
+
+// HarnessIsolation is a harness's isolation: section.
+type HarnessIsolation struct {
+	// Network is "none" or "host"; "" = the top-level isolation.network.
+	Network string `yaml:"network"`
 }
 
 func LoadFile(path string) (*File, error) {
@@ -389,8 +461,15 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, builds
 					}
 					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
 				}
+				isolation, err := wf.Isolation.Box()
+				if err != nil {
+					return nil, err
+				}
+				if h.Isolation.Network != "" {
+					isolation.Network = h.Isolation.Network
+				}
 				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe,
-					User: wf.Isolation.User, Cgroup: wf.Isolation.Cgroup, Groups: wf.Isolation.Groups, Builds: builds}
+					Box: isolation, Builds: builds}
 				if h.HealthProbe == "" {
 					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed on, and the host stays in service while its boards pass their check")
 				}

@@ -89,6 +89,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -149,27 +150,99 @@ type Config struct {
 	// name or gid (e.g. "tenstorrent", where udev gives the device nodes
 	// to a group with mode 0660). Default none. Only with a user switch.
 	Groups []string
+	// Sandbox is the tool that walls each job in: "bwrap" (default, also
+	// ""): bubblewrap (Bwrap) gives every job its own mount, pid, network,
+	// ipc, uts, cgroup and user namespaces (see the package doc); "none":
+	// no namespaces, the job sees the host's file system, processes and
+	// network (for the box's own benchmark, and hosts without bubblewrap
+	// when Walls is "warn").
+	Sandbox string
+	// Bwrap is the bubblewrap binary, a path or a name looked up in PATH.
+	// Default "bwrap" (Debian's package bubblewrap).
+	Bwrap string
+	// Walls is what New does when a wall (Box.Walls) cannot be built on
+	// this host: "require" (default, also ""): it fails naming the wall;
+	// "warn": it logs a warning and jobs run without that wall.
+	Walls string
+	// UIDs is the range of uids jobs run as, "FIRST-LAST": each running
+	// job takes a uid of its own (a lock under LockDir), so no two jobs
+	// ever share a user. Default DefaultUIDs. Used when the worker runs as
+	// root and User is "".
+	UIDs string
+	// LockDir holds the uid leases, shared by every worker of the host.
+	// Default DefaultLockDir.
+	LockDir string
+	// Network is the job's network: "none" (default, also ""): a network
+	// namespace of its own with only a loopback of its own, so it cannot
+	// reach the farm's NATS, the store or a metadata address; "host": the
+	// host's network (an opt-in per harness, logged at start).
+	Network string
+	// Limits bound every job's resources; a zero field takes its default
+	// (see Limits).
+	Limits Limits
+	// ReadOnly are host paths bound read-only, at the same path, into
+	// every job's sandbox besides the system directories (a model cache,
+	// say). A missing path is an error.
+	ReadOnly []string
+	// Writable are host directories bound read-write, at the same path,
+	// into every job's sandbox: a hole in the mount wall every job shares
+	// (a test's side channel, a debugging scratch), logged at start and
+	// named in the mount wall's detail. Never give a cache here: one job
+	// would poison it for the next.
+	Writable []string
 	// Log receives the box's warnings (jobs run as the worker's own user,
-	// a cgroup fallback); "none" chosen is logged at info. Default: no
-	// logging.
+	// a cgroup fallback, walls that are down); "none" chosen is logged at
+	// info. Default: no logging.
 	Log zerolog.Logger
 }
+
+// Values of Config.Sandbox, Config.Walls and Config.Network.
+const (
+	SandboxBwrap = "bwrap"
+	SandboxNone  = "none"
+	WallsRequire = "require"
+	WallsWarn    = "warn"
+	NetworkNone  = "none"
+	NetworkHost  = "host"
+)
+
+// Defaults of Config.UIDs and Config.LockDir.
+const (
+	// DefaultUIDs is a range of 65536 uids high above the ones
+	// distributions hand out (Debian's dynamic and system users end below
+	// 65536; podman and systemd-nspawn allocate from 100000 and 524288
+	// upwards in steps of 65536) and below 2^31, which some tools read as
+	// signed.
+	DefaultUIDs = "2147352576-2147418111"
+	// DefaultLockDir holds the uid leases of every worker of the host.
+	DefaultLockDir = "/run/benchfleet/uids"
+)
 
 // Box opens rooms for jobs. It is safe for concurrent use; any number of
 // rooms may be open at once.
 type Box struct {
 	log         zerolog.Logger
 	root        string
-	user        ident
+	user        ident // the job user; with uids, each room takes its own uid instead
+	uids        *uidPool
 	worker      ident // the worker's own uid and gid
 	killTimeout time.Duration
 	// cgroup is the directory job cgroups are made in; "" without cgroups.
 	cgroup string
+	// sandbox is the bubblewrap binary; "" without a sandbox.
+	sandbox  string
+	network  string
+	limits   Limits
+	ctl      controllers
+	readOnly []string
+	writable []string
+	walls    []Wall
 }
 
 // New validates cfg, fills its defaults, resolves the job user, creates
-// Root and sets up the kill mode (a cgroup probe, or the subreaper). Errors
-// name the Config field.
+// Root and sets up the kill mode (a cgroup probe, or the subreaper), the
+// sandbox and the limits; it then checks the walls (Walls) and fails, or
+// warns, for each one that is down. Errors name the Config field.
 func New(cfg Config) (*Box, error) {
 	log := cfg.Log.With().Str("component", "box").Logger()
 	b := &Box{log: log, killTimeout: cfg.KillTimeout, worker: ident{uid: os.Geteuid(), gid: os.Getegid()}}
@@ -178,6 +251,43 @@ func New(cfg Config) (*Box, error) {
 	}
 	if b.killTimeout == 0 {
 		b.killTimeout = DefaultKillTimeout
+	}
+	switch cfg.Walls {
+	case "", WallsRequire, WallsWarn:
+	default:
+		return nil, fmt.Errorf("box: walls %q is not require or warn", cfg.Walls)
+	}
+	switch cfg.Network {
+	case "", NetworkNone:
+		b.network = NetworkNone
+	case NetworkHost:
+		b.network = NetworkHost
+	default:
+		return nil, fmt.Errorf("box: network %q is not none or host", cfg.Network)
+	}
+	limits, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b.limits = limits
+	for _, p := range cfg.ReadOnly {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("box: read-only path %q is not absolute", p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("box: read-only path: %w", err)
+		}
+		b.readOnly = append(b.readOnly, filepath.Clean(p))
+	}
+	for _, p := range cfg.Writable {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("box: writable path %q is not absolute", p)
+		}
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("box: writable path %q is not a directory (%v)", p, err)
+		}
+		b.writable = append(b.writable, filepath.Clean(p))
+		log.Warn().Str("path", p).Msg("a directory every job may write (isolation writable): jobs can reach each other through it")
 	}
 	u, err := resolveUser(cfg.User, b.worker.uid, b.worker.gid)
 	if err != nil {
@@ -196,6 +306,23 @@ func New(cfg Config) (*Box, error) {
 		}
 		u.groups = append(u.groups, uint32(gid))
 		u.desc += fmt.Sprintf(", group %s (%d)", g, gid)
+	}
+	if cfg.User == "" && b.worker.uid == 0 {
+		spec := cfg.UIDs
+		if spec == "" {
+			spec = DefaultUIDs
+		}
+		lockDir := cfg.LockDir
+		if lockDir == "" {
+			lockDir = DefaultLockDir
+		}
+		if b.uids, err = newUIDPool(spec, lockDir); err != nil {
+			return nil, err
+		}
+		u.desc = fmt.Sprintf("a uid of its own per job (%s)", b.uids)
+		if len(u.groups) > 0 {
+			u.desc += ", groups " + fmt.Sprint(cfg.Groups)
+		}
 	}
 	b.user = u
 	if !u.switched {
@@ -229,6 +356,34 @@ func New(cfg Config) (*Box, error) {
 	default:
 		return nil, fmt.Errorf("box: cgroup %q is not auto, on or off", cfg.Cgroup)
 	}
+	b.ctl = findControllers(b.cgroup, cfg.Cgroup != CgroupOff)
+	var sandboxErr error
+	switch cfg.Sandbox {
+	case "", SandboxBwrap:
+		b.sandbox, sandboxErr = setupSandbox(cfg.Bwrap, b)
+	case SandboxNone:
+	default:
+		return nil, fmt.Errorf("box: sandbox %q is not bwrap or none", cfg.Sandbox)
+	}
+	b.walls = b.checkWalls(cfg.Sandbox, sandboxErr)
+	var down []string
+	for _, w := range b.walls {
+		if !w.Up && !w.Chosen {
+			down = append(down, w.Name+": "+w.Detail)
+		}
+	}
+	if len(down) > 0 {
+		if cfg.Walls == WallsWarn {
+			for _, d := range down {
+				log.Warn().Str("wall", d).Msg("a wall of the job box is down (isolation.walls: warn)")
+			}
+		} else {
+			return nil, fmt.Errorf("box: walls down (isolation.walls: require; set warn to run without them): %s", strings.Join(down, "; "))
+		}
+	}
+	if b.network == NetworkHost {
+		log.Warn().Msg("harness jobs share the host's network (isolation.network: host): they can reach what the host can")
+	}
 	return b, nil
 }
 
@@ -238,9 +393,10 @@ func New(cfg Config) (*Box, error) {
 func (b *Box) User() string { return b.user.desc }
 
 // UserName is the job user's name when jobs run as another user that has
-// one ("" otherwise: the worker's own user, or a bare UID:GID).
+// one ("" otherwise: the worker's own user, or a bare UID:GID, or a uid of
+// its own per job: see Room.UserName).
 func (b *Box) UserName() string {
-	if !b.user.switched {
+	if !b.user.switched || b.uids != nil {
 		return ""
 	}
 	return b.user.name

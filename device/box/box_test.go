@@ -61,7 +61,10 @@ func place(t testing.TB) string {
 // writable cgroup v2.
 func newBox(t testing.TB, userSpec, cgroup string) *Box {
 	t.Helper()
-	b, err := New(Config{User: userSpec, Cgroup: cgroup, Root: filepath.Join(place(t), "root")})
+	if userSpec == "" {
+		userSpec = DefaultUser // these tests are of the kill modes, with one job user
+	}
+	b, err := New(Config{User: userSpec, Cgroup: cgroup, Root: filepath.Join(place(t), "root"), Sandbox: SandboxNone, Walls: WallsWarn})
 	if err != nil && cgroup == CgroupOn {
 		require(t, "needs a writable cgroup v2: "+err.Error())
 	}
@@ -281,7 +284,7 @@ func TestNewRoot(t *testing.T) {
 	// A root under t.TempDir's 0700 directory: nobody cannot reach it.
 	hidden := filepath.Join(t.TempDir(), "root")
 	_, err := New(Config{Root: hidden, Cgroup: CgroupOff})
-	if err == nil || !strings.Contains(err.Error(), "not searchable by the job user nobody") {
+	if err == nil || !strings.Contains(err.Error(), "not searchable by the job user") {
 		t.Fatalf("a root nobody cannot reach: %v", err)
 	}
 	theirs := filepath.Join(place(t), "theirs")
@@ -369,7 +372,7 @@ func runHelper() int {
 			return 2
 		}
 	}
-	b, err := New(Config{User: os.Getenv("BOX_TEST_USER"), Root: os.Getenv("BOX_TEST_ROOT"), Cgroup: CgroupOff})
+	b, err := New(Config{User: os.Getenv("BOX_TEST_USER"), Root: os.Getenv("BOX_TEST_ROOT"), Cgroup: CgroupOff, Sandbox: SandboxNone, Walls: WallsWarn})
 	if err != nil {
 		fmt.Println(err)
 		return 2
@@ -505,7 +508,7 @@ func TestReachable(t *testing.T) {
 // with mode 0660, say), and only those.
 func TestGroups(t *testing.T) {
 	needRoot(t)
-	b, err := New(Config{User: "nobody", Groups: []string{"100"}, Cgroup: CgroupOff, Root: filepath.Join(place(t), "root")})
+	b, err := New(Config{User: "nobody", Groups: []string{"100"}, Cgroup: CgroupOff, Root: filepath.Join(place(t), "root"), Sandbox: SandboxNone})
 	if err != nil {
 		t.Fatal(err)
 	}

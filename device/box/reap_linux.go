@@ -28,7 +28,7 @@ func ProtectSelf() error {
 // sysProcAttr is how the room's processes start (see Cmd).
 func (r *Room) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if u := r.box.user; u.switched {
+	if u := r.user; u.switched {
 		// NoSetGroups false: setgroups() with exactly Config.Groups (none
 		// by default).
 		a.Credential = &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: append([]uint32{}, u.groups...)}
@@ -127,7 +127,7 @@ func (r *Room) owns(c child) bool {
 			return !open
 		}
 	}
-	u := r.box.user
+	u := r.user
 	if !u.switched {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -32,10 +33,21 @@ type Room struct {
 	box   *Box
 	job   string
 	token string
+	// user is the job's user: the box's, or a uid leased for this room.
+	user  ident
+	lease *uidLease
 	// cgroup is the room's cgroup directory and cgroupFD an open
-	// descriptor of it; "" and -1 without cgroups.
+	// descriptor of it; "" and -1 without cgroups. cgroups are its
+	// limits' cgroups (v1, on a hybrid host); hits what it ran into.
 	cgroup   string
 	cgroupFD int
+	cgroups  jobCgroups
+	hits     []Hit
+	// mounted is whether the room's tmpfs (Dir/j) is mounted.
+	mounted bool
+	spec    Spec
+	// sandboxed are the commands Cmd wrapped in bwrap; their box pipes.
+	sandboxed map[*exec.Cmd]*handshake
 
 	// Guarded by reg: whether Close has begun, and the commands Start ran
 	// that Wait has not returned for.
@@ -63,10 +75,33 @@ var reg = struct {
 // procMark tells this process's room marks from those of other workers.
 var procMark = randomToken()
 
-// Open makes a fresh room for job jobID (see the package doc for its
-// layout) and, with cgroups, its cgroup. jobID only names the room: any
-// byte outside [A-Za-z0-9._-] becomes '_'.
-func (b *Box) Open(jobID string) (*Room, error) {
+// Spec is what one job's sandbox holds besides the system directories
+// and the box's Config.ReadOnly paths.
+type Spec struct {
+	// Job names the room: any byte outside [A-Za-z0-9._-] becomes '_'.
+	Job string
+	// ReadOnly are host paths bound read-only at the same path (the
+	// checkout, the harness's environment, the job's wheels). Missing
+	// ones are skipped.
+	ReadOnly []string
+	// Devices are device nodes bound, with device access, at the same
+	// path (the slot's /dev/tenstorrent/<N>). No other device node of
+	// the host is in the sandbox.
+	Devices []string
+	// Files are host files bound read-only into Work, by their path
+	// relative to Work (a checkout's .test_durations): in place before
+	// the job's first process starts, and never written by the worker.
+	Files map[string]string
+}
+
+// Open makes a fresh room for job jobID: Open(Spec{Job: jobID}).
+func (b *Box) Open(jobID string) (*Room, error) { return b.OpenSpec(Spec{Job: jobID}) }
+
+// OpenSpec makes a fresh room for a job (see the package doc for its
+// layout): a uid leased for it when the box has a range, its tmpfs, its
+// cgroups with their limits.
+func (b *Box) OpenSpec(spec Spec) (*Room, error) {
+	jobID := spec.Job
 	safe := pathSafe(jobID)
 	token := randomToken()
 	dir := filepath.Join(b.root, "job-"+safe+"-"+token)
@@ -80,19 +115,40 @@ func (b *Box) Open(jobID string) (*Room, error) {
 	if err != nil {
 		return nil, fmt.Errorf("box: job %s: room: %w", jobID, err)
 	}
+	jdir := filepath.Join(dir, "j")
 	r := &Room{
-		Dir: dir, Work: filepath.Join(dir, "work"), Tmp: filepath.Join(dir, "tmp"), Out: filepath.Join(dir, "out"),
-		box: b, job: jobID, token: token, cgroupFD: -1, cmds: map[*exec.Cmd]struct{}{},
+		Dir: dir, Work: filepath.Join(jdir, "work"), Tmp: filepath.Join(jdir, "tmp"), Out: filepath.Join(jdir, "out"),
+		box: b, job: jobID, token: token, user: b.user, cgroupFD: -1, cmds: map[*exec.Cmd]struct{}{},
+		spec: spec, sandboxed: map[*exec.Cmd]*handshake{},
+	}
+	fail := func(what string, err error) (*Room, error) {
+		r.lease.release()
+		_ = RemoveRoom(dir)
+		return nil, fmt.Errorf("box: job %s: %s: %w", jobID, what, err)
+	}
+	if b.uids != nil {
+		if r.lease, err = b.uids.lease(); err != nil {
+			return fail("user", err)
+		}
+		r.user.uid, r.user.gid, r.user.name = r.lease.uid, r.lease.uid, ""
+		r.user.desc = fmt.Sprintf("uid %d", r.lease.uid)
 	}
 	if err := r.make(); err != nil {
-		_ = removeTree(dir)
-		return nil, fmt.Errorf("box: job %s: room: %w", jobID, err)
+		return fail("room", err)
 	}
+	// Cgroup names are listable by every job (/sys/fs/cgroup): they hold
+	// no part of the room's name.
+	cgName := "benchfleet-job-" + randomToken()
 	if b.cgroup != "" {
-		if r.cgroup, r.cgroupFD, err = makeCgroup(b.cgroup, "benchfleet-job-"+safe+"-"+token); err != nil {
-			_ = removeTree(dir)
-			return nil, fmt.Errorf("box: job %s: cgroup: %w", jobID, err)
+		if r.cgroup, r.cgroupFD, err = makeCgroup(b.cgroup, cgName); err != nil {
+			return fail("cgroup", err)
 		}
+	}
+	if r.cgroups, err = b.setLimits(r.cgroup, cgName); err != nil {
+		if r.cgroup != "" {
+			_ = killCgroup(r.cgroup, r.cgroupFD, time.Now().Add(b.killTimeout))
+		}
+		return fail("limits", err)
 	}
 	reg.Lock()
 	reg.rooms[token] = struct{}{}
@@ -100,10 +156,21 @@ func (b *Box) Open(jobID string) (*Room, error) {
 	return r, nil
 }
 
-// make sets Dir's mode and makes the job's three directories.
+// make sets Dir's mode, mounts the room's tmpfs at Dir/j (a root worker
+// with a disk bound) and makes the job's three directories.
 func (r *Room) make() error {
 	if err := os.Chmod(r.Dir, 0o711); err != nil { // past the umask
 		return err
+	}
+	jdir := filepath.Dir(r.Work)
+	if err := os.Mkdir(jdir, 0o711); err != nil {
+		return err
+	}
+	if r.box.diskBound() {
+		if err := mountRoom(jdir, r.box.limits.Disk); err != nil {
+			return err
+		}
+		r.mounted = true
 	}
 	for _, d := range []string{r.Work, r.Tmp, r.Out} {
 		if err := os.Mkdir(d, 0o700); err != nil {
@@ -112,7 +179,7 @@ func (r *Room) make() error {
 		if err := os.Chmod(d, 0o700); err != nil {
 			return err
 		}
-		if u := r.box.user; u.switched {
+		if u := r.user; u.switched {
 			if err := os.Lchown(d, u.uid, u.gid); err != nil {
 				return err
 			}
@@ -121,19 +188,53 @@ func (r *Room) make() error {
 	return nil
 }
 
+// Hits are the limits the room's processes ran into (known once Close
+// has run): a job that failed and hit one failed by its own doing.
+func (r *Room) Hits() []Hit {
+	reg.Lock()
+	defer reg.Unlock()
+	return append([]Hit(nil), r.hits...)
+}
+
+// UserName is the name the job's USER and LOGNAME say: its user's passwd
+// name, or "job-<uid>" for a uid of its own (which has no passwd entry);
+// "" when it runs as the worker's own user.
+func (r *Room) UserName() string {
+	switch {
+	case r.lease != nil:
+		return fmt.Sprintf("job-%d", r.lease.uid)
+	case r.user.switched:
+		return r.user.name
+	}
+	return ""
+}
+
+// User is the room's job user ("uid 2147352576", "nobody (65534:65534)").
+func (r *Room) User() string { return r.user.desc }
+
 // Cmd returns the command that runs argv (argv[0] is looked up in the
 // worker's PATH) in the room: working directory Work; environment env
 // without any TMPDIR, PYTHONSAFEPATH or BENCHFLEET_BOX, then TMPDIR=Tmp,
 // PYTHONSAFEPATH=1 (Python 3.11+ then keeps the working directory off
 // sys.path) and the room's mark; the job user's uid and gid with no
-// supplementary groups; a process group of its own; SIGKILL when the
-// worker dies; and, with cgroups, started inside the room's cgroup. The
-// caller may set its Stdin, Stdout, Stderr and ExtraFiles; run it with
+// supplementary groups but Config.Groups; a process group of its own;
+// SIGKILL when the worker dies; with cgroups, started inside the room's
+// cgroup; and with the sandbox, inside bubblewrap's walls (see the package
+// doc). The caller may set its Stdin, Stdout and Stderr; run it with
 // Start and Wait, not its own methods.
 func (r *Room) Cmd(argv []string, env []string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if len(argv) == 0 {
 		cmd = &exec.Cmd{Err: errors.New("box: empty argv")}
+	} else if r.box.sandbox != "" {
+		prog := argv[0]
+		if p, err := exec.LookPath(prog); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				prog = abs
+			}
+		}
+		cmd = exec.Command(r.box.sandbox, r.bwrapArgs(append([]string{prog}, argv[1:]...))...)
+		r.sandboxed[cmd] = nil
 	} else {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
@@ -152,18 +253,35 @@ func (r *Room) Cmd(argv []string, env []string) *exec.Cmd {
 
 // Start starts cmd (from Cmd) and registers it as a main process of the
 // room until Wait returns for it, so that no other room's Close takes it
-// for an orphan. It fails once Close has begun.
+// for an orphan. A sandboxed command's job process is held until it is
+// in every cgroup of the room. It fails once Close has begun.
 func (r *Room) Start(cmd *exec.Cmd) error {
 	reg.Lock()
 	defer reg.Unlock()
 	if r.closed {
 		return fmt.Errorf("box: job %s: start after the room was closed", r.job)
 	}
+	_, sandboxed := r.sandboxed[cmd]
+	var hs *handshake
+	if sandboxed {
+		var err error
+		if hs, err = newHandshake(cmd); err != nil {
+			return fmt.Errorf("box: job %s: %w", r.job, err)
+		}
+	}
 	if err := cmd.Start(); err != nil {
+		hs.close()
 		return fmt.Errorf("box: job %s: %w", r.job, err)
 	}
 	reg.mains[cmd.Process.Pid] = cmd
 	r.cmds[cmd] = struct{}{}
+	if hs != nil {
+		r.sandboxed[cmd] = hs
+		if err := hs.release(cmd.Process.Pid, r.cgroups); err != nil {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("box: job %s: sandbox: %w", r.job, err)
+		}
+	}
 	return nil
 }
 
@@ -183,11 +301,59 @@ func (r *Room) Wait(cmd *exec.Cmd) error {
 	return err
 }
 
+// Signal sends sig to every process of the job but the sandbox's own
+// (bubblewrap's monitor and its pid 1 stay, to report the job's end):
+// with a uid of the room's own, every process of that uid; otherwise the
+// process group of each command Start started.
+func (r *Room) Signal(sig syscall.Signal) {
+	reg.Lock()
+	keep := map[int]bool{}
+	var groups []int
+	for cmd := range r.cmds {
+		keep[cmd.Process.Pid] = true
+		groups = append(groups, cmd.Process.Pid)
+		if hs := r.sandboxed[cmd]; hs != nil && hs.child > 0 {
+			keep[hs.child] = true
+		}
+	}
+	reg.Unlock()
+	if r.lease != nil {
+		signalUID(r.lease.uid, sig, keep)
+		return
+	}
+	for _, pgid := range groups {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}
+
+// ExitStatus is how the job's main process ended, from Wait's error: its
+// exit code (-1 if none) and the signal that ended it (0 if none). A
+// sandboxed job's is what bubblewrap reports: a job killed by signal N
+// exits 128+N there, read back as signal N.
+func (r *Room) ExitStatus(err error) (code int, sig syscall.Signal) {
+	if err == nil {
+		return 0, 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return -1, 0
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal()
+	}
+	code = ee.ExitCode()
+	if r.box.sandbox != "" && code > 128 && code <= 128+64 {
+		return -1, syscall.Signal(code - 128)
+	}
+	return code, 0
+}
+
 // Close kills every process the job left (its main processes too, if they
 // still run: Wait then returns their end), waits for them to die, at most
-// Config.KillTimeout, and removes Work and Tmp and, with cgroups, the
-// room's cgroup. Out stays, made the worker's, for the caller to read;
-// Remove deletes the room. Close is idempotent; Start fails after it.
+// Config.KillTimeout, and removes Work and Tmp and the room's cgroups,
+// noting first which limits the job hit (Hits). Out stays, made the
+// worker's, for the caller to read; Remove deletes the room. Close is
+// idempotent; Start fails after it.
 func (r *Room) Close() error {
 	r.closeOnce.Do(func() { r.closeErr = r.close() })
 	return r.closeErr
@@ -199,12 +365,24 @@ func (r *Room) close() error {
 	for cmd := range r.cmds {
 		_ = cmd.Process.Kill() // by pidfd: never another process
 	}
+	for _, hs := range r.sandboxed {
+		hs.close()
+	}
 	reg.Unlock()
 
 	deadline := time.Now().Add(r.box.killTimeout)
 	var errs []error
+	hits := r.cgroups.hits(r.cgroup)
+	if r.mounted && roomFull(filepath.Dir(r.Work)) {
+		hits = append(hits, HitDisk)
+	}
 	if r.cgroup != "" {
 		if err := killCgroup(r.cgroup, r.cgroupFD, deadline); err != nil {
+			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
+		}
+	}
+	if r.lease != nil {
+		if err := killUID(r.lease.uid); err != nil {
 			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 		}
 	}
@@ -216,8 +394,12 @@ func (r *Room) close() error {
 			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 		}
 	}
+	if err := r.cgroups.remove(deadline); err != nil {
+		errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
+	}
 	reg.Lock()
 	delete(reg.rooms, r.token)
+	r.hits = hits
 	reg.Unlock()
 
 	for _, d := range []string{r.Work, r.Tmp} {
@@ -225,13 +407,17 @@ func (r *Room) close() error {
 			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 		}
 	}
-	if r.box.user.switched {
+	if r.user.switched {
 		// Later jobs of the same user must not reach the report.
 		if err := os.Lchown(r.Out, r.box.worker.uid, r.box.worker.gid); err != nil {
 			errs = append(errs, fmt.Errorf("box: job %s: out: %w", r.job, err))
 		} else if err := os.Chmod(r.Out, 0o700); err != nil {
 			errs = append(errs, fmt.Errorf("box: job %s: out: %w", r.job, err))
 		}
+	}
+	if len(errs) == 0 {
+		// No process of the uid is left: another job may have it.
+		r.lease.release()
 	}
 	return errors.Join(errs...)
 }
@@ -242,6 +428,12 @@ func (r *Room) DropOut() error {
 	if err := removeTree(r.Out); err != nil {
 		return fmt.Errorf("box: job %s: %w", r.job, err)
 	}
+	if r.mounted {
+		if err := unmountRoom(filepath.Dir(r.Work)); err != nil {
+			return fmt.Errorf("box: job %s: %w", r.job, err)
+		}
+		r.mounted = false
+	}
 	return nil
 }
 
@@ -249,7 +441,7 @@ func (r *Room) DropOut() error {
 // caller's files in Dir included.
 func (r *Room) Remove() error {
 	err := r.Close()
-	if rerr := removeTree(r.Dir); rerr != nil {
+	if rerr := RemoveRoom(r.Dir); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("box: job %s: %w", r.job, rerr))
 	}
 	return err

@@ -48,7 +48,8 @@ func TestRoom(t *testing.T) {
 	for _, d := range []string{r.Work, r.Tmp, r.Out} {
 		modeOwner(t, d, 0o700, uid, gid)
 	}
-	entries, err := os.ReadDir(r.Dir)
+	modeOwner(t, filepath.Dir(r.Work), 0o711, 0, 0)
+	entries, err := os.ReadDir(filepath.Dir(r.Work))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ for d in "$ROOM" "$ROOT" "$ROOM/.."; do
 	mkdir "$d/y" 2>/dev/null && echo "made a directory in $d"
 done
 ls "$ROOT" >/dev/null 2>&1 && echo "listed the root"
-for d in work tmp out; do touch "$ROOM/$d/x" && echo "wrote $d"; done
+for d in work tmp out; do touch "$ROOM/j/$d/x" && echo "wrote $d"; done
 `)
 	out, err := run(t, r, []string{sh}, "TMPDIR=/wrong", "PYTHONSAFEPATH=0", "CREDS="+creds, "ROOM="+r.Dir, "ROOT="+b.Root())
 	if err != nil {

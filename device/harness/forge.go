@@ -104,7 +104,7 @@ func register(p Profile, summary string) {
 	device.Register(device.Kind{
 		Name: p.Name(), Harness: true, Summary: summary, Check: p.Check,
 		New: func(s device.Settings, log zerolog.Logger) (device.Runner, error) {
-			return New(p, Config{Workdir: s.Workdir, Python: s.Python, Env: s.Env, TempDir: s.TempDir, HealthProbe: s.HealthProbe, User: s.User, Cgroup: s.Cgroup, Groups: s.Groups, Builds: s.Builds}, log)
+			return New(p, Config{Workdir: s.Workdir, Python: s.Python, Env: s.Env, TempDir: s.TempDir, HealthProbe: s.HealthProbe, Box: s.Box, Builds: s.Builds}, log)
 		},
 	})
 }

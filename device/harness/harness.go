@@ -29,10 +29,8 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,16 +121,11 @@ type Config struct {
 	// report.json stay for the worker to upload, and rooms older than
 	// JobDirMaxAge are removed when a later job starts.
 	TempDir string
-	// User is the user the harness runs as (box.Config.User): "" = nobody
-	// when the worker runs as root (else the worker's own user, with a
-	// warning), "none" = the worker's own user deliberately, or a NAME,
-	// UID or UID:GID.
-	User string
-	// Cgroup is how every process of a job is found and killed when it
-	// ends (box.Config.Cgroup): "" or "auto", "on", "off".
-	Cgroup string
-	// Groups are the job user's supplementary groups (box.Config.Groups).
-	Groups []string
+	// Box is the sandbox every job runs in (device/box): its user (a uid
+	// of its own per job under a root worker), walls, network and limits.
+	// Its Root is TempDir and its Log the runner's; the rest is as
+	// box.Config documents, zero values taking its defaults.
+	Box box.Config
 	// Builds provisions the build a job names (source.wheels: its wheels
 	// in an environment over Python, its commit's test tree as the
 	// checkout); nil = such jobs are invalid on this host.
@@ -192,12 +185,22 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 	if cfg.HealthProbe != "" && !protocol.ValidTestID(cfg.HealthProbe) {
 		return nil, fmt.Errorf("%s: health probe %q is not a relative pytest node id", name, cfg.HealthProbe)
 	}
-	for k := range cfg.Env {
+	for k, v := range cfg.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return nil, fmt.Errorf("%s: env: invalid variable name %q", name, k)
 		}
 		if k == "TT_VISIBLE_DEVICES" {
 			return nil, fmt.Errorf("%s: env must not set TT_VISIBLE_DEVICES (the runner sets it per device)", name)
+		}
+		if SecretName(k) {
+			return nil, fmt.Errorf("%s: env %s looks like a secret: the harness runs pull requests' code, which would read it (give the harness what it needs without one, e.g. a model cache populated beforehand, bound read-only, with HF_HUB_OFFLINE=1)", name, k)
+		}
+		if filepath.IsAbs(v) {
+			if st, err := os.Stat(v); err == nil && st.IsDir() {
+				// A cache the operator names (HF_HOME): every job reads
+				// it, none may write it for the next.
+				cfg.Box.ReadOnly = append(cfg.Box.ReadOnly, v)
+			}
 		}
 	}
 	if cfg.KillGrace < 0 {
@@ -210,7 +213,9 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 		cfg.TempDir = filepath.Join(os.TempDir(), "benchfleet-harness")
 	}
 	log = log.With().Str("component", "harness").Str("harness", name).Logger()
-	b, err := box.New(box.Config{User: cfg.User, Root: cfg.TempDir, Cgroup: cfg.Cgroup, Groups: cfg.Groups, Log: log})
+	bc := cfg.Box
+	bc.Root, bc.Log = cfg.TempDir, log
+	b, err := box.New(bc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: isolation: %w", name, err)
 	}
@@ -220,15 +225,18 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 // Name implements device.Runner.
 func (r *Runner) Name() string { return r.p.Name() }
 
-// Isolation describes the box its jobs run in: the job user and how their
-// processes are killed.
+// Isolation describes the box its jobs run in: the job user, how their
+// processes are killed, and which walls stand.
 func (r *Runner) Isolation() string {
 	kill := "a cgroup per job"
 	if !r.box.Cgroups() {
 		kill = "the worker as subreaper (no writable cgroup v2)"
 	}
-	return "as " + r.box.User() + ", " + kill
+	return "as " + r.box.User() + ", " + kill + "; walls: " + box.WallsSummary(r.box.Walls())
 }
+
+// Walls are the walls of the box its jobs run in.
+func (r *Runner) Walls() []box.Wall { return r.box.Walls() }
 
 // Check implements device.Runner.
 func (r *Runner) Check(b protocol.Benchmark) error { return r.p.Check(b) }
@@ -295,14 +303,14 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 
 	// A room of its own: another user, a fresh working directory and
 	// TMPDIR, a cgroup; nothing of an earlier job's is in reach.
-	room, err := r.box.Open(job.ID)
+	// The log is the worker's, written beside the rooms before the job's
+	// own room exists (provisioning logs to it).
+	logDir, err := os.MkdirTemp(r.cfg.TempDir, "log-"+pathSafe(job.ID)+"-")
 	if err != nil {
-		return nil, device.Infra("%s: %v", r.Name(), err)
+		return nil, device.Infra("%s: log directory: %v", r.Name(), err)
 	}
-	defer room.Close()
-	logPath := filepath.Join(room.Dir, ArtifactLog)
-	reportPath := filepath.Join(room.Dir, ArtifactReport)
-	outputPath := filepath.Join(room.Out, ArtifactReport)
+	logPath := filepath.Join(logDir, ArtifactLog)
+	reportPath := filepath.Join(logDir, ArtifactReport)
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, device.Infra("%s: log file: %v", r.Name(), err)
@@ -327,20 +335,34 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		// before them and could shadow the build under test.
 		command.PythonPath = withoutSiteDirs(command.PythonPath)
 	}
-	cwd := room.Work
+	// A room of its own, inside the sandbox's walls: a uid of its own,
+	// the checkout, the environment and the wheels read-only, only its
+	// board's device nodes; the checkout files the harness reads from its
+	// working directory bound read-only there before it starts.
+	spec := box.Spec{Job: job.ID, ReadOnly: append(envRoots(python), checkout), Devices: deviceNodes(dev)}
+	spec.ReadOnly = append(spec.ReadOnly, command.PythonPath...)
 	for _, f := range command.CwdFiles {
-		if err := copyCwdFile(filepath.Join(checkout, f), filepath.Join(cwd, f)); err != nil {
-			log.Warn().Err(err).Str("file", f).Msg("the harness reads this checkout file from its working directory; not copied")
+		if spec.Files == nil {
+			spec.Files = map[string]string{}
 		}
+		spec.Files[f] = filepath.Join(checkout, f)
 	}
+	room, err := r.box.OpenSpec(spec)
+	if err != nil {
+		return nil, device.Infra("%s: %v", r.Name(), err)
+	}
+	defer room.Remove()
+	outputPath := filepath.Join(room.Out, ArtifactReport)
+	cwd := room.Work
 	argv := r.argv(python, checkout, job.Benchmark, outputPath, cwd)
 	env := Env(os.Environ(), r.cfg.Env, command.PythonPath, dev.Visible, dev.Arch)
 	if _, set := r.cfg.Env["HOME"]; !set {
 		env = append(env, "HOME="+room.Tmp) // the worker's is not the job's
 	}
-	if name := r.box.UserName(); name != "" {
+	if name := room.UserName(); name != "" {
 		env = append(env, "USER="+name, "LOGNAME="+name)
 	}
+	fmt.Fprintf(logFile, "[benchfleet: job user %s; walls: %s]\n", room.User(), box.WallsSummary(r.box.Walls()))
 	cmd := room.Cmd(argv, env)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -359,7 +381,6 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		return nil, device.Infra("%s: start %s: %v", r.Name(), python, err)
 	}
 	pw.Close() // the child holds its own copy
-	pgid := cmd.Process.Pid
 
 	sc := newScanner(rec, start, time.Now, job.Benchmark.LoopCount)
 	scanned := make(chan struct{})
@@ -379,8 +400,8 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 			return
 		case <-ctx.Done():
 		}
-		log.Warn().Err(ctx.Err()).Dur("grace", r.cfg.KillGrace).Msg("stopping harness: SIGTERM to its process group")
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		log.Warn().Err(ctx.Err()).Dur("grace", r.cfg.KillGrace).Msg("stopping harness: SIGTERM to its processes")
+		room.Signal(syscall.SIGTERM)
 		t := time.NewTimer(r.cfg.KillGrace)
 		defer t.Stop()
 		select {
@@ -411,14 +432,21 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	pr.Close()
 	<-scanned
 	sc.finish(end)
-	fmt.Fprintf(logFile, "[benchfleet: harness exited after %s: %v]\n", end.Sub(start).Round(time.Millisecond), exitText(waitErr))
+	fmt.Fprintf(logFile, "[benchfleet: harness exited after %s: %v]\n", end.Sub(start).Round(time.Millisecond), exitText(room.ExitStatus(waitErr)))
 
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: harness stopped after %s: %w", r.Name(), end.Sub(start).Round(time.Millisecond), ctx.Err())
 	}
-	code, sig := exitStatus(waitErr)
+	code, sig := room.ExitStatus(waitErr)
 	if waitErr != nil && code < 0 && sig == 0 {
 		return nil, device.Infra("%s: waiting for the harness: %v", r.Name(), waitErr)
+	}
+	if hits := room.Hits(); len(hits) > 0 {
+		fmt.Fprintf(logFile, "[benchfleet: the job ran into its box's limits: %v]\n", hits)
+		if waitErr != nil {
+			_ = room.DropOut()
+			return nil, limitError(hits, r.box, code, sig, sc)
+		}
 	}
 	// The report is the harness's: a symlink, a fifo or a file too large
 	// to be a report fails the job unread. What is kept and uploaded is
@@ -462,30 +490,6 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	return out, nil
 }
 
-// maxCwdFileBytes bounds a checkout file copied into a job's working
-// directory (a .test_durations is tens of kilobytes).
-const maxCwdFileBytes = 16 << 20
-
-// copyCwdFile copies the regular file src (not a symlink: the job must not
-// reach through it into the checkout) to dst, creating dst's directory. A
-// missing src is not an error: the harness then does without it, as it
-// would in a checkout without the file.
-func copyCwdFile(src, dst string) error {
-	data, err := box.ReadFile(src, maxCwdFileBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	// Readable by the job user (the directory is its, and still empty:
-	// the job has not started), writable by none.
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(dst, data, 0o644)
-}
-
 // prune removes job directories older than JobDirMaxAge, at most once an hour.
 func (r *Runner) prune(log zerolog.Logger) {
 	r.pruneMu.Lock()
@@ -496,39 +500,21 @@ func (r *Runner) prune(log zerolog.Logger) {
 	r.lastPrune = time.Now()
 	r.pruneMu.Unlock()
 	dirs, _ := filepath.Glob(filepath.Join(r.cfg.TempDir, "job-*"))
-	for _, d := range dirs {
+	logs, _ := filepath.Glob(filepath.Join(r.cfg.TempDir, "log-*"))
+	for _, d := range append(dirs, logs...) {
 		if st, err := os.Stat(d); err == nil && st.IsDir() && time.Since(st.ModTime()) > JobDirMaxAge {
-			if err := os.RemoveAll(d); err != nil {
+			if err := box.RemoveRoom(d); err != nil {
 				log.Warn().Err(err).Str("dir", d).Msg("removing an old job directory")
 			}
 		}
 	}
 }
 
-// exitStatus returns the exit code (-1 if none) and the signal that ended
-// the process (0 if none).
-func exitStatus(err error) (code int, sig syscall.Signal) {
-	if err == nil {
-		return 0, 0
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return -1, 0
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal()
-	}
-	return ee.ExitCode(), 0
-}
-
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	if _, sig := exitStatus(err); sig != 0 {
+func exitText(code int, sig syscall.Signal) string {
+	if sig != 0 {
 		return "killed by signal " + sig.String()
 	}
-	return err.Error()
+	return fmt.Sprintf("exit status %d", code)
 }
 
 // quoteArgv renders argv for the log, quoting elements with spaces (the

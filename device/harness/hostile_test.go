@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,7 +72,7 @@ found["uid"] = os.getuid()
 with open(` + strconv.Quote(dump) + `, "w") as f:
     json.dump(found, f)
 `
-	r, _, _ := runnerFor(t, "forge", harnesstest.NewHostile(t, body), nil)
+	r, _, _ := runnerFor(t, "forge", harnesstest.NewHostile(t, body), map[string]string{"FAKE_ENV_DUMP": dump})
 	_, _ = r.Run(t.Context(), job(harnesstest.ForgeResNet50, 1, 2, 1), n150, &recorder{})
 	data, err := os.ReadFile(dump)
 	if err != nil {
@@ -93,7 +94,7 @@ with open(` + strconv.Quote(dump) + `, "w") as f:
 	if err := json.Unmarshal([]byte(toString(found["env"])), &env); err != nil {
 		t.Fatal(err)
 	}
-	if env["USER"] != "nobody" || env["LOGNAME"] != "nobody" {
+	if want := fmt.Sprintf("job-%.0f", found["uid"]); env["USER"] != want || env["LOGNAME"] != want {
 		t.Errorf("the harness's USER %q LOGNAME %q, want its own user's name", env["USER"], env["LOGNAME"])
 	}
 	if s := toString(found["spool"]); !strings.HasPrefix(s, "denied") {
@@ -120,10 +121,12 @@ func TestHostileJobDoesNotReachTheNext(t *testing.T) {
 	requireRoot(t)
 	dump := harnesstest.DumpPath(t)
 	pidFile := dump + ".pid"
+	// The daemon's pid is its sandbox's; the host finds it by this name.
+	marker := fmt.Sprintf("benchfleet-daemon-%d", time.Now().UnixNano())
 	body := `with open("pytest.py", "w") as f:
     f.write("print('PLANTED pytest.py RAN')\n")
 import subprocess
-subprocess.Popen(["setsid", "sh", "-c", "sleep 300 & echo $! > ` + pidFile + `; wait"], start_new_session=True,
+subprocess.Popen(["setsid", "sh", "-c", "(exec -a ` + marker + ` sleep 300) & echo $! > ` + pidFile + `; wait"], start_new_session=True,
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 for _ in range(500):
     if os.path.exists(` + strconv.Quote(pidFile) + `) and open(` + strconv.Quote(pidFile) + `).read().strip():
@@ -137,24 +140,27 @@ with open(` + strconv.Quote(dump) + `, "w") as f:
 	// One runner, one board, both jobs in turn: the hostile checkout's
 	// interpreter first, then the real tree's, in the same temp dir.
 	tmp := filepath.Join(t.TempDir(), "harness")
-	r1, _, _ := runnerIn(t, "forge", hostile, tmp)
+	r1, _, _ := runnerIn(t, "forge", hostile, tmp, dump)
 	if _, err := r1.Run(t.Context(), job(harnesstest.ForgeResNet50, 1, 2, 1), n150, &recorder{}); err == nil {
 		t.Fatal("the hostile job passed")
 	}
 	ended := time.Now()
-	pid, err := readPid(pidFile)
-	if err != nil {
+	if _, err := readPid(pidFile); err != nil {
 		t.Fatalf("the hostile job left no daemon pid: %v", err)
 	}
-	for !dead(pid) {
+	for {
+		pids := processesNamed(marker)
+		if len(pids) == 0 {
+			break
+		}
 		if time.Since(ended) > 5*time.Second {
-			t.Fatalf("the job's daemon %d is alive 5 s after its job", pid)
+			t.Fatalf("the job's daemon %v is alive 5 s after its job", pids)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("the daemon %d died %s after its job", pid, time.Since(ended).Round(time.Millisecond))
+	t.Logf("the daemon died %s after its job", time.Since(ended).Round(time.Millisecond))
 
-	r2, _, _ := runnerIn(t, "forge", c, tmp)
+	r2, _, _ := runnerIn(t, "forge", c, tmp, "")
 	rec := &recorder{}
 	if _, err := r2.Run(t.Context(), job(harnesstest.ForgeResNet50, 1, 2, 1), n150, rec); err != nil {
 		t.Fatalf("the next job: %v", err)
@@ -165,9 +171,13 @@ with open(` + strconv.Quote(dump) + `, "w") as f:
 	}
 }
 
-func runnerIn(t *testing.T, kind string, c *harnesstest.Checkout, tmp string) (*harness.Runner, *harnesstest.Checkout, string) {
+func runnerIn(t *testing.T, kind string, c *harnesstest.Checkout, tmp, dump string) (*harness.Runner, *harnesstest.Checkout, string) {
 	t.Helper()
-	r, err := harness.New(profiles[kind], harness.Config{Workdir: c.Workdir, Python: c.Python, TempDir: tmp}, zerolog.Nop())
+	cfg := harness.Config{Workdir: c.Workdir, Python: c.Python, TempDir: tmp}
+	if dump != "" {
+		cfg.Box.Writable = []string{filepath.Dir(dump)} // the test's side channel out of the sandbox
+	}
+	r, err := harness.New(profiles[kind], cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +192,23 @@ func readPid(path string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// processesNamed lists the live processes whose argv[0] is name.
+func processesNamed(name string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.HasPrefix(string(cmd), name+"\x00") && !dead(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // dead reports whether pid is gone or a zombie.

@@ -177,19 +177,19 @@ func RunBox(ctx context.Context, cfg BoxConfig) (*BoxReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	newRunner := func(side, user, cgroup string) (*harness.Runner, error) {
+	newRunner := func(side string, bc box.Config) (*harness.Runner, error) {
 		r, err := harness.New(harness.Forge{}, harness.Config{Workdir: checkout, Python: python,
-			TempDir: filepath.Join(dir, side), User: user, Cgroup: cgroup}, cfg.Log)
+			TempDir: filepath.Join(dir, side), Box: bc}, cfg.Log)
 		if err != nil {
 			return nil, fmt.Errorf("%s side: %w", side, err)
 		}
 		return r, nil
 	}
-	plain, err := newRunner("plain", box.UserNone, box.CgroupOff)
+	plain, err := newRunner("plain", box.Config{User: box.UserNone, Cgroup: box.CgroupOff, Sandbox: box.SandboxNone, Walls: box.WallsWarn, Limits: box.Limits{Pids: -1, Memory: -1, CPUWeight: -1, Disk: -1}})
 	if err != nil {
 		return nil, err
 	}
-	boxed, err := newRunner("boxed", "", box.CgroupAuto)
+	boxed, err := newRunner("boxed", box.Config{})
 	if err != nil {
 		return nil, err
 	}

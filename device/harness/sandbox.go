@@ -1,0 +1,105 @@
+package harness
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/box"
+)
+
+// envRoots are the directories of the harness's environment the sandbox
+// binds read-only: the environment the interpreter is in (a venv's root,
+// <root>/bin/python) and, when the interpreter is a link, the
+// installation it points into.
+func envRoots(python string) []string {
+	var roots []string
+	add := func(p string) {
+		if filepath.Base(filepath.Dir(p)) == "bin" {
+			roots = append(roots, filepath.Dir(filepath.Dir(p)))
+		} else {
+			roots = append(roots, filepath.Dir(p))
+		}
+	}
+	add(python)
+	if real, err := filepath.EvalSymlinks(python); err == nil && real != python {
+		add(real)
+	}
+	return roots
+}
+
+// deviceNodes are the device nodes of dev's chips (its Path's directory,
+// /dev/tenstorrent, with each of its Nodes): the only ones its job sees.
+func deviceNodes(dev device.Device) []string {
+	if dev.Path == "" {
+		return nil
+	}
+	if len(dev.Nodes) == 0 {
+		return []string{dev.Path}
+	}
+	dir := filepath.Dir(dev.Path)
+	out := make([]string, 0, len(dev.Nodes))
+	for _, n := range dev.Nodes {
+		out = append(out, filepath.Join(dir, strconv.Itoa(n)))
+	}
+	return out
+}
+
+// limitError is the failure of a job that ran into its box's limits: its
+// own doing (a fork bomb, a leak, a full disk), never the board's.
+func limitError(hits []box.Hit, b *box.Box, code int, sig syscall.Signal, sc *Scan) error {
+	what := make([]string, 0, len(hits))
+	for _, h := range hits {
+		switch h {
+		case box.HitPids:
+			what = append(what, "its task limit (isolation.limits.pids)")
+		case box.HitMemory:
+			what = append(what, "its memory limit (isolation.limits.memory; the kernel killed a process)")
+		case box.HitDisk:
+			what = append(what, "a full room (isolation.limits.disk)")
+		}
+	}
+	return &device.BenchmarkError{Reason: fmt.Sprintf("the job ran into %s and ended with %s%s",
+		strings.Join(what, " and "), exitText(code, sig), tailSuffix(sc.Tail()))}
+}
+
+// secretWords mark an environment variable's name as a secret's.
+var secretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "API_KEY", "ACCESS_KEY"}
+
+// SecretName reports whether an environment variable's name looks like a
+// secret's (HF_TOKEN, AWS_SECRET_ACCESS_KEY, NATS_PASSWORD...) or is one of
+// the worker's own (AWS_*, NATS_*): the worker config's env may not hand
+// such a variable to the harness, which runs pull requests' code.
+func SecretName(name string) bool {
+	up := strings.ToUpper(name)
+	if strings.HasPrefix(up, "AWS_") || strings.HasPrefix(up, "NATS_") || strings.HasSuffix(up, "_KEY") {
+		return true
+	}
+	for _, w := range secretWords {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathSafe makes s a file name part: bytes outside [A-Za-z0-9._-] become
+// '_', at most 64 of them.
+func pathSafe(s string) string {
+	b := []byte(s)
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "job"
+	}
+	return string(b)
+}
