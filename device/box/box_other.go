@@ -4,6 +4,7 @@ package box
 
 import (
 	"errors"
+	"os/exec"
 	"syscall"
 	"time"
 )
@@ -28,3 +29,52 @@ func setupCgroup() (string, error) { return "", errUnsupported }
 func makeCgroup(string, string) (string, int, error) { return "", -1, errUnsupported }
 
 func killCgroup(string, int, time.Time) error { return nil }
+
+type uidPool struct{}
+
+func (*uidPool) String() string { return "" }
+
+func newUIDPool(string, string) (*uidPool, error) { return nil, errUnsupported }
+
+type uidLease struct{ uid int }
+
+func (*uidLease) release() {}
+
+func (*uidPool) lease() (*uidLease, error) { return nil, errUnsupported }
+
+func killUID(int) error { return nil }
+
+func processesOf(int) ([]int, error) { return nil, nil }
+
+type controllers struct {
+	v2      map[string]bool
+	v1      map[string]string
+	why     map[string]string
+	allowed bool
+}
+
+func findControllers(string, bool) controllers {
+	return controllers{why: map[string]string{"pids": errUnsupported.Error(), "memory": errUnsupported.Error(), "cpu": errUnsupported.Error()}}
+}
+
+type jobCgroups struct{}
+
+func (*Box) setLimits(string, string) (jobCgroups, error) { return jobCgroups{}, nil }
+func (jobCgroups) hits(string) []Hit                      { return nil }
+func (jobCgroups) remove(time.Time) error                 { return nil }
+
+type handshake struct{ child int }
+
+func newHandshake(*exec.Cmd) (*handshake, error)  { return nil, errUnsupported }
+func (*handshake) release(int, jobCgroups) error  { return errUnsupported }
+func (*handshake) close()                         {}
+func setupSandbox(string, *Box) (string, error)   { return "", errUnsupported }
+func (r *Room) bwrapArgs(argv []string) []string  { return argv }
+func (*Box) diskBound() bool                      { return false }
+func mountRoom(string, int64) error               { return errUnsupported }
+func unmountRoom(string) error                    { return nil }
+func roomFull(string) bool                        { return false }
+func signalUID(int, syscall.Signal, map[int]bool) {}
+
+// RemoveRoom deletes a room directory.
+func RemoveRoom(dir string) error { return removeTree(dir) }

@@ -235,6 +235,13 @@ func mountRoom(dir string, size int64) error {
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NODEV|unix.MS_NOSUID, opts); err != nil {
 		return fmt.Errorf("mount the room's tmpfs at %s: %w", dir, err)
 	}
+	// Unbindable: a sandbox that binds a directory above the rooms (an
+	// environment beside them) gets the bare mount point, never another
+	// job's room, and is not disturbed when that room is unmounted.
+	if err := unix.Mount("", dir, "", unix.MS_UNBINDABLE, ""); err != nil {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)
+		return fmt.Errorf("make the room's tmpfs at %s unbindable: %w", dir, err)
+	}
 	return nil
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -148,6 +150,12 @@ type BoxReport struct {
 	// mode alone (Box says which).
 	Switched bool
 	Steal    Steal
+	// StartP50 is the median time to run /bin/true in a fresh room of the
+	// boxed side's box (open the room, start, wait, remove it: the
+	// sandbox's start and end per job), TrueP50 that of /bin/true alone,
+	// over StartRuns runs each.
+	StartP50, TrueP50 time.Duration
+	StartRuns         int
 }
 
 // CostPerJob is how much longer a job took boxed than plain in round r,
@@ -212,6 +220,10 @@ func RunBox(ctx context.Context, cfg BoxConfig) (*BoxReport, error) {
 			return nil, err
 		}
 	}
+	if rep.StartP50, rep.TrueP50, err = measureStart(filepath.Join(dir, "starts"), boxStartRuns); err != nil {
+		return nil, fmt.Errorf("sandbox start: %w", err)
+	}
+	rep.StartRuns = boxStartRuns
 	for i := 1; i <= cfg.Rounds; i++ {
 		var round BoxRound
 		for _, s := range sides {
@@ -335,10 +347,55 @@ func checkBoxRunner(ctx context.Context, r *harness.Runner, side string, d time.
 	return nil
 }
 
+// boxStartRuns is how many times measureStart runs /bin/true each way.
+const boxStartRuns = 40
+
+// measureStart times /bin/true in a fresh room of a default box (the
+// boxed side's walls) and alone, n times each, interleaved; it returns
+// the medians.
+func measureStart(root string, n int) (boxed, plain time.Duration, err error) {
+	b, err := box.New(box.Config{Root: root})
+	if err != nil {
+		return 0, 0, err
+	}
+	var bs, ps []time.Duration
+	for range n {
+		t0 := time.Now()
+		r, err := b.Open("start")
+		if err != nil {
+			return 0, 0, err
+		}
+		cmd := r.Cmd([]string{"/bin/true"}, []string{"PATH=/usr/bin:/bin"})
+		if err := r.Start(cmd); err != nil {
+			r.Remove()
+			return 0, 0, err
+		}
+		werr := r.Wait(cmd)
+		if err := r.Remove(); err != nil {
+			return 0, 0, err
+		}
+		if werr != nil {
+			return 0, 0, fmt.Errorf("/bin/true in the box: %w", werr)
+		}
+		bs = append(bs, time.Since(t0))
+		t0 = time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			return 0, 0, err
+		}
+		ps = append(ps, time.Since(t0))
+	}
+	return medianDur(bs), medianDur(ps), nil
+}
+
+func medianDur(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
 // Print writes the report as `bench dispatch --box` prints it: the two
 // boxes, each round's sides and ratio, the median and the steal.
 func (rep *BoxReport) Print(w io.Writer) {
-	fmt.Fprintf(w, "box: boxed jobs run %s; plain jobs as the worker's own user (isolation user none), the worker as subreaper (cgroup off); both make a room per job\n", rep.Box)
+	fmt.Fprintf(w, "box: boxed jobs run %s; plain jobs without a sandbox (isolation sandbox none), as the worker's own user (user none), the worker as subreaper (cgroup off), no limits; both make a room per job\n", rep.Box)
 	if !rep.Switched {
 		fmt.Fprintln(w, "box: not root: jobs cannot switch users, so the boxed side differs from the plain one at most in how its processes are killed (a cgroup per job where the host allows one)")
 	}
@@ -353,6 +410,8 @@ func (rep *BoxReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "round %d  ratio boxed/plain time %.3f, box cost %.2f ms/job per slot (attempt mean %+.2f ms)\n",
 			i+1, r.Ratio(), Ms(rep.CostPerJob(r)), Ms(r.Boxed.Span-r.Plain.Span))
 	}
+	fmt.Fprintf(w, "sandbox start per job: p50 %.2f ms (room, uid lease, cgroups, bubblewrap, /bin/true, removal) against /bin/true alone p50 %.2f ms, %d runs each\n",
+		Ms(rep.StartP50), Ms(rep.TrueP50), rep.StartRuns)
 	fmt.Fprintf(w, "ratio boxed/plain time %s\n", rep.Spread.of(len(rep.Rounds)))
 	rep.Steal.print(w)
 }

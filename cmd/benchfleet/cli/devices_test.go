@@ -61,16 +61,17 @@ func TestDevicesJSON(t *testing.T) {
 	}
 }
 
-// `benchfleet devices` says which user harness jobs run as: nobody under
-// a root worker with no isolation setting, none when opted out.
+// `benchfleet devices` says which user harness jobs run as: a uid of its
+// own per job under a root worker with no isolation setting, none when
+// opted out.
 func TestDevicesSayTheJobUser(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Skip("the default job user (nobody) is a root worker's")
+		t.Skip("a uid per job is a root worker's")
 	}
 	host := harnesstest.NewTTHost(t, 1)
 	for _, tc := range []struct{ isolation, want string }{
-		{"", "harness jobs run as nobody (65534:65534)"},
+		{"", "harness jobs run as a uid of its own per job (uids 2147352576-2147418111)"},
 		{"isolation: {user: none}\n", "harness jobs run as none (the worker's own user)"},
 	} {
 		cfg := filepath.Join(t.TempDir(), "worker.yaml")
@@ -87,6 +88,116 @@ func TestDevicesSayTheJobUser(t *testing.T) {
 			t.Fatalf("json exit %d: %s, want job_user", code, out)
 		}
 	}
+}
+
+// `benchfleet devices` lists the walls of each harness runner's box: a
+// line per runner in the table (up, then down with why), and walls on
+// each harness slot in the JSON, none on a built-in slot. A wall the
+// config takes down (a harness's isolation.network: host) is down by
+// choice; one the host cannot build is down, and with isolation.walls
+// require (the default) the table says the worker would not start.
+func TestDevicesSayTheWalls(t *testing.T) {
+	t.Parallel()
+	host := harnesstest.NewTTHost(t, 1)
+	discovery := fmt.Sprintf("discovery:\n  enabled: true\n  tt_smi: %s\n  dev_root: %s\n  sysfs_root: %s\n", host.TTSMI, host.DevRoot, host.Sys)
+	devices := func(t *testing.T, extra string, args ...string) (string, string) {
+		t.Helper()
+		cfg := filepath.Join(t.TempDir(), "worker.yaml")
+		if err := os.WriteFile(cfg, []byte(discovery+extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run(t, append([]string{"devices", "--config", cfg, "--slots", "cpu=1"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		return out, errOut
+	}
+	names := []string{"mount", "pid", "network", "devices", "uid", "pids", "memory", "cpu", "disk"}
+	type wall struct {
+		Name   string `json:"name"`
+		Up     bool   `json:"up"`
+		Chosen bool   `json:"chosen"`
+		Detail string `json:"detail"`
+	}
+	readJSON := func(t *testing.T, out string) map[string][]wall {
+		t.Helper()
+		var devs []struct {
+			ID    string `json:"id"`
+			Walls []wall `json:"walls"`
+		}
+		if err := json.Unmarshal([]byte(out), &devs); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		byID := map[string][]wall{}
+		for _, d := range devs {
+			byID[d.ID] = d.Walls
+		}
+		return byID
+	}
+
+	t.Run("host network by choice", func(t *testing.T) {
+		out, _ := devices(t, "forge:\n  isolation: {network: host}\n", "--format", "json")
+		byID := readJSON(t, out)
+		if w := byID["cpu-0"]; len(w) != 0 {
+			t.Errorf("built-in slot has walls: %+v", w)
+		}
+		walls := byID["tt0"]
+		if len(walls) != len(names) {
+			t.Fatalf("tt0 walls %+v, want %v", walls, names)
+		}
+		for i, w := range walls {
+			if w.Name != names[i] || w.Detail == "" {
+				t.Errorf("wall %d: %+v, want %s with a detail", i, w, names[i])
+			}
+		}
+		if w := walls[2]; w.Up || !w.Chosen || !strings.Contains(w.Detail, "isolation.network: host") {
+			t.Errorf("network wall %+v, want down by choice", w)
+		}
+		// Every other wall stands where the box can be built (root,
+		// bubblewrap, cgroup controllers).
+		var down []string
+		for _, w := range walls {
+			if !w.Up && !w.Chosen {
+				down = append(down, w.Name+": "+w.Detail)
+			}
+		}
+		if len(down) > 0 {
+			if os.Getenv("BENCHFLEET_REQUIRE_BOX") == "1" {
+				t.Errorf("walls down (BENCHFLEET_REQUIRE_BOX=1 requires them): %v", down)
+			} else {
+				t.Logf("walls down on this host: %v", down)
+			}
+		}
+		table, _ := devices(t, "forge:\n  isolation: {network: host}\n")
+		if !strings.Contains(table, "forge walls: up: mount pid devices") ||
+			!strings.Contains(table, "network (by choice: the host's network (isolation.network: host))") {
+			t.Errorf("table:\n%s", table)
+		}
+	})
+
+	t.Run("a wall the host cannot build", func(t *testing.T) {
+		for _, tc := range []struct {
+			walls   string
+			refused bool
+		}{{"", true}, {"  walls: warn\n", false}} {
+			out, _ := devices(t, "isolation:\n  bwrap: /nonexistent/bwrap\n"+tc.walls)
+			if !strings.Contains(out, "forge walls: up: ") || !strings.Contains(out, "down: mount pid network devices (no sandbox: bubblewrap not found") {
+				t.Errorf("walls %q: table:\n%s", tc.walls, out)
+			}
+			if got := strings.Contains(out, "forge: a worker with this config would not start"); got != tc.refused {
+				t.Errorf("walls %q: refusal said %t, want %t:\n%s", tc.walls, got, tc.refused, out)
+			}
+		}
+	})
+
+	t.Run("no sandbox by choice", func(t *testing.T) {
+		out, _ := devices(t, "isolation: {sandbox: none}\n", "--format", "json")
+		for _, w := range readJSON(t, out)["tt0"][:4] {
+			if w.Up || !w.Chosen {
+				t.Errorf("wall %+v, want down by choice", w)
+			}
+		}
+	})
 }
 
 // A variable that does not parse is said once, though every command that
