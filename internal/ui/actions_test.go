@@ -63,7 +63,7 @@ func TestActionsNeedFlagAndToken(t *testing.T) {
 	cfg, submit := newFarm(t)
 	submit("ui-cancel", fleettest.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
 	ro := serve(t, cfg)
-	cfg.Actions, cfg.ActionsToken = true, "operator-token"
+	cfg.Actions, cfg.ActionsToken = true, testToken
 	rw := serve(t, cfg)
 	op := operatorLogin(t, rw.URL, cfg.ActionsToken)
 

@@ -98,11 +98,62 @@ func (s *Server) operatorValue() string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// bearerKey marks a request whose "Authorization: Bearer" token
+// ServeHTTP checked and found right.
+type bearerKey struct{}
+
+// bearerToken is the token of r's "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	return strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+}
+
 // bearer reports whether r carries "Authorization: Bearer <the actions
-// token>".
+// token>" (checked once, under the login limit, by ServeHTTP).
 func (s *Server) bearer(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && s.cfg.ActionsToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.ActionsToken)) == 1
+	ok, _ := r.Context().Value(bearerKey{}).(bool)
+	return ok
+}
+
+// checkToken compares tok, an operator token a client sent (via: "login"
+// or "bearer"), with the actions token in constant time, under the login
+// limit. On false it has answered the request: 429 with Retry-After when
+// the client (or every client) has used up its attempts, without
+// comparing; 401 for a wrong token, logged with the client's address and
+// never the token it sent.
+func (s *Server) checkToken(w http.ResponseWriter, r *http.Request, tok, via string) bool {
+	client := clientKey(r.RemoteAddr)
+	ok, retry, first := s.limit.take(client)
+	if !ok {
+		if first {
+			s.cfg.Log.Warn().Str("component", "ui").Str("client", client.String()).Str("via", via).Dur("retry_after", retry).
+				Msg("operator token attempts refused: login rate limit reached")
+		}
+		w.Header().Set("Retry-After", retryAfter(retry))
+		http.Error(w, "429 too many operator token attempts: try again in "+retryAfter(retry)+" s", http.StatusTooManyRequests)
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.ActionsToken)) == 1 {
+		s.limit.refund(client)
+		return true
+	}
+	s.cfg.Log.Warn().Str("component", "ui").Str("client", client.String()).Str("remote", r.RemoteAddr).Str("via", via).
+		Int("token_len", len(tok)).Msg("wrong operator token")
+	if via == "bearer" {
+		http.Error(w, "wrong bearer token: send Authorization: Bearer with the operator token", http.StatusUnauthorized)
+	} else {
+		http.Error(w, "wrong operator token: go back and try again", http.StatusUnauthorized)
+	}
+	return false
+}
+
+// sessionCookie is the operator cookie with value and maxAge: HttpOnly
+// (no script reads it), SameSite=Strict (a request another site starts,
+// a link followed included, carries none: the cookie only authorizes
+// actions, and pages read the same without it) and Secure when the
+// request came over TLS or the dashboard's public URL is https.
+func (s *Server) sessionCookie(r *http.Request, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: operatorCookie, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.secureCookie}
 }
 
 // operator reports whether r comes from a logged-in operator: the
@@ -146,8 +197,9 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "login", "log in", false, loginData{Back: safeBack(r.URL.Query().Get("back")), Enabled: s.cfg.Actions && s.cfg.ActionsToken != ""})
 }
 
-// login checks the operator token of the login form and sets the
-// operator cookie (HttpOnly, SameSite=Strict, for this process's life).
+// login checks the operator token of the login form (checkToken: rate
+// limited) and sets the operator cookie (sessionCookie, for this
+// process's life).
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.Actions || s.cfg.ActionsToken == "" {
 		s.authorize(w, r)
@@ -160,19 +212,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	back := safeBack(r.PostFormValue("back"))
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(s.cfg.ActionsToken)) != 1 {
-		http.Error(w, "wrong operator token: go back and try again", http.StatusUnauthorized)
+	if !s.checkToken(w, r, r.PostFormValue("token"), "login") {
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: operatorCookie, Value: s.operatorValue(), Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, s.sessionCookie(r, s.operatorValue(), 0))
 	http.Redirect(w, r, back+"?flash="+url.QueryEscape("logged in: actions enabled"), http.StatusSeeOther)
 }
 
 // logout ends the operator's cookie (an action: it needs the login and
 // the CSRF token).
-func (s *Server) logout(w http.ResponseWriter, _ *http.Request) (string, error) {
-	http.SetCookie(w, &http.Cookie{Name: operatorCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) (string, error) {
+	http.SetCookie(w, s.sessionCookie(r, "", -1))
 	return "logged out", nil
 }
 

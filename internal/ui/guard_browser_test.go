@@ -52,7 +52,7 @@ func rebindBrowser(t *testing.T) context.Context {
 func TestBrowserHostAllowlistAndLogin(t *testing.T) {
 	ctx := rebindBrowser(t)
 	cfg := bareConfig(t)
-	cfg.Actions, cfg.ActionsToken, cfg.Refresh = true, "browser-operator-token", -1
+	cfg.Actions, cfg.ActionsToken, cfg.Refresh = true, testToken, -1
 	s, err := ui.New(cfg)
 	if err != nil {
 		t.Fatal(err)

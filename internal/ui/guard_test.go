@@ -147,7 +147,7 @@ func TestActionsNeedOperatorToken(t *testing.T) {
 	if code != http.StatusForbidden || !strings.Contains(body, "BENCHFLEET_ACTIONS_TOKEN") {
 		t.Errorf("action without a configured token: %d %q, want 403 naming the token", code, body)
 	}
-	cfg.ActionsToken = "s3cret-operator-token"
+	cfg.ActionsToken = testToken
 	hs := serve(t, cfg)
 	_, _, page := do(t, http.MethodGet, hs.URL+"/dlq", nil, nil, nil)
 	if !strings.Contains(page, `href="/login"`) {
@@ -200,9 +200,9 @@ func csrfOf(t *testing.T, hs *httptest.Server, c *http.Cookie) string {
 func TestActionRedirectStaysOnSite(t *testing.T) {
 	t.Parallel()
 	cfg := bareConfig(t)
-	cfg.Actions, cfg.ActionsToken = true, "tok"
+	cfg.Actions, cfg.ActionsToken = true, testToken
 	hs := serve(t, cfg)
-	bearer := map[string]string{"Authorization": "Bearer tok"}
+	bearer := map[string]string{"Authorization": "Bearer " + testToken}
 	for back, want := range map[string]string{
 		"/dlq": "/dlq?", "/runs/r1": "/runs/r1?",
 		`/\evil.example`: "/?", `/\/evil.example`: "/?", "//evil.example": "/?", "///evil.example": "/?",
@@ -214,7 +214,7 @@ func TestActionRedirectStaysOnSite(t *testing.T) {
 			t.Errorf("back=%q: %d Location %q, want prefix %q", back, code, loc, want)
 		}
 	}
-	code, loc, _ := do(t, http.MethodPost, hs.URL+"/login", url.Values{"token": {"tok"}, "back": {`/\evil.example`}}, nil, nil)
+	code, loc, _ := do(t, http.MethodPost, hs.URL+"/login", url.Values{"token": {testToken}, "back": {`/\evil.example`}}, nil, nil)
 	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/?") {
 		t.Errorf("login back=/\\evil: %d %q, want /", code, loc)
 	}

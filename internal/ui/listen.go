@@ -73,9 +73,10 @@ func ReadToken(file string) (string, error) {
 	return tok, nil
 }
 
-// NewToken makes a random operator token (128 bits, hex).
+// NewToken makes a random operator token (256 bits, hex: as `openssl
+// rand -hex 32`).
 func NewToken() (string, error) {
-	var b [16]byte
+	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}

@@ -61,6 +61,14 @@ type Config struct {
 	// "Authorization: Bearer TOKEN". Empty: every action is refused, with
 	// the reason, even with Actions.
 	ActionsToken string
+	// LoginLimit bounds the operator-token checks, at /login and of
+	// "Authorization: Bearer" headers (zero parts: DefaultLoginLimit's).
+	LoginLimit LoginLimit
+	// PublicURL is the URL operators reach the dashboard at, e.g. behind a
+	// TLS proxy ("https://bench.example.com/"); its host is answered as an
+	// AllowHosts one, and when it is https the operator cookie is Secure
+	// (it always is on a request that came over TLS). Default: none.
+	PublicURL string
 	// AllowHosts are the host names (a name on any port, or name:port)
 	// the server answers besides LoopbackHosts; "*" allows every host.
 	// Any other Host gets 421: a DNS-rebound name cannot reach the pages
@@ -96,6 +104,10 @@ type Server struct {
 	verdicts map[string]string
 	// boards counts each board's stored results for the fleet table.
 	boards boardTally
+	// limit bounds the operator-token checks (Config.LoginLimit).
+	limit *loginLimiter
+	// secureCookie: Config.PublicURL is https.
+	secureCookie bool
 }
 
 // New checks cfg, fills its defaults and parses the embedded templates.
@@ -115,6 +127,19 @@ func New(cfg Config) (*Server, error) {
 		cfg.RecentRuns = 20
 	}
 	fillTimeouts(&cfg)
+	if cfg.Actions && cfg.ActionsToken != "" {
+		if err := CheckToken(cfg.ActionsToken); err != nil {
+			return nil, fmt.Errorf("ui: Config.ActionsToken: %w", err)
+		}
+	}
+	lim, err := loginLimit(cfg.LoginLimit)
+	if err != nil {
+		return nil, err
+	}
+	secure, err := publicURL(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.ManifestTTL == 0 {
 		cfg.ManifestTTL = defaultManifestTTL
 	}
@@ -129,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	case cfg.Gate.Repeats < 0:
 		cfg.Gate.Repeats = 0
 	}
-	s := &Server{cfg: cfg, verdicts: map[string]string{}}
+	s := &Server{cfg: cfg, verdicts: map[string]string{}, limit: newLoginLimiter(lim, time.Now), secureCookie: secure}
 	g, err := producer.NewGate(cfg.Gate, s.history) // validates cfg.Gate, fills its defaults
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
@@ -165,7 +190,9 @@ func New(cfg Config) (*Server, error) {
 
 // ServeHTTP serves the dashboard's pages with a content security policy
 // that allows nothing from outside the server, to requests whose Host it
-// serves (Config.AllowHosts; 421 otherwise).
+// serves (Config.AllowHosts; 421 otherwise). A request with an
+// "Authorization: Bearer" header (when actions are on) is answered 401 or
+// 429 here unless its token is right and the login limit allows the check.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r.Host) {
 		refuseHost(w, r.Host)
@@ -175,6 +202,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if tok, ok := bearerToken(r); ok && s.cfg.Actions && s.cfg.ActionsToken != "" {
+		if !s.checkToken(w, r, tok, "bearer") {
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), bearerKey{}, true))
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

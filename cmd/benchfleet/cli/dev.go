@@ -20,6 +20,9 @@ func (a *app) devCmd() *cobra.Command {
 		Long:  longHelp("dev"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkDevToken(uiAddr != "" && uiActions); err != nil {
+				return err
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			lf, err := a.startLocal(ctx, localOptions{dataDir: dataDir, listen: listen, slots: slots, workDir: os.TempDir(), metrics: metrics, command: "dev"})

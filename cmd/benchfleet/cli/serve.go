@@ -16,6 +16,7 @@ func (a *app) serveCmd() *cobra.Command {
 		listen     string
 		actions    bool
 		tokenFile  string
+		publicURL  string
 		allowHosts []string
 		gf         gateFlags
 	)
@@ -34,7 +35,15 @@ func (a *app) serveCmd() *cobra.Command {
 				return usageErr("--actions-token-file: %v", err)
 			}
 			if actions && token == "" {
-				return usageErr("--actions needs an operator token: --actions-token-file FILE or $%s", ui.TokenEnv)
+				return usageErr("--actions needs an operator token: --actions-token-file FILE or $%s (make one with `openssl rand -hex 32`)", ui.TokenEnv)
+			}
+			if actions {
+				if err := ui.CheckToken(token); err != nil {
+					return usageErr("%s: %v", tokenSource(tokenFile), err)
+				}
+			}
+			if err := ui.CheckPublicURL(publicURL); err != nil {
+				return usageErr("--public-url: %v", err)
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -44,12 +53,13 @@ func (a *app) serveCmd() *cobra.Command {
 			}
 			defer s.close()
 			return a.serveUI(ctx, listen, ui.Config{JS: s.JS, Topology: s.topo, Store: s.store, Gate: gc, Actions: actions,
-				ActionsToken: token, AllowHosts: allowHosts, Log: a.log}, true)
+				ActionsToken: token, AllowHosts: allowHosts, PublicURL: publicURL, Log: a.log}, true)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve the dashboard on")
 	cmd.Flags().BoolVar(&actions, "actions", false, "allow cancel, dlq retry and fleet release from the pages (with the NATS credentials' rights) to an operator with the token")
 	cmd.Flags().StringVar(&tokenFile, "actions-token-file", "", "file holding the operator token --actions needs (default: $"+ui.TokenEnv+")")
+	cmd.Flags().StringVar(&publicURL, "public-url", "", "the `URL` operators reach the dashboard at (e.g. https://bench.example.com/ behind a TLS proxy): its host is answered, and an https one makes the operator cookie Secure")
 	cmd.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "also answer requests for this host `NAME` (or NAME:PORT; repeatable; '*' for any) besides loopback names and the --listen address")
 	gf.register(cmd.Flags())
 	return cmd
@@ -90,4 +100,24 @@ func (a *app) devUI(ctx context.Context, addr string, actions bool, allowHosts [
 	}
 	return a.serveUI(ctx, addr, ui.Config{JS: s.JS, Topology: s.topo, Store: store, Actions: actions, ActionsToken: token,
 		AllowHosts: allowHosts, Log: a.log}, false)
+}
+
+// checkDevToken refuses dev --ui-actions with a short operator token in
+// $BENCHFLEET_ACTIONS_TOKEN (before the farm starts).
+func checkDevToken(actions bool) error {
+	if token, _ := ui.ReadToken(""); actions && token != "" {
+		if err := ui.CheckToken(token); err != nil {
+			return usageErr("%s: %v", tokenSource(""), err)
+		}
+	}
+	return nil
+}
+
+// tokenSource names where the operator token came from: the token file
+// flag, or the variable.
+func tokenSource(file string) string {
+	if file != "" {
+		return "--actions-token-file " + file
+	}
+	return "$" + ui.TokenEnv
 }

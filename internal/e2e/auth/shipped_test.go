@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -237,17 +238,68 @@ type workflow struct {
 
 var expr = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
 
-// The shipped CI workflow (deploy/ci/github-actions.yml), its `ci` and
-// `nightly` jobs, against deploy/nats as shipped on 127.0.0.1: single.conf
-// and accounts.conf, with TLS from make-certs.sh. Every step that runs
-// benchfleet or sets the environment runs as GitHub would run it (bash -e,
-// GITHUB_ENV, RUNNER_TEMP, the workflow's env with its variables and
-// secrets filled in), with the built binary as the installed benchfleet:
-// the producer authenticates with the password the workflow puts in
-// NATS_PASSWORD and the CA it puts in NATS_TLS_CA, submits, waits and
-// writes its reports. The farm's worker here (deploy/nats's worker user)
-// has no boards: it ends every job invalid, so each step exits 1 with
-// every job in its reports.
+// evalExpr evaluates a GitHub Actions expression of the forms the
+// workflow uses — `a || b`, `a && b`, `x == y`, `x != y`, 'literal' and
+// context names looked up in values — as GitHub does (&& and || give an
+// operand; "" and false are falsy). missing is a name values lacks.
+func evalExpr(e string, values map[string]string) (v, missing string) {
+	truthy := func(v string) bool { return v != "" && v != "false" }
+	term := func(t string) (string, string) {
+		t = strings.TrimSpace(t)
+		if strings.HasPrefix(t, "'") && strings.HasSuffix(t, "'") && len(t) >= 2 {
+			return t[1 : len(t)-1], ""
+		}
+		for _, op := range []string{"==", "!="} {
+			if l, r, ok := strings.Cut(t, " "+op+" "); ok {
+				lv, m1 := evalExpr(l, values)
+				rv, m2 := evalExpr(r, values)
+				return fmt.Sprint((lv == rv) == (op == "==")), m1 + m2
+			}
+		}
+		v, ok := values[t]
+		if !ok {
+			return "", t
+		}
+		return v, ""
+	}
+	if !strings.Contains(e, "||") && !strings.Contains(e, "&&") {
+		if v, ok := values[strings.TrimSpace(e)]; ok {
+			return v, ""
+		}
+		return term(e)
+	}
+	for _, alt := range strings.Split(e, "||") {
+		var v string
+		for _, conj := range strings.Split(alt, "&&") {
+			var m string
+			if v, m = term(conj); m != "" {
+				return "", m
+			}
+			if !truthy(v) {
+				break
+			}
+		}
+		if truthy(v) {
+			return v, ""
+		}
+	}
+	return "", ""
+}
+
+// The shipped CI workflow (deploy/ci/github-actions.yml), its `ci` job
+// (as the workflow_run of a build of this repository's commit, and of a
+// fork's pull request) and its `nightly` job, against deploy/nats as
+// shipped on 127.0.0.1: single.conf and accounts.conf, with TLS from
+// make-certs.sh. Every step that runs benchfleet or sets the environment
+// runs as GitHub would run it (bash -e, GITHUB_ENV, RUNNER_TEMP, the
+// workflow's env with its expressions, variables and secrets filled in),
+// with the built binary as the installed benchfleet and the build's
+// artifact where the download step puts it: the producer (or, for the
+// fork, the untrusted user) authenticates with the password the workflow
+// puts in NATS_PASSWORD and the CA it puts in NATS_TLS_CA, submits, waits
+// and writes its reports. The farm's worker here (deploy/nats's worker
+// user) has no boards: it ends every job invalid, so each step exits 1
+// with every job in its reports.
 func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 	certs := makeCerts(t, "127.0.0.1")
 	node := filepath.Join(certs, "nats-1")
@@ -280,37 +332,58 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 	storeDir := t.TempDir()
 	store := "file://" + storeDir
 	startFarmWorker(t, srv.ClientURL(), filepath.Join(certs, "ca.pem"), storeDir)
-	values := map[string]string{
-		"vars.BENCHFLEET_REF":                      "0123456789abcdef0123456789abcdef01234567",
-		"vars.BENCHFLEET_NATS_URL":                 srv.ClientURL(),
-		"vars.BENCHFLEET_NATS_CA":                  string(ca),
-		"vars.BENCHFLEET_STORE":                    store,
-		"secrets.BENCHFLEET_NATS_PASSWORD":         passwords["producer"],
-		"secrets.BENCHFLEET_AWS_ACCESS_KEY_ID":     "",
-		"secrets.BENCHFLEET_AWS_SECRET_ACCESS_KEY": "",
-		"secrets.BENCHFLEET_NOTIFY_URL":            "",
-		"github.token":                             "",
-		"github.head_ref || github.ref_name":       "feature-x",
+	const headSHA = "fedcba9876543210fedcba9876543210fedcba98"
+	common := map[string]string{
+		"vars.BENCHFLEET_REF":                        "0123456789abcdef0123456789abcdef01234567",
+		"vars.BENCHFLEET_NATS_URL":                   srv.ClientURL(),
+		"vars.BENCHFLEET_NATS_CA":                    string(ca),
+		"vars.BENCHFLEET_STORE":                      store,
+		"secrets.BENCHFLEET_NATS_PASSWORD":           passwords["producer"],
+		"secrets.BENCHFLEET_UNTRUSTED_NATS_PASSWORD": passwords["untrusted"],
+		"secrets.BENCHFLEET_AWS_ACCESS_KEY_ID":       "",
+		"secrets.BENCHFLEET_AWS_SECRET_ACCESS_KEY":   "",
+		"secrets.BENCHFLEET_NOTIFY_URL":              "",
+		"github.token":                               "",
+		"github.repository":                          "acme/fleetdemo",
+		"github.event.workflow_run.head_sha":         headSHA,
 	}
-	fill := func(t *testing.T, where, s string) string {
-		return expr.ReplaceAllStringFunc(s, func(m string) string {
-			k := expr.FindStringSubmatch(m)[1]
-			v, ok := values[k]
-			if !ok {
-				t.Fatalf("%s: the workflow uses ${{ %s }}, which this test does not know: add it to the test", where, k)
-			}
-			return v
-		})
+	type scenario struct {
+		name, job, headRepo, headBranch string
+		// user submits; run is the run id's prefix; priority and branch
+		// are the run's.
+		user, run, priority, branch string
 	}
-
-	for _, jobName := range []string{"ci", "nightly"} {
-		job, ok := wf.Jobs[jobName]
+	for _, sc := range []scenario{
+		{name: "ci", job: "ci", headRepo: "acme/fleetdemo", headBranch: "feature-x", user: "producer", run: "ci-fleetdemo-" + headSHA[:12], priority: "high", branch: "feature-x"},
+		// A fork's pull request from its branch "main": the untrusted
+		// user, normal priority, and a branch that is not this
+		// repository's main.
+		{name: "ci-fork", job: "ci", headRepo: "mallory/fleetdemo", headBranch: "main", user: "untrusted", run: "untrusted-pr7-" + headSHA[:12] + "-", priority: "normal", branch: "mallory/fleetdemo:main"},
+		{name: "nightly", job: "nightly", user: "producer", run: "nightly-", priority: "low"},
+	} {
+		job, ok := wf.Jobs[sc.job]
 		if !ok {
-			t.Fatalf("github-actions.yml has no job %q", jobName)
+			t.Fatalf("github-actions.yml has no job %q", sc.job)
 		}
-		t.Run(jobName, func(t *testing.T) {
-			// A checkout of the repository under test: the matrices where
-			// the README says to copy them, and a wheel its build made.
+		values := map[string]string{
+			"github.event.workflow_run.head_repository.full_name": sc.headRepo,
+			"github.event.workflow_run.head_branch":               sc.headBranch,
+		}
+		for k, v := range common {
+			values[k] = v
+		}
+		fill := func(t *testing.T, where, s string) string {
+			return expr.ReplaceAllStringFunc(s, func(m string) string {
+				v, missing := evalExpr(expr.FindStringSubmatch(m)[1], values)
+				if missing != "" {
+					t.Fatalf("%s: the workflow uses ${{ %s }}, which this test does not know: add it to the test", where, missing)
+				}
+				return v
+			})
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			// A checkout of the repository under test's default branch:
+			// the matrices where the README says to copy them.
 			work := t.TempDir()
 			for _, m := range []string{"matrix-ci.yaml", "matrix-nightly.yaml"} {
 				b, err := os.ReadFile(filepath.Join("../../../deploy/ci", m))
@@ -324,20 +397,31 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			writeWheel(t, filepath.Join(work, "dist", "fleetdemo-0.1.0-py3-none-any.whl"))
 			runner := t.TempDir()
+			// The build's artifact, where the download step puts it: the
+			// wheel, the commit and the pull request number (a fork may
+			// write anything there: only digits are taken).
+			build := filepath.Join(runner, "benchfleet-build")
+			writeWheel(t, filepath.Join(build, "wheels", "fleetdemo-0.1.0-py3-none-any.whl"))
+			for f, v := range map[string]string{"head-sha": headSHA + "\n", "pr-number": "7$(touch pwned)\n"} {
+				if err := os.WriteFile(filepath.Join(build, f), []byte(v), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			ghEnv, summary := filepath.Join(runner, "github_env"), filepath.Join(runner, "step_summary.md")
 			for _, f := range []string{ghEnv, summary} {
 				if err := os.WriteFile(f, nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
+			// A workflow_run runs on the default branch: GITHUB_SHA is its
+			// head, not the commit benchmarked.
 			base := binEnv("PATH="+binDir+":"+os.Getenv("PATH"), "RUNNER_TEMP="+runner, "GITHUB_ENV="+ghEnv, "GITHUB_STEP_SUMMARY="+summary,
 				"GITHUB_SHA=89abcdef0123456789abcdef0123456789abcdef", "GITHUB_REF_NAME=main", "GITHUB_REPOSITORY=acme/fleetdemo",
 				"GITHUB_RUN_ID=4242", "BENCHFLEET_STATE_DIR="+t.TempDir())
 			ran := 0
 			for _, st := range job.Steps {
-				where := fmt.Sprintf("jobs.%s step %q", jobName, st.Name)
+				where := fmt.Sprintf("jobs.%s step %q", sc.job, st.Name)
 				switch {
 				case st.Uses != "" || st.Run == "":
 					continue
@@ -373,15 +457,21 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 					}
 					continue
 				}
+				if u := lookup(env, "NATS_USER"); u != sc.user || lookup(env, "NATS_INBOX_PREFIX") != "_INBOX_"+sc.user || lookup(env, "NATS_PASSWORD") != passwords[sc.user] {
+					t.Errorf("%s submits as %q with inbox prefix %q, want %s with its password", where, u, lookup(env, "NATS_INBOX_PREFIX"), sc.user)
+				}
 				code, out := runStep(t, where, st.Run, work, env)
 				if strings.Contains(out, violation) || strings.Contains(out, "Authorization Violation") || strings.Contains(out, "x509") {
-					t.Errorf("%s: the producer was refused:\n%s", where, out)
+					t.Errorf("%s: the %s user was refused:\n%s", where, sc.user, out)
 				}
 				m := regexp.MustCompile(`(?m)^run (\S+): (\d+) jobs? submitted`).FindStringSubmatch(out)
 				if m == nil {
 					t.Fatalf("%s: exit %d, no run submitted:\n%s", where, code, out)
 				}
 				run, jobs := m[1], m[2]
+				if !strings.HasPrefix(run, sc.run) {
+					t.Errorf("%s: run %s, want %s…", where, run, sc.run)
+				}
 				// Every job ended invalid on the farm's worker (a failure):
 				// exit 1, and the reports hold every job.
 				if code != 1 {
@@ -396,13 +486,28 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 				}
 				// What the producer wrote in the store: the run's manifest
 				// (runs/) and, for a job that sends its wheels, builds/.
-				if _, err := os.Stat(filepath.Join(storeDir, storage.ManifestKey(run))); err != nil {
+				manifest, err := os.ReadFile(filepath.Join(storeDir, storage.ManifestKey(run)))
+				if err != nil {
 					t.Errorf("%s: no manifest in the store: %v", where, err)
+				}
+				var mf protocol.RunManifest
+				if err := json.Unmarshal(manifest, &mf); err != nil {
+					t.Errorf("%s: manifest of run %s: %v", where, run, err)
+				} else {
+					if string(mf.Priority) != sc.priority {
+						t.Errorf("%s: run %s at priority %q, want %s", where, run, mf.Priority, sc.priority)
+					}
+					if sc.branch != "" && (mf.Source.Branch != sc.branch || mf.Source.Commit != headSHA) {
+						t.Errorf("%s: run %s of %s@%s, want %s@%s (the commit built, not the default branch's)", where, run, mf.Source.Branch, mf.Source.Commit, sc.branch, headSHA)
+					}
 				}
 				if strings.Contains(st.Run, "--build-wheel") {
 					if keys, _ := filepath.Glob(filepath.Join(storeDir, "builds", "sha256", "*", "*.whl")); len(keys) == 0 {
 						t.Errorf("%s: --build-wheel stored no wheel under builds/", where)
 					}
+				}
+				if _, err := os.Stat(filepath.Join(work, "pwned")); err == nil {
+					t.Errorf("%s ran what the artifact's pr-number holds", where)
 				}
 				t.Logf("%s: run %s, %s jobs, exit %d", where, run, jobs, code)
 			}
@@ -411,10 +516,21 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 				t.Errorf("the workflow's steps set no NATS_TLS_CA: GITHUB_ENV holds\n%s", b)
 			}
 			if ran < 2 {
-				t.Errorf("ran %d benchfleet steps of job %s, want the CA step and the submit step", ran, jobName)
+				t.Errorf("ran %d benchfleet steps of job %s, want the CA step and the submit step", ran, sc.job)
 			}
 		})
 	}
+}
+
+// lookup is the last value of k in env (as exec does).
+func lookup(env []string, k string) string {
+	v := ""
+	for _, e := range env {
+		if name, val, ok := strings.Cut(e, "="); ok && name == k {
+			v = val
+		}
+	}
+	return v
 }
 
 // runStep runs a workflow step's script as GitHub does and returns its
