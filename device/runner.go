@@ -33,7 +33,10 @@ const (
 // Errors are typed so the worker can dispatch on them with errors.As:
 // *InvalidError (the job cannot be run: no retry, dead letter),
 // *BenchmarkError (the benchmark ran and failed: a failed result, no retry),
-// anything else is an infrastructure failure (reset, health check, retry).
+// *JobError (the job crashed or hit a limit of its box: a failed result,
+// no retry, no blame on the board unless its check or probe fails after),
+// *HostError (the host cannot run the harness), anything else is an
+// infrastructure failure (reset, health check, retry).
 type Runner interface {
 	// Name is the runner name jobs ask for (protocol.Runner*).
 	Name() string

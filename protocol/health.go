@@ -13,6 +13,7 @@ const (
 	HealthReset      = "reset"      // the board was reset (tt-smi -r)
 	HealthQuarantine = "quarantine" // the board left service
 	HealthRelease    = "release"    // an operator returned it (fleet release)
+	HealthJob        = "job"        // the job failed by its own doing (crash, box limit); the board passed its check after
 )
 
 // MaxHealthEvents bounds a board's history: the oldest events go first.
@@ -79,7 +80,7 @@ func (h *DeviceHealth) Counts(now time.Time, window time.Duration) HealthCounts 
 			continue
 		}
 		switch e.Kind {
-		case HealthPass:
+		case HealthPass, HealthJob:
 			c.Jobs++
 		case HealthInfra:
 			c.Jobs++

@@ -25,6 +25,10 @@ const (
 	ClassBenchmark = "benchmark" // the benchmark failed (PCC, test failure); no retry
 	ClassInfra     = "infra"     // device, timeout, crash, storage; retried
 	ClassCancelled = "cancelled" // the run was cancelled
+	// ClassJob: the job brought about its own end (its harness crashed, or
+	// it hit a limit of its box: tasks, memory, disk) and the board passed
+	// its check afterwards; status failed, no retry, the board not blamed.
+	ClassJob = "job"
 	// ClassDeadLetter: the job was dead-lettered (its deliveries ran out);
 	// the result (status error) is the dead letter's, and a later attempt
 	// after a deliberate re-queue (`dlq retry`) replaces it.

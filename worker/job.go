@@ -277,6 +277,35 @@ func (a *attemptState) run(ctx context.Context) outcome {
 		}
 		a.telemetry(r, telemetry)
 		return record(r)
+	case runJobFault:
+		// The job's own crash or box limit: the board is blamed only when
+		// its check (or the runner's probe) fails now; else the job fails
+		// and the board takes the next one with no strike against it.
+		var jf *device.JobError
+		errors.As(err, &jf)
+		probed, berr := s.checkAfterJobFault(ctx)
+		if ctx.Err() != nil {
+			return outcome{act: actHandBack, cleanup: cleanup}
+		}
+		if berr == nil {
+			what := "the job crashed"
+			if jf.Limit != "" {
+				what = "the job hit its " + jf.Limit + " limit"
+			}
+			checked := "its check"
+			if probed {
+				checked = "its check and the health probe"
+			}
+			a.log.Warn().Str("reason", jf.Reason).Msg(what + "; the board passed " + checked + " afterwards: the job fails, the board stays in service")
+			r := a.newResult(protocol.StatusFailed, &protocol.ResultError{Class: protocol.ClassJob,
+				Message: fmt.Sprintf("%s, and the board passed %s afterwards: %s", what, checked, jf.Reason)})
+			r.Phases = phases
+			o := record(r)
+			o.failure = jf // the board's history notes it; no strike (slot.after)
+			return o
+		}
+		a.log.Warn().Err(berr).Str("reason", jf.Reason).Msg("the job ended by itself and the board fails afterwards: the board's fault")
+		err = device.Infra("%v; afterwards %v", jf, berr)
 	case runHostFault:
 		var host *device.HostError
 		errors.As(err, &host)

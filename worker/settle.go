@@ -70,7 +70,8 @@ type outcome struct {
 	cause error
 	delay time.Duration
 	// failure is the infrastructure failure the slot's health follows
-	// (slot.after), nil if none.
+	// (slot.after), nil if none; a *device.JobError is the job's own
+	// failure on a board that passed its check after it (no strike).
 	failure error
 	// window: settled in the background once the slot's next claim is
 	// made (settleLater), so the device takes its next job at once.
@@ -88,6 +89,7 @@ const (
 	runCancelled                 // the job's run was cancelled while it ran
 	runInvalid                   // the job cannot run (device.InvalidError)
 	runBenchmark                 // the benchmark failed (device.BenchmarkError)
+	runJobFault                  // the job crashed or hit a box limit (device.JobError): the board is checked before it is blamed
 	runHostFault                 // the host cannot run the harness (device.HostError)
 	runInfra                     // an infrastructure failure: retried
 )
@@ -102,6 +104,7 @@ func classifyRun(out *device.Outcome, runErr, cause error, stopping bool) (runCl
 	var inv *device.InvalidError
 	var bench *device.BenchmarkError
 	var host *device.HostError
+	var jobErr *device.JobError
 	switch {
 	case stopping:
 		return runStopped, nil
@@ -117,6 +120,8 @@ func classifyRun(out *device.Outcome, runErr, cause error, stopping bool) (runCl
 		return runBenchmark, runErr
 	case cause != nil && errors.Is(runErr, context.DeadlineExceeded):
 		return runInfra, device.Hang("%v", cause) // "job timed out after ..."
+	case errors.As(runErr, &jobErr):
+		return runJobFault, runErr
 	case errors.As(runErr, &host):
 		return runHostFault, runErr
 	}

@@ -56,11 +56,13 @@ type slot struct {
 }
 
 // maxInfraStreak is how many infrastructure failures in a row (hangs,
-// timeouts, crashes; over any jobs) take a Tenstorrent board out of service even when
-// its health check still passes: a board that keeps failing while the
-// others of its pool do not is a bad board, and each failure costs a job
-// an attempt. Any other outcome (passed, failed benchmark, invalid job)
-// resets the count.
+// timeouts, crashes the board check or probe confirmed; over any jobs)
+// take a Tenstorrent board out of service even when its health check
+// still passes: a board that keeps failing while the others of its pool
+// do not is a bad board, and each failure costs a job an attempt. A job
+// that fails by its own doing on a board that passes its check (a
+// *device.JobError) neither counts nor resets the count; any other
+// outcome (passed, failed benchmark, invalid job) resets it.
 const maxInfraStreak = 3
 
 func newSlot(w *Worker, s Slot) *slot {
@@ -199,7 +201,10 @@ func (s *slot) loop() {
 // it (its tt-smi snapshot can still list a board that hung), another
 // infrastructure failure checks it and resets it if bad; a board still bad
 // after a reset, or with maxInfraStreak infrastructure failures in a row,
-// leaves service. A host fault takes every slot of the runner out.
+// leaves service. A host fault takes every slot of the runner out. A job
+// that failed by its own doing on a board that passed its check after it
+// (a *device.JobError, see attemptState.run) is only noted in the board's
+// history.
 func (s *slot) after(failure error) {
 	s.mu.Lock()
 	job := s.lastJob
@@ -211,6 +216,15 @@ func (s *slot) after(failure error) {
 		if job != "" {
 			s.record(protocol.HealthPass, job, nil)
 		}
+		return
+	}
+	var jf *device.JobError
+	if errors.As(failure, &jf) {
+		// The job's own doing, and the board passed its check (and probe)
+		// after it: no reset, no strike; the streak neither grows nor
+		// starts again (a job that fails by itself says nothing good of
+		// the board either).
+		s.record(protocol.HealthJob, job, nil)
 		return
 	}
 	var host *device.HostError
@@ -336,6 +350,27 @@ func (s *slot) confirmHostFault(ctx context.Context) (confirmed bool, why string
 		return true, "confirmed: the board check fails: " + err.Error()
 	}
 	return false, "no health probe configured and the board check passes"
+}
+
+// checkAfterJobFault checks the board after a job that brought about its
+// own end (a *device.JobError): its health check, then the runner's probe
+// when it has one configured (probed). nil means both passed: the failure
+// is the job's alone. Else the error says which failed.
+func (s *slot) checkAfterJobFault(ctx context.Context) (probed bool, err error) {
+	if err := s.checkHealth(ctx); err != nil {
+		return false, fmt.Errorf("the board check fails: %w", err)
+	}
+	p, ok := s.runner.(device.Prober)
+	if !ok {
+		return false, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	configured, err := p.Probe(pctx, s.dev)
+	if configured && err != nil {
+		return true, fmt.Errorf("the health probe fails: %w", err)
+	}
+	return configured, nil
 }
 
 // recoverDevice runs after an infrastructure failure: a health check, and if the

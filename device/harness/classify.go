@@ -24,7 +24,9 @@ const (
 // pytest printed, not the exit code alone:
 //
 //   - a signal: SIGABRT is the upstream watchdog aborting a hung test, a
-//     hang (the board is reset); any other signal is a crash;
+//     hang (the board is reset); any other signal is a crash of the job's
+//     own interpreter (a *device.JobError: the worker checks the board and
+//     blames it only when the check or the probe fails);
 //   - exit 4 is pytest's usage error, but it is also how pytest reports a
 //     conftest that cannot be imported (a missing forge wheel or driver
 //     library: the host is broken, not the job), a test module that cannot
@@ -36,7 +38,10 @@ const (
 //   - exit 5: nothing collected, e.g. the id is deselected by the marker
 //     expression (the job's fault);
 //   - exit 2 with a test module that cannot be imported is the host's
-//     environment too; other exit 2 and exit 3 are infrastructure;
+//     environment too; other exit 2 (a collection error, an interrupt),
+//     exit 3 (pytest's internal error, or the job's own os._exit(3): the
+//     two look alike) and any exit code pytest never gives are the job's
+//     own crash (*device.JobError, as for a signal);
 //   - exit 1 is a failed test (a PCC assertion, training): a benchmark
 //     failure;
 //   - exit 0 without a report is a benchmark failure (nothing measured).
@@ -49,7 +54,7 @@ func classify(name, test string, code int, sig syscall.Signal, sc *Scan, reportE
 	case sig == syscall.SIGABRT:
 		return device.Hang("%s: harness aborted by SIGABRT (the upstream watchdog aborts a hung test)%s", name, tail)
 	case sig != 0:
-		return device.Infra("%s: harness killed by signal %s%s", name, sig, tail)
+		return device.JobFault("", "%s: harness killed by signal %d (%s)%s", name, int(sig), sig, tail)
 	case code == exitUsageError && conftest != "":
 		return device.HostFault("%s: %s (pytest exit 4: the harness's environment on this host is broken)%s", name, conftest, tail)
 	case code == exitUsageError && moduleErr != "":
@@ -63,9 +68,9 @@ func classify(name, test string, code int, sig syscall.Signal, sc *Scan, reportE
 	case code == exitInterrupted && moduleErr != "":
 		return device.HostFault("%s: %s (pytest exit 2: the harness's environment on this host is broken)%s", name, moduleErr, tail)
 	case code == exitInterrupted:
-		return device.Infra("%s: pytest was interrupted (exit 2)%s", name, tail)
+		return device.JobFault("", "%s: pytest was interrupted (exit 2: a collection error or an interrupt)%s", name, tail)
 	case code == exitInternal:
-		return device.Infra("%s: pytest hit an internal error (exit 3)%s", name, tail)
+		return device.JobFault("", "%s: harness exited with status 3 (pytest's internal error, or the test's own exit)%s", name, tail)
 	case code == exitTestsFailed:
 		what := "no report"
 		if reportErr == nil {
@@ -78,7 +83,7 @@ func classify(name, test string, code int, sig syscall.Signal, sc *Scan, reportE
 		}
 		return err
 	case code != 0:
-		return device.Infra("%s: harness exited with status %d%s", name, code, tail)
+		return device.JobFault("", "%s: harness exited with status %d, which pytest never gives%s", name, code, tail)
 	case errors.Is(reportErr, fs.ErrNotExist):
 		return device.Failed("harness exited 0 but wrote no report (test skipped?)%s", tail)
 	case isRefused(reportErr):

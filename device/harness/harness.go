@@ -284,9 +284,9 @@ func (r *Runner) argv(python, checkout string, b protocol.Benchmark, outputFile,
 // (after killing the harness's process group); otherwise the outcome or a
 // typed error from classify: *device.InvalidError (usage error, test not
 // found or deselected), *device.HostError (the harness cannot start on this
-// host), *device.BenchmarkError (the test failed), *device.InfraError
-// (crash, interrupt; Hang set for a signal such as the upstream watchdog's
-// SIGABRT).
+// host), *device.BenchmarkError (the test failed), *device.JobError (the
+// job's own crash: a signal, an exit code pytest does not give),
+// *device.InfraError (Hang set for the upstream watchdog's SIGABRT).
 func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, rec device.Recorder) (*device.Outcome, error) {
 	if err := r.Check(job.Benchmark); err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/harness"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/storage"
@@ -223,4 +224,60 @@ func dead(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
+
+// burstTest is a pull request's test module for the forge harness, run by
+// real pytest: it prints its warmup as it goes, then runs its timed loop
+// (2 s) with the lines held back, and prints them all in one burst at the
+// end, each claiming 10 ms, with a Total line and a report to match: a
+// loop twice as fast as the one it ran.
+const burstTest = `import json, time
+import pytest
+
+
+@pytest.mark.perf
+def test_burst(request):
+    opt = request.config.getoption
+    batch, loop, warmup = opt("--batch-size"), opt("--loop-count"), opt("--warmup-count")
+    print("Compiling ONNX model with Forge (burst)...", flush=True)
+    for i in range(warmup):
+        time.sleep(0.01)
+        print(f"Iteration {i} took 10.0000 ms", flush=True)
+    print(f"Total time: {warmup * 0.01:.4f}s for {warmup} iterations", flush=True)
+    time.sleep(2.0)  # the timed loop that ran, its lines held back
+    lines = [f"Iteration {i} took 10.0000 ms" for i in range(loop)]
+    lines.append(f"Total time: {loop * 0.01:.4f}s for {loop} iterations")
+    print("\n".join(lines), flush=True)
+    print("PCC verification passed with PCC=0.990000", flush=True)
+    with open(opt("--output-file"), "w") as f:
+        json.dump({"model": "burst", "batch_size": batch, "pcc": 0.99,
+                   "measurements": [
+                       {"iteration": 1, "step_name": "burst", "measurement_name": "total_samples", "value": batch * loop},
+                       {"iteration": 1, "step_name": "burst", "measurement_name": "total_time", "value": loop * 0.01}],
+                   "device_info": {"arch": "wormhole"}}, f)
+`
+
+// A test that holds its timed loop's Iteration lines back and prints them
+// in one burst (under real pytest, through the forge harness's conftests)
+// fails its job as a report its printed lines cannot vouch for; the same
+// checkout's honest test passes.
+func TestBurstOfIterationLinesFailsTheJob(t *testing.T) {
+	t.Parallel()
+	c := harnesstest.NewCheckout(t, "forge", "", false)
+	if err := os.WriteFile(filepath.Join(c.Workdir, "forge", "test", "benchmark", "test_burst.py"), []byte(burstTest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _, _ := runnerFor(t, "forge", c, nil)
+	rec := &recorder{}
+	out, err := r.Run(t.Context(), job("forge/test/benchmark/test_burst.py::test_burst", 4, 100, 4), n150, rec)
+	if !device.IsBenchmark(err) || !strings.Contains(err.Error(), "burst") {
+		var sps float64
+		if out != nil {
+			sps = out.Measurements.SamplesPerSec
+		}
+		t.Fatalf("err %v (samples/sec %g), want a benchmark failure naming the burst", err, sps)
+	}
+	if _, err := r.Run(t.Context(), job(harnesstest.ForgeResNet50, 4, 100, 4), n150, &recorder{}); err != nil {
+		t.Fatalf("the honest test of the same checkout: %v", err)
+	}
 }

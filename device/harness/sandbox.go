@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,7 +48,9 @@ func deviceNodes(dev device.Device) []string {
 }
 
 // limitError is the failure of a job that ran into its box's limits: its
-// own doing (a fork bomb, a leak, a full disk), never the board's.
+// own doing (a fork bomb, a leak, a full disk), never the board's
+// (*device.JobError, Limit the first limit hit: box.Hit's values are
+// device's Limit names).
 func limitError(hits []box.Hit, b *box.Box, code int, sig syscall.Signal, sc *Scan) error {
 	what := make([]string, 0, len(hits))
 	for _, h := range hits {
@@ -62,8 +63,8 @@ func limitError(hits []box.Hit, b *box.Box, code int, sig syscall.Signal, sc *Sc
 			what = append(what, "a full room (isolation.limits.disk)")
 		}
 	}
-	return &device.BenchmarkError{Reason: fmt.Sprintf("the job ran into %s and ended with %s%s",
-		strings.Join(what, " and "), exitText(code, sig), tailSuffix(sc.Tail()))}
+	return device.JobFault(string(hits[0]), "the job ran into %s and ended with %s%s",
+		strings.Join(what, " and "), exitText(code, sig), tailSuffix(sc.Tail()))
 }
 
 // secretWords mark an environment variable's name as a secret's.

@@ -25,6 +25,7 @@ const (
 	tailBytes       = 4096     // bytes kept for a failure reason
 	maxLogFileBytes = 64 << 20 // log.txt stops growing here
 	maxIterations   = 1 << 20  // iteration times kept for statistics
+	maxIterationMS  = 1e9      // a longer printed iteration (11.6 days) is no number
 )
 
 var (
@@ -67,13 +68,18 @@ var (
 // loop is one run of "Iteration i took X ms" lines closed by a "Total
 // time" line: the warmup or the timed loop.
 type loop struct {
-	start  time.Time       // first line of the loop
-	last   time.Time       // its last "Iteration" line
-	end    time.Time       // its "Total time" line
-	iters  []time.Duration // per-iteration times printed
-	total  float64         // seconds printed on the Total line
-	n      int             // iterations the Total line names
-	closed bool
+	start time.Time       // first line of the loop
+	last  time.Time       // its last "Iteration" line
+	end   time.Time       // its "Total time" line
+	iters []time.Duration // per-iteration times printed (at most maxIterations over all loops)
+	// lines counts the loop's Iteration lines whose time was a number;
+	// sum adds up those times, rest all but the first line's (what the
+	// lines claim passed between the first and the last), uncapped.
+	lines     int
+	sum, rest time.Duration
+	total     float64 // seconds printed on the Total line
+	n         int     // iterations the Total line names
+	closed    bool
 }
 
 // Scan reads the harness's combined stdout and stderr line by line:
@@ -166,9 +172,17 @@ func (s *Scan) line(line string) {
 			phase = s.loopPhase(len(s.loops) - 1)
 		}
 		cur.last = now
-		if ms, err := strconv.ParseFloat(m[2], 64); err == nil && ms >= 0 && s.iterations < maxIterations {
-			cur.iters = append(cur.iters, time.Duration(ms*float64(time.Millisecond)))
-			s.iterations++
+		if ms, err := strconv.ParseFloat(m[2], 64); err == nil && ms >= 0 && ms < maxIterationMS {
+			d := time.Duration(ms * float64(time.Millisecond))
+			if cur.lines > 0 {
+				cur.rest += d
+			}
+			cur.lines++
+			cur.sum += d
+			if s.iterations < maxIterations {
+				cur.iters = append(cur.iters, d)
+				s.iterations++
+			}
 		}
 	case totalRE.MatchString(line):
 		m := totalRE.FindStringSubmatch(line)
@@ -307,6 +321,20 @@ func (s *Scan) TimedTotal() (seconds float64, n int, ok bool) {
 		return 0, 0, false
 	}
 	return timed.total, timed.n, true
+}
+
+// TimedClaims is what the timed loop's Iteration lines claim: how many
+// were printed with a time, the sum of their times, and the sum of all
+// but the first line's (how long passed between the first line and the
+// last, by their own account). ok is false without a timed loop.
+func (s *Scan) TimedClaims() (lines int, sum, afterFirst time.Duration, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, timed := s.loopsLocked()
+	if timed == nil {
+		return 0, 0, 0, false
+	}
+	return timed.lines, timed.sum, timed.rest, true
 }
 
 // WarmupIterations returns how many warmup iterations the harness ran (the

@@ -114,3 +114,33 @@ func TestClassifyBlamesTheHostForImportErrors(t *testing.T) {
 		t.Fatalf("SIGABRT: %v, want a hang", err)
 	}
 }
+
+// A harness that ends by any other signal or by an exit code that is not
+// a verdict of pytest's (os._exit(3) looks like pytest's internal error)
+// crashed by its own doing: a *device.JobError (the worker then checks the
+// board before it blames it), never a hang or an infrastructure failure.
+func TestClassifyCrashesAreTheJobs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		code  int
+		sig   syscall.Signal
+		lines []string
+		want  string
+	}{
+		{"os._exit(3)", 3, 0, []string{"about to crash"}, "status 3"},
+		{"pytest internal error", 3, 0, []string{"INTERNALERROR> Traceback (most recent call last):"}, "status 3"},
+		{"collection error", 2, 0, []string{"E   SyntaxError: invalid syntax", "!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!"}, "interrupted (exit 2"},
+		{"an exit code pytest never gives", 42, 0, nil, "status 42, which pytest never gives"},
+		{"segfault", -1, syscall.SIGSEGV, []string{"Fatal Python error: Segmentation fault"}, "signal 11 (segmentation fault)"},
+		{"its own SIGKILL", -1, syscall.SIGKILL, nil, "signal 9 (killed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := classify("forge", "t.py::x", tc.code, tc.sig, scanLines(tc.lines...), fs.ErrNotExist)
+			var je *device.JobError
+			if !errors.As(err, &je) || je.Limit != "" || device.IsHang(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("classify = %#v, want a crash (*device.JobError without a limit) naming %q", err, tc.want)
+			}
+		})
+	}
+}

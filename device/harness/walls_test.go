@@ -112,9 +112,9 @@ func TestWallsUnderPytest(t *testing.T) {
 	if otherErr != nil {
 		t.Fatalf("the job beside the fork bomb: %v", otherErr)
 	}
-	var be *device.BenchmarkError
-	if !errors.As(bombErr, &be) || !strings.Contains(be.Reason, "task limit") {
-		t.Fatalf("the fork bomb: %v, want a benchmark failure naming its task limit", bombErr)
+	var je *device.JobError
+	if !errors.As(bombErr, &je) || je.Limit != device.LimitPids || !strings.Contains(je.Reason, "task limit") {
+		t.Fatalf("the fork bomb: %v, want the job's own fault naming its task limit", bombErr)
 	}
 
 	rec := &recorder{}
