@@ -278,3 +278,26 @@ func TestSandboxDiskAndMemory(t *testing.T) {
 		t.Fatalf("hits %v, want memory", m.Hits())
 	}
 }
+
+// A job sees only its slot's device nodes, not the host's others.
+func TestSandboxDevices(t *testing.T) {
+	b := sandboxBox(t, nil)
+	devRoot := filepath.Join(place(t), "dev", "tenstorrent")
+	if err := os.MkdirAll(devRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"0", "1"} {
+		if err := os.WriteFile(filepath.Join(devRoot, n), nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := b.OpenSpec(Spec{Job: "dev", Devices: []string{filepath.Join(devRoot, "1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Remove()
+	out, err := startIn(t, r, []string{"/bin/ls", devRoot})()
+	if err != nil || strings.TrimSpace(out) != "1" {
+		t.Fatalf("the job sees %q (%v), want only its board's node 1", out, err)
+	}
+}
