@@ -29,6 +29,11 @@ func setupCgroup() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// A worker moved itself to this leaf to enable controllers for its
+	// jobs (enableV2): job cgroups are made beside it, in its parent.
+	if filepath.Base(dir) == workerLeaf {
+		dir = filepath.Dir(dir)
+	}
 	if err := probeCgroup(dir); err != nil {
 		return "", err
 	}

@@ -13,6 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// workerLeaf is the cgroup v2 leaf a worker moves itself to so that its
+// cgroup may enable controllers for its jobs' cgroups.
+const workerLeaf = "benchfleet-worker"
+
 // limitControllers are the cgroup controllers the limits need.
 var limitControllers = []string{"pids", "memory", "cpu"}
 
@@ -94,7 +98,7 @@ func enableV2(dir, ctl string) error {
 	}
 	err = writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+"+ctl)
 	if errors.Is(err, unix.EBUSY) {
-		leaf := filepath.Join(dir, "benchfleet-worker")
+		leaf := filepath.Join(dir, workerLeaf)
 		if err := unix.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 			return err
 		}

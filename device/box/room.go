@@ -179,6 +179,13 @@ func (r *Room) make() error {
 		if err := os.Chmod(d, 0o700); err != nil {
 			return err
 		}
+		if d == r.Work && r.box.sandbox == "" {
+			// Without a sandbox to bind them, the checkout files are
+			// copied in while the directory is still the worker's.
+			if err := r.copyFiles(); err != nil {
+				return err
+			}
+		}
 		if u := r.user; u.switched {
 			if err := os.Lchown(d, u.uid, u.gid); err != nil {
 				return err
@@ -187,6 +194,39 @@ func (r *Room) make() error {
 	}
 	return nil
 }
+
+// copyFiles copies Spec.Files into Work (readable, not writable, by the
+// job), for a box without a sandbox. A missing source is skipped.
+func (r *Room) copyFiles() error {
+	for name, src := range r.spec.Files {
+		data, err := ReadFile(src, maxFileBytes)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(r.Work, filepath.Clean("/"+name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxFileBytes bounds a Spec.Files file copied without a sandbox.
+const maxFileBytes = 16 << 20
 
 // Hits are the limits the room's processes ran into (known once Close
 // has run): a job that failed and hit one failed by its own doing.

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,7 +200,7 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 			if st, err := os.Stat(v); err == nil && st.IsDir() {
 				// A cache the operator names (HF_HOME): every job reads
 				// it, none may write it for the next.
-				cfg.Box.ReadOnly = append(cfg.Box.ReadOnly, v)
+				cfg.Box.ReadOnly = append(slices.Clone(cfg.Box.ReadOnly), v)
 			}
 		}
 	}
@@ -340,6 +341,11 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	// board's device nodes; the checkout files the harness reads from its
 	// working directory bound read-only there before it starts.
 	spec := box.Spec{Job: job.ID, ReadOnly: append(envRoots(python), checkout), Devices: deviceNodes(dev)}
+	if lease != nil {
+		// A build's environment lists the harness environment's site
+		// directories in its .pth: they must be in the box too.
+		spec.ReadOnly = append(spec.ReadOnly, envRoots(r.python)...)
+	}
 	spec.ReadOnly = append(spec.ReadOnly, command.PythonPath...)
 	for _, f := range command.CwdFiles {
 		if spec.Files == nil {
