@@ -25,7 +25,7 @@ func sandboxBox(t testing.TB, mod func(*Config)) *Box {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		require(t, "needs bubblewrap (apt-get install bubblewrap)")
 	}
-	cfg := Config{Root: filepath.Join(place(t), "root"), LockDir: filepath.Join(t.TempDir(), "uids")}
+	cfg := Config{Root: filepath.Join(place(t), "root")}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -63,11 +63,11 @@ func TestSandboxWalls(t *testing.T) {
 	if got := WallsSummary(b.Walls()); !strings.HasPrefix(got, "mount pid network devices uid pids memory cpu disk up") {
 		t.Errorf("summary %q", got)
 	}
-	_, err := New(Config{Root: filepath.Join(place(t), "root2"), Bwrap: "/nonexistent/bwrap", LockDir: filepath.Join(t.TempDir(), "uids")})
+	_, err := New(Config{Root: filepath.Join(place(t), "root2"), Bwrap: "/nonexistent/bwrap"})
 	if err == nil || !strings.Contains(err.Error(), "walls down") || !strings.Contains(err.Error(), "bubblewrap") {
 		t.Fatalf("no bubblewrap, walls required: %v", err)
 	}
-	w, err := New(Config{Root: filepath.Join(place(t), "root3"), Bwrap: "/nonexistent/bwrap", Walls: WallsWarn, LockDir: filepath.Join(t.TempDir(), "uids")})
+	w, err := New(Config{Root: filepath.Join(place(t), "root3"), Bwrap: "/nonexistent/bwrap", Walls: WallsWarn})
 	if err != nil {
 		t.Fatalf("walls: warn: %v", err)
 	}

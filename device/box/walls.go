@@ -114,3 +114,45 @@ func pick(c bool, a, b string) string {
 	}
 	return b
 }
+
+// WallsLine is a box's walls on one line: those up, then those down with
+// why ("by choice" for one the config took down), walls down for the same
+// reason named together.
+func WallsLine(walls []Wall) string {
+	var up []string
+	type reason struct {
+		why   string
+		names []string
+	}
+	var down []*reason
+	byWhy := map[string]*reason{}
+	for _, w := range walls {
+		if w.Up {
+			up = append(up, w.Name)
+			continue
+		}
+		why := w.Detail
+		if w.Chosen {
+			why = "by choice: " + why
+		}
+		r := byWhy[why]
+		if r == nil {
+			r = &reason{why: why}
+			byWhy[why] = r
+			down = append(down, r)
+		}
+		r.names = append(r.names, w.Name)
+	}
+	s := "up: none"
+	if len(up) > 0 {
+		s = "up: " + strings.Join(up, " ")
+	}
+	for i, r := range down {
+		sep := "; "
+		if i == 0 {
+			sep = "; down: "
+		}
+		s += sep + strings.Join(r.names, " ") + " (" + r.why + ")"
+	}
+	return s
+}

@@ -55,6 +55,28 @@ func (s *Server) Banner(ln net.Listener) string {
 // TokenEnv holds the operator token when no token file is given.
 const TokenEnv = "BENCHFLEET_ACTIONS_TOKEN"
 
+// OperatorToken reads the operator token (ReadToken) and, when actions
+// are on, requires one of at least MinTokenLen bytes; errors name where it
+// came from (--actions-token-file FILE or $BENCHFLEET_ACTIONS_TOKEN).
+func OperatorToken(file string, actions bool) (string, error) {
+	src := "$" + TokenEnv
+	if file != "" {
+		src = "--actions-token-file " + file
+	}
+	token, err := ReadToken(file)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("--actions-token-file: %w", err)
+	case actions && token == "":
+		return "", fmt.Errorf("--actions needs an operator token: --actions-token-file FILE or $%s (make one with `openssl rand -hex 32`)", TokenEnv)
+	case actions:
+		if err := CheckToken(token); err != nil {
+			return "", fmt.Errorf("%s: %w", src, err)
+		}
+	}
+	return token, nil
+}
+
 // ReadToken is the operator token: the first line of file, else $TokenEnv
 // ("" when file is "" and the variable is not set). An unreadable or
 // empty file is an error naming it.

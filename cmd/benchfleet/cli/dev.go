@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/ui"
+
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -20,8 +22,8 @@ func (a *app) devCmd() *cobra.Command {
 		Long:  longHelp("dev"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkDevToken(uiAddr != "" && uiActions); err != nil {
-				return err
+			if _, err := ui.OperatorToken("", uiAddr != "" && uiActions); err != nil && os.Getenv(ui.TokenEnv) != "" {
+				return usageErr("%v", err) // a short token, before the farm starts
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()

@@ -30,17 +30,9 @@ func (a *app) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			token, err := ui.ReadToken(tokenFile)
+			token, err := ui.OperatorToken(tokenFile, actions)
 			if err != nil {
-				return usageErr("--actions-token-file: %v", err)
-			}
-			if actions && token == "" {
-				return usageErr("--actions needs an operator token: --actions-token-file FILE or $%s (make one with `openssl rand -hex 32`)", ui.TokenEnv)
-			}
-			if actions {
-				if err := ui.CheckToken(token); err != nil {
-					return usageErr("%s: %v", tokenSource(tokenFile), err)
-				}
+				return usageErr("%v", err)
 			}
 			if err := ui.CheckPublicURL(publicURL); err != nil {
 				return usageErr("--public-url: %v", err)
@@ -100,24 +92,4 @@ func (a *app) devUI(ctx context.Context, addr string, actions bool, allowHosts [
 	}
 	return a.serveUI(ctx, addr, ui.Config{JS: s.JS, Topology: s.topo, Store: store, Actions: actions, ActionsToken: token,
 		AllowHosts: allowHosts, Log: a.log}, false)
-}
-
-// checkDevToken refuses dev --ui-actions with a short operator token in
-// $BENCHFLEET_ACTIONS_TOKEN (before the farm starts).
-func checkDevToken(actions bool) error {
-	if token, _ := ui.ReadToken(""); actions && token != "" {
-		if err := ui.CheckToken(token); err != nil {
-			return usageErr("%s: %v", tokenSource(""), err)
-		}
-	}
-	return nil
-}
-
-// tokenSource names where the operator token came from: the token file
-// flag, or the variable.
-func tokenSource(file string) string {
-	if file != "" {
-		return "--actions-token-file " + file
-	}
-	return "$" + ui.TokenEnv
 }
