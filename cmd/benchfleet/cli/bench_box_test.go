@@ -38,7 +38,8 @@ func TestBenchDispatchBox(t *testing.T) {
 	}
 	num := `[0-9]+(\.[0-9]+)?`
 	for _, re := range []string{
-		`(?m)^box: boxed jobs run as .+, (a cgroup per job|the worker as subreaper .*); plain jobs as the worker's own user`,
+		`(?m)^box: boxed jobs run as .+, (a cgroup per job|the worker as subreaper .*); walls: .*; plain jobs without a sandbox`,
+		`(?m)^sandbox start per job: p50 ` + num + ` ms \(.*\) against /bin/true alone p50 ` + num + ` ms, 40 runs each$`,
 		`(?m)^round 1  plain  6 jobs of 20ms on 2 slots +` + num + `s +` + num + ` jobs/s  attempt mean ` + num + ` ms$`,
 		`(?m)^round 1  boxed  6 jobs of 20ms on 2 slots +` + num + `s +` + num + ` jobs/s  attempt mean ` + num + ` ms$`,
 		`(?m)^round 1  ratio boxed/plain time ` + num + `, box cost -?` + num + ` ms/job per slot`,
@@ -55,8 +56,8 @@ func TestBenchDispatchBox(t *testing.T) {
 		t.Errorf("median ratio %q: want a positive number", m[1])
 	}
 	root := os.Geteuid() == 0
-	if asNobody := strings.Contains(out.String(), "boxed jobs run as nobody"); asNobody != root {
-		t.Errorf("root %v, but boxed jobs as nobody %v:\n%s", root, asNobody, out.String())
+	if ownUID := strings.Contains(out.String(), "boxed jobs run as a uid of its own per job"); ownUID != root {
+		t.Errorf("root %v, but boxed jobs as a uid of their own %v:\n%s", root, ownUID, out.String())
 	}
 	if noted := strings.Contains(out.String(), "box: not root: jobs cannot switch users"); noted == root {
 		t.Errorf("root %v, but the not-root note printed %v:\n%s", root, noted, out.String())

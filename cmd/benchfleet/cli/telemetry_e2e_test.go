@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/recordtest"
@@ -55,7 +56,10 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 	ck := harnesstest.NewCheckout(t, "forge", "", false)
 	k, _ := device.Lookup(protocol.RunnerForge)
 	r, err := k.New(device.Settings{Workdir: ck.Workdir, Python: ck.Python, TempDir: t.TempDir(),
-		Env: map[string]string{"FAKE_SYSFS": host.Sys, "FAKE_ITER_MS": "100"}}, zerolog.Nop())
+		Env: map[string]string{"FAKE_SYSFS": host.Sys, "FAKE_ITER_MS": "100"},
+		// The fake board's sensors move as its harness runs: the test's
+		// side channel into the fake sysfs, through the box's walls.
+		Box: box.Config{Writable: []string{host.Sys}}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
