@@ -38,7 +38,7 @@ func newUIDPool(string, string) (*uidPool, error) { return nil, errUnsupported }
 
 type uidLease struct{ uid int }
 
-func (*uidLease) release() {}
+func (*uidLease) release(bool) {}
 
 func (*uidPool) lease() (*uidLease, error) { return nil, errUnsupported }
 

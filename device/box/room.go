@@ -122,7 +122,7 @@ func (b *Box) OpenSpec(spec Spec) (*Room, error) {
 		spec: spec, sandboxed: map[*exec.Cmd]*handshake{},
 	}
 	fail := func(what string, err error) (*Room, error) {
-		r.lease.release()
+		r.lease.release(false)
 		_ = RemoveRoom(dir)
 		return nil, fmt.Errorf("box: job %s: %s: %w", jobID, what, err)
 	}
@@ -421,7 +421,9 @@ func (r *Room) close() error {
 			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 		}
 	}
-	if r.lease != nil {
+	if r.lease != nil && r.cgroup == "" {
+		// Without a cgroup, the uid finds them (with one, every process
+		// of the job was in it, and is dead).
 		if err := killUID(r.lease.uid); err != nil {
 			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 		}
@@ -455,10 +457,9 @@ func (r *Room) close() error {
 			errs = append(errs, fmt.Errorf("box: job %s: out: %w", r.job, err))
 		}
 	}
-	if len(errs) == 0 {
-		// No process of the uid is left: another job may have it.
-		r.lease.release()
-	}
+	// No process of the uid is left: another job may have it. After an
+	// error, the next lease of the uid sweeps it first.
+	r.lease.release(len(errs) == 0)
 	return errors.Join(errs...)
 }
 

@@ -80,17 +80,33 @@ func (p *uidPool) lease() (*uidLease, error) {
 			p.next = p.first
 		}
 		p.mu.Unlock()
-		if err := killUID(uid); err != nil {
-			unix.Close(fd)
-			return nil, fmt.Errorf("box: uid %d: processes left from an earlier job: %w", uid, err)
+		// A lease released after its room's processes were all gone says
+		// so in its file; any other (a worker that died with a job
+		// running) is swept of what processes of the uid are left.
+		var mark [8]byte
+		n, _ := unix.Pread(fd, mark[:], 0)
+		if string(mark[:n]) != leaseClean {
+			if err := killUID(uid); err != nil {
+				unix.Close(fd)
+				return nil, fmt.Errorf("box: uid %d: processes left from an earlier job: %w", uid, err)
+			}
 		}
+		_ = unix.Ftruncate(fd, 0)
 		return &uidLease{uid: uid, fd: fd}, nil
 	}
 	return nil, fmt.Errorf("box: every uid of %s is in use", p)
 }
 
-func (l *uidLease) release() {
+// leaseClean is what a lease's file holds once released with no process
+// of its uid left.
+const leaseClean = "clean"
+
+// release gives the uid back; clean says no process of it is left.
+func (l *uidLease) release(clean bool) {
 	if l != nil && l.fd >= 0 {
+		if clean {
+			_, _ = unix.Pwrite(l.fd, []byte(leaseClean), 0)
+		}
 		unix.Close(l.fd)
 		l.fd = -1
 	}
