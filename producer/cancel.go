@@ -72,61 +72,20 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 	if err := Cancel(ctx, topo.Runs, req.Run); err != nil {
 		return nil, err
 	}
-	// Now that no worker starts a job of the run, remove the queued ones.
-	info, err := topo.Jobs.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
-	}
+	// Now that no worker starts a job of the run, remove the queued ones
+	// (from both job streams: a run's jobs are in one, but which one is
+	// the publisher's doing).
 	now := time.Now().UTC()
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		raw, err := topo.Jobs.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+	for _, q := range []struct {
+		stream jetstream.Stream
+		trust  protocol.Trust
+	}{{topo.Jobs, protocol.TrustTrusted}, {topo.Untrusted, protocol.TrustUntrusted}} {
+		if q.stream == nil {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("cancel %s: read queued job %d: %w", req.Run, seq, err)
+		if err := removeQueued(ctx, js, q.stream, q.trust, req, m, states, now, out); err != nil {
+			return nil, err
 		}
-		var j protocol.Job
-		if json.Unmarshal(raw.Data, &j) != nil || j.Run != req.Run {
-			continue
-		}
-		st, ok := states[j.ID]
-		if ok && st.OnBoard() {
-			continue // running: its worker stops it and records the result
-		}
-		if err := topo.Jobs.DeleteMsg(ctx, seq); err != nil {
-			if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
-				// Claimed and acknowledged meanwhile (the server reports
-				// "no message found"); a worker that claims it drops it.
-				continue
-			}
-			return nil, fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
-		}
-		out.Removed++
-		const why = "run cancelled before the job started (removed from the queue)"
-		var key string
-		recordedElsewhere := false
-		if req.Store != nil && j.ID != "" {
-			r := &protocol.Result{Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: m.CreatedAt,
-				Pool: j.Pool, Runner: j.Runner, Status: protocol.StatusCancelled,
-				Error:     &protocol.ResultError{Class: protocol.ClassCancelled, Message: why},
-				StartedAt: now, FinishedAt: now, Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
-				PCC: protocol.PCC{Min: j.Limits.PCCMin}}
-			k, err := storage.Deliver(ctx, req.Store, r, nil)
-			switch {
-			case err == nil:
-				key = k
-			case errors.Is(err, storage.ErrExists):
-				// A worker claimed the job just now and recorded its
-				// cancelled result (and event) itself: say nothing more.
-				recordedElsewhere = true
-			}
-		}
-		if recordedElsewhere {
-			continue
-		}
-		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,
-			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
 	}
 	// Only a live worker stops a job; a job of a worker that is gone
 	// waits for its redelivery. Without the fleet, every job counts.
@@ -172,4 +131,65 @@ func nJobs(n int) string {
 		return "1 job"
 	}
 	return fmt.Sprintf("%d jobs", n)
+}
+
+// removeQueued removes the queued jobs of req.Run from stream (one of the
+// job streams, of trust), each ended with a cancelled result (when req has
+// a store) and event.
+func removeQueued(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, trust protocol.Trust, req CancelRequest, m *protocol.RunManifest, states map[string]*JobState, now time.Time, out *CancelOutcome) error {
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w", req.Run, err)
+	}
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		raw, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cancel %s: read queued job %d: %w", req.Run, seq, err)
+		}
+		var j protocol.Job
+		if json.Unmarshal(raw.Data, &j) != nil || j.Run != req.Run {
+			continue
+		}
+		st, ok := states[j.ID]
+		if ok && st.OnBoard() {
+			continue // running: its worker stops it and records the result
+		}
+		if err := stream.DeleteMsg(ctx, seq); err != nil {
+			if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+				// Claimed and acknowledged meanwhile (the server reports
+				// "no message found"); a worker that claims it drops it.
+				continue
+			}
+			return fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
+		}
+		out.Removed++
+		const why = "run cancelled before the job started (removed from the queue)"
+		var key string
+		recordedElsewhere := false
+		if req.Store != nil && j.ID != "" {
+			r := &protocol.Result{Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: m.CreatedAt,
+				Pool: j.Pool, Runner: j.Runner, Status: protocol.StatusCancelled,
+				Error:     &protocol.ResultError{Class: protocol.ClassCancelled, Message: why},
+				StartedAt: now, FinishedAt: now, Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
+				PCC: protocol.PCC{Min: j.Limits.PCCMin}, Trust: trust}
+			k, err := storage.Deliver(ctx, req.Store, r, nil)
+			switch {
+			case err == nil:
+				key = k
+			case errors.Is(err, storage.ErrExists):
+				// A worker claimed the job just now and recorded its
+				// cancelled result (and event) itself: say nothing more.
+				recordedElsewhere = true
+			}
+		}
+		if recordedElsewhere {
+			continue
+		}
+		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,
+			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
+	}
+	return nil
 }

@@ -86,28 +86,31 @@ func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyVal
 type QueueDepth struct {
 	Pool     string
 	Priority protocol.Priority
+	// Trust is TrustUntrusted for a queue of BENCH_UNTRUSTED.
+	Trust protocol.Trust
 	// Pending: queued, not yet delivered; InFlight: delivered, not acked.
 	Pending, InFlight uint64
 }
 
 // ReadQueues returns the backlog of every job consumer that exists
-// (pools × priorities, in protocol order).
+// (pools × their queues, in protocol.PoolQueues order: BENCH_JOBS' and
+// BENCH_UNTRUSTED's).
 func ReadQueues(ctx context.Context, js jetstream.JetStream) ([]QueueDepth, error) {
 	var out []QueueDepth
 	for _, pool := range protocol.Pools {
-		for _, prio := range protocol.Priorities {
-			c, err := js.Consumer(ctx, protocol.StreamJobs, protocol.ConsumerName(pool, prio))
-			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		for _, q := range protocol.PoolQueues(pool) {
+			c, err := js.Consumer(ctx, q.Stream(), q.Consumer())
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 				continue
 			}
 			if err != nil {
-				return out, fmt.Errorf("queue %s/%s: %w", pool, prio, err)
+				return out, fmt.Errorf("queue %s: %w", q, err)
 			}
 			info := c.CachedInfo()
 			if fresh, err := c.Info(ctx); err == nil {
 				info = fresh
 			}
-			out = append(out, QueueDepth{Pool: pool, Priority: prio, Pending: info.NumPending, InFlight: uint64(info.NumAckPending)})
+			out = append(out, QueueDepth{Pool: pool, Priority: q.Priority, Trust: q.Trust, Pending: info.NumPending, InFlight: uint64(info.NumAckPending)})
 		}
 	}
 	return out, nil

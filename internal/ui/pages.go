@@ -48,7 +48,10 @@ type runView struct {
 type queueRow struct {
 	Pool              string
 	High, Normal, Low uint64
-	InFlight          uint64
+	// Untrusted counts the untrusted producer's jobs among them
+	// (BENCH_UNTRUSTED).
+	Untrusted uint64
+	InFlight  uint64
 	Total             uint64
 }
 
@@ -130,11 +133,14 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		}
 		switch q.Priority {
 		case protocol.PriorityHigh:
-			row.High = q.Pending
+			row.High += q.Pending
 		case protocol.PriorityNormal:
-			row.Normal = q.Pending
+			row.Normal += q.Pending
 		case protocol.PriorityLow:
-			row.Low = q.Pending
+			row.Low += q.Pending
+		}
+		if q.Trust.Untrusted() {
+			row.Untrusted += q.Pending
 		}
 		row.InFlight += q.InFlight
 		row.Total += q.Pending
@@ -546,7 +552,7 @@ func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("job %s of run %s re-queued on %s", job.ID, job.Run, protocol.JobSubject(job.Pool, job.Priority)), nil
+	return fmt.Sprintf("job %s of run %s re-queued on %s", job.ID, job.Run, job.Queue.Subject()), nil
 }
 
 func (s *Server) release(_ http.ResponseWriter, r *http.Request) (string, error) {
