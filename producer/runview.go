@@ -136,7 +136,8 @@ type SeriesPoint struct {
 	// branch (the last Window of them, one point each), as the gate would
 	// have judged it. A run's own results are never its baseline.
 	Judgement Judgement
-	// OnBaseline says the run is on the gate's baseline branch.
+	// OnBaseline says the run is on the gate's baseline branch and may be
+	// in its history (never a run of the untrusted producer).
 	OnBaseline bool
 }
 
@@ -168,12 +169,20 @@ func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoin
 	return JudgeRuns(mine, gate, func(r *protocol.Result) bool { return r.Source.Branch == gate.BaselineBranch })
 }
 
+// InBaseline reports whether r may be a point of a baseline's history
+// (on the baseline branch aside): its check strict enough (BaselinePCC)
+// and of a trusted producer (never protocol.Result.Untrusted).
+func InBaseline(r *protocol.Result) bool {
+	return BaselinePCC(r) && !r.Untrusted()
+}
+
 // JudgeRuns folds rs, the results of one series oldest first, into one
 // point per run (in the order of each run's first result) and judges each
 // against the earlier points that baseline accepts (nil: every point), as
 // the gate does: a run on the median of its passed results (JudgeAttempts),
 // the history one value per run (the lower median of its passed results
-// with a trusted check, BaselinePCC), the run's own results never in it.
+// that may be in a baseline, InBaseline), the run's own results never in
+// it. A run of the untrusted producer is judged but is never OnBaseline.
 func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) []SeriesPoint {
 	order, byRun := groupByRun(rs)
 	out := make([]SeriesPoint, 0, len(order))
@@ -190,7 +199,7 @@ func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.R
 			if v := r.Measurements.SamplesPerSec; v > 0 && !math.IsInf(v, 0) {
 				vals = append(vals, v)
 				measured = append(measured, r)
-				if BaselinePCC(r) {
+				if InBaseline(r) {
 					trusted = append(trusted, r)
 				}
 			}
@@ -211,7 +220,7 @@ func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.R
 		} else {
 			p.Judgement = gate.Judge(false, p.Result.Measurements.SamplesPerSec, history)
 		}
-		p.OnBaseline = baseline == nil || baseline(p.Result)
+		p.OnBaseline = (baseline == nil || baseline(p.Result)) && !p.Result.Untrusted()
 		if p.OnBaseline && len(trusted) > 0 {
 			history = append(history, lowerMedian(trusted).Measurements.SamplesPerSec)
 		}

@@ -52,7 +52,7 @@ type queueRow struct {
 	// (BENCH_UNTRUSTED).
 	Untrusted uint64
 	InFlight  uint64
-	Total             uint64
+	Total     uint64
 }
 
 type homeData struct {
@@ -266,6 +266,21 @@ type runData struct {
 	Unserved   []string
 	// Spooled says where results of the run wait in workers' spools.
 	Spooled []string
+}
+
+// Untrusted says the run is of the untrusted producer (its name, or a
+// result claimed from its stream): judged against trusted baselines,
+// never in one.
+func (d runData) Untrusted() bool {
+	if d.Manifest != nil && protocol.UntrustedRun(d.Manifest.Run) {
+		return true
+	}
+	for _, j := range d.Jobs {
+		if j.Untrusted() {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
