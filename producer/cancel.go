@@ -21,6 +21,9 @@ type CancelRequest struct {
 	// is over when its result is stored) and receives a cancelled result
 	// for each queued job removed.
 	Store storage.Bucket
+	// Ephemeral reads the run's events as Watcher.Ephemeral does (the
+	// untrusted user of deploy/nats).
+	Ephemeral bool
 }
 
 // CancelOutcome says what CancelRun did.
@@ -55,7 +58,7 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
 	}
-	w := &Watcher{JS: js, Manifest: m, Store: req.Store}
+	w := &Watcher{JS: js, Manifest: m, Store: req.Store, Ephemeral: req.Ephemeral}
 	states, err := w.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
