@@ -59,6 +59,13 @@ func trustFleet(t *testing.T, slots int) (url, storeURL string, store storage.Bu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	startTrustWorker(t, url, store, slots)
+	return url, "file://" + dir, store
+}
+
+// startTrustWorker starts a worker as the user worker with sim slots.
+func startTrustWorker(t *testing.T, url string, store storage.Bucket, slots int) {
+	t.Helper()
 	ncW, _, logW := as(t, url, "worker")
 	w, err := worker.New(worker.Config{ID: "trust-worker", Conn: ncW, Store: store, Slots: fleettest.SimSlots("trust", slots),
 		AckWait: 5 * time.Second, IdlePoll: 100 * time.Millisecond, WorkDir: t.TempDir(), Log: zerolog.New(logW)})
@@ -70,7 +77,6 @@ func trustFleet(t *testing.T, slots int) (url, storeURL string, store storage.Bu
 		t.Fatalf("worker start: %v\n%s", err, logW.String())
 	}
 	t.Cleanup(func() { stop(); <-w.Done() })
-	return url, "file://" + dir, store
 }
 
 // Finding 4: ten runs of the untrusted producer that claim --branch main
@@ -290,5 +296,56 @@ func TestUntrustedHighPriorityIsAUsageError(t *testing.T) {
 		if err := json.Unmarshal(m.Data, &j); err != nil || j.Priority != protocol.PriorityNormal || !protocol.UntrustedRun(j.Run) {
 			t.Errorf("the untrusted job: priority %q run %q (%v)", j.Priority, j.Run, err)
 		}
+	}
+}
+
+// The worker takes a result's trust from the stream it claimed the job
+// from, never from the job: a job the untrusted user publishes with a
+// trusted-looking run on main is marked untrusted and kept out of the
+// baseline. And strict priority holds across the streams: a trusted job
+// queued after an untrusted one of the same priority runs first.
+func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
+	url := appliedServer(t)
+	_, jsU, _, _ := openAs(t, url, "untrusted")
+	_, jsP, topoP, _ := openAs(t, url, "producer")
+	forged := fleettest.SimJobs(t, "main-nightly-7", 1, map[string]string{"sim.samples_per_sec": "2000"})[0]
+	forged.Source.Branch = "main"
+	forged.ID = ""
+	_, forged.ID = forged.CellID()
+	data, err := json.Marshal(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := protocol.Queue{Trust: protocol.TrustUntrusted, Pool: "sim", Priority: protocol.PriorityNormal}
+	if _, err := jsU.Publish(t.Context(), q.Subject(), data); err != nil {
+		t.Fatalf("the untrusted user's raw job: %v", err)
+	}
+	trusted := fleettest.SimJobs(t, "ci-trusted-1", 1, nil)
+	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
+	if _, err := sub.Submit(t.Context(), producer.Submission{Run: "ci-trusted-1", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: trusted}); err != nil {
+		t.Fatal(err)
+	}
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	startTrustWorker(t, url, store, 1)
+	var rf, rt *protocol.Result
+	fleettest.Eventually(t, 30*time.Second, "both results", func() bool {
+		rf, rt = fleettest.Results(t, store, forged.Run)[forged.ID], fleettest.Results(t, store, "ci-trusted-1")[trusted[0].ID]
+		return rf != nil && rt != nil
+	})
+	if rf.Trust != protocol.TrustUntrusted || rf.Status != protocol.StatusPassed {
+		t.Errorf("the job claimed from %s: %s trust %q, want passed and untrusted", protocol.StreamUntrusted, rf.Status, rf.Trust)
+	}
+	if rt.Trust != "" {
+		t.Errorf("the trusted job: trust %q", rt.Trust)
+	}
+	if !rt.StartedAt.Before(rf.StartedAt) {
+		t.Errorf("the trusted job started at %s, the untrusted one (queued first, same priority) at %s: want the trusted first", rt.StartedAt, rf.StartedAt)
+	}
+	if producer.InBaseline(rf) {
+		t.Error("the untrusted job's result may enter a baseline")
 	}
 }
