@@ -108,6 +108,15 @@ func (a *attemptState) process(ctx context.Context) outcome {
 		a.job = job // may be partly decoded; used only if its id and run are valid
 		return a.invalid(pool, err.Error())
 	}
+	if claimedTrust(msg).Untrusted() && !protocol.UntrustedRun(job.Run) {
+		// The untrusted producer's job may write results only into its own
+		// runs: one naming another run (a CI run's predictable id) would
+		// take that run's result slot with its own figures. Dead-lettered
+		// with no result.
+		a.job = job
+		return outcome{act: actTerm, pool: pool, reason: fmt.Sprintf("invalid job: run %q: a job of %s must be of a run named %s<...> (the untrusted producer's runs)",
+			job.Run, protocol.StreamUntrusted, protocol.UntrustedRunPrefix)}
+	}
 	a.job = job
 	a.excused = s.w.excused.count(job.ID)
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()

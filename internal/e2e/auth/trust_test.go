@@ -300,26 +300,32 @@ func TestUntrustedHighPriorityIsAUsageError(t *testing.T) {
 }
 
 // The worker takes a result's trust from the stream it claimed the job
-// from, never from the job: a job the untrusted user publishes with a
-// trusted-looking run on main is marked untrusted and kept out of the
-// baseline. And strict priority holds across the streams: a trusted job
+// from, never from the job: a raw job the untrusted user publishes on
+// main is marked untrusted and kept out of the baseline, and one that
+// names another producer's run (to take its result slot) is dead-lettered
+// with no result. Strict priority holds across the streams: a trusted job
 // queued after an untrusted one of the same priority runs first.
 func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 	url := appliedServer(t)
 	_, jsU, _, _ := openAs(t, url, "untrusted")
 	_, jsP, topoP, _ := openAs(t, url, "producer")
-	forged := fleettest.SimJobs(t, "main-nightly-7", 1, map[string]string{"sim.samples_per_sec": "2000"})[0]
-	forged.Source.Branch = "main"
-	forged.ID = ""
-	_, forged.ID = forged.CellID()
-	data, err := json.Marshal(forged)
-	if err != nil {
-		t.Fatal(err)
-	}
 	q := protocol.Queue{Trust: protocol.TrustUntrusted, Pool: "sim", Priority: protocol.PriorityNormal}
-	if _, err := jsU.Publish(t.Context(), q.Subject(), data); err != nil {
-		t.Fatalf("the untrusted user's raw job: %v", err)
+	raw := func(run string) *protocol.Job {
+		t.Helper()
+		j := fleettest.SimJobs(t, run, 1, map[string]string{"sim.samples_per_sec": "2000"})[0]
+		j.Source.Branch, j.CreatedAt = "main", time.Now().UTC()
+		_, j.ID = j.CellID()
+		data, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jsU.Publish(t.Context(), q.Subject(), data); err != nil {
+			t.Fatalf("the untrusted user's raw job: %v", err)
+		}
+		return j
 	}
+	squat := raw("ci-trusted-2") // a trusted run's job, pre-empted
+	forged := raw(protocol.UntrustedRunPrefix + "main-7")
 	trusted := fleettest.SimJobs(t, "ci-trusted-1", 1, nil)
 	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: "ci-trusted-1", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: trusted}); err != nil {
@@ -347,5 +353,22 @@ func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 	}
 	if producer.InBaseline(rf) {
 		t.Error("the untrusted job's result may enter a baseline")
+	}
+	var dead []producer.DeadEntry
+	fleettest.Eventually(t, 30*time.Second, "the squatting job's dead letter", func() bool {
+		dead, err = producer.ReadDead(t.Context(), jsP)
+		return err == nil && len(dead) > 0
+	})
+	if d := dead[0]; d.ID != squat.ID || d.Letter.Trust != protocol.TrustUntrusted || !strings.Contains(d.Reason, protocol.UntrustedRunPrefix) {
+		t.Errorf("dead letter %+v (trust %q), want job %s of the untrusted stream, naming the rule", d, d.Letter.Trust, squat.ID)
+	}
+	if r := fleettest.Results(t, store, squat.Run); len(r) != 0 {
+		t.Errorf("the untrusted job of run %s left a result there: %+v", squat.Run, r)
+	}
+	// dlq retry (the producer's) puts it back where it came from, never
+	// on BENCH_JOBS, whatever run it names.
+	again, err := producer.RetryDead(t.Context(), jsP, squat.ID)
+	if err != nil || again.Queue != q {
+		t.Fatalf("dlq retry of the untrusted stream's job: %+v %v, want it re-queued on %s", again, err, q.Subject())
 	}
 }
