@@ -76,17 +76,16 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 		return nil, err
 	}
 	// Now that no worker starts a job of the run, remove the queued ones
-	// (from both job streams: a run's jobs are in one, but which one is
-	// the publisher's doing).
+	// from the run's stream (protocol.RunTrust: BENCH_UNTRUSTED for an
+	// untrusted run). A job of another run's name that the untrusted
+	// producer put on its stream is the worker's to refuse.
 	now := time.Now().UTC()
-	for _, q := range []struct {
-		stream jetstream.Stream
-		trust  protocol.Trust
-	}{{topo.Jobs, protocol.TrustTrusted}, {topo.Untrusted, protocol.TrustUntrusted}} {
-		if q.stream == nil {
-			continue
-		}
-		if err := removeQueued(ctx, js, q.stream, q.trust, req, m, states, now, out); err != nil {
+	stream, trust := topo.Jobs, protocol.RunTrust(req.Run)
+	if trust.Untrusted() {
+		stream = topo.Untrusted
+	}
+	if stream != nil {
+		if err := removeQueued(ctx, js, stream, trust, req, m, states, now, out); err != nil {
 			return nil, err
 		}
 	}

@@ -126,7 +126,8 @@ func (c Config) WithDefaults() Config {
 // Handles are the topology's objects, ready to use.
 type Handles struct {
 	Jobs jetstream.Stream
-	// Untrusted is BENCH_UNTRUSTED, the untrusted producer's jobs.
+	// Untrusted is BENCH_UNTRUSTED, the untrusted producer's jobs (nil
+	// from Open on a topology applied before that stream existed).
 	Untrusted jetstream.Stream
 	Events    jetstream.Stream
 	Dead      jetstream.Stream
@@ -558,7 +559,12 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Handles, error) {
 	if h.Jobs, err = stream(protocol.StreamJobs, " (has a worker or producer created it?)"); err != nil {
 		return nil, err
 	}
-	if h.Untrusted, err = stream(protocol.StreamUntrusted, " (run `benchfleet topology apply` as the admin user)"); err != nil {
+	// BENCH_UNTRUSTED is newer than the other streams: a topology applied
+	// before it existed opens without it (Handles.Untrusted nil) until
+	// `topology apply` creates it.
+	if h.Untrusted, err = stream(protocol.StreamUntrusted, ""); errors.Is(err, jetstream.ErrStreamNotFound) {
+		h.Untrusted = nil
+	} else if err != nil {
 		return nil, err
 	}
 	if h.Events, err = stream(protocol.StreamEvents, ""); err != nil {
