@@ -29,6 +29,9 @@ type DeadEntry struct {
 	Reason   string            `json:"reason"`
 	Attempts int               `json:"attempts"`
 	Time     time.Time         `json:"time"`
+	// Trust is "untrusted" for a job claimed from BENCH_UNTRUSTED (absent:
+	// BENCH_JOBS), as its worker recorded it.
+	Trust protocol.Trust `json:"trust,omitempty"`
 	// Payload is the original message: a JSON value when it parsed as
 	// JSON, else a string.
 	Payload json.RawMessage `json:"payload"`
@@ -58,7 +61,7 @@ func ReadDead(ctx context.Context, js jetstream.JetStream) ([]DeadEntry, error) 
 			return
 		}
 		e := DeadEntry{ID: dl.ID, Run: dl.Run, Pool: dl.Pool, Priority: dl.Priority, Worker: dl.Worker, Reason: dl.Reason,
-			Attempts: dl.Attempts, Time: dl.Time, Letter: dl, Payload: rawPayload(dl.Payload)}
+			Attempts: dl.Attempts, Time: dl.Time, Trust: dl.Trust, Letter: dl, Payload: rawPayload(dl.Payload)}
 		if meta, err := m.Metadata(); err == nil {
 			e.Seq = meta.Sequence.Stream
 		}
