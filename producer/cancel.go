@@ -24,6 +24,11 @@ type CancelRequest struct {
 	// Ephemeral reads the run's events as Watcher.Ephemeral does (the
 	// untrusted user of deploy/nats).
 	Ephemeral bool
+	// LeaveQueued leaves the run's queued jobs in their stream, for a
+	// caller that may not delete them (the untrusted user of deploy/nats):
+	// the cancel flag alone ends them, as the worker that claims one drops
+	// it with a cancelled result. Counted in CancelOutcome.Queued.
+	LeaveQueued bool
 }
 
 // CancelOutcome says what CancelRun did.
@@ -31,8 +36,11 @@ type CancelOutcome struct {
 	Manifest *protocol.RunManifest
 	// Finished is true when every job had already ended: nothing was changed.
 	Finished bool
-	// Removed counts the queued jobs deleted from BENCH_JOBS.
+	// Removed counts the queued jobs deleted from their stream.
 	Removed int
+	// Queued counts the queued jobs left in their stream (LeaveQueued):
+	// each is dropped, cancelled, when a worker claims it.
+	Queued int
 	// Running counts the jobs running now on live workers, which stop
 	// them.
 	Running int
@@ -84,7 +92,14 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 	if trust.Untrusted() {
 		stream = topo.Untrusted
 	}
-	if stream != nil {
+	switch {
+	case req.LeaveQueued:
+		for _, st := range states {
+			if !st.Terminal() && !st.OnBoard() {
+				out.Queued++
+			}
+		}
+	case stream != nil:
 		if err := removeQueued(ctx, js, stream, trust, req, m, states, now, out); err != nil {
 			return nil, err
 		}
@@ -121,6 +136,9 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 // redelivered)".
 func CancelSummary(out *CancelOutcome) string {
 	s := fmt.Sprintf("%s removed from the queue, %s being stopped", nJobs(out.Removed), nJobs(out.Running))
+	if out.Queued > 0 {
+		s = fmt.Sprintf("%s left queued (dropped, cancelled, when a worker claims them), %s being stopped", nJobs(out.Queued), nJobs(out.Running))
+	}
 	if out.Orphaned > 0 {
 		s += fmt.Sprintf(", %s of workers that are gone (cancelled when redelivered)", nJobs(out.Orphaned))
 	}

@@ -127,7 +127,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store, Ephemeral: a.untrusted()})
+			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store, Ephemeral: a.untrusted(), LeaveQueued: a.untrusted()})
 			if err != nil {
 				if errors.Is(err, producer.ErrUnknownRun) {
 					return usageErr("run %q not found", args[0])

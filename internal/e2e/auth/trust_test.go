@@ -372,3 +372,36 @@ func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 		t.Fatalf("dlq retry of the untrusted stream's job: %+v %v, want it re-queued on %s", again, err, q.Subject())
 	}
 }
+
+// `runs cancel` of its own queued run works for the untrusted user: the
+// cancel flag is set, its queued job stays in BENCH_UNTRUSTED (that user
+// may delete nothing) and the worker that claims it drops it with a
+// cancelled result marked untrusted.
+func TestUntrustedCancelsItsQueuedRun(t *testing.T) {
+	url := appliedServer(t)
+	const run = protocol.UntrustedRunPrefix + "cancel-1"
+	code, out, errOut, _ := bin(t, url, "untrusted", "submit", "--pool", "sim", "--model", "simnet", "--batch-size", "4", "--loop-count", "8", "--run", run)
+	if code != 0 {
+		t.Fatalf("untrusted submit: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut, took := bin(t, url, "untrusted", "runs", "cancel", run)
+	if code != 0 || !strings.Contains(out, "left queued") || took > 10*time.Second {
+		t.Fatalf("untrusted runs cancel: exit %d after %s\n%s%s", code, took, out, errOut)
+	}
+	_, _, topoP, _ := openAs(t, url, "producer")
+	if _, err := topoP.Runs.Get(t.Context(), protocol.CancelKey(run)); err != nil {
+		t.Fatalf("the cancel flag: %v", err)
+	}
+	store, err := storage.NewFileBucket(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	startTrustWorker(t, url, store, 1)
+	fleettest.Eventually(t, 30*time.Second, "the cancelled result", func() bool {
+		for _, r := range fleettest.Results(t, store, run) {
+			return r.Status == protocol.StatusCancelled && r.Trust == protocol.TrustUntrusted
+		}
+		return false
+	})
+}
