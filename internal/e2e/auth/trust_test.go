@@ -405,3 +405,43 @@ func TestUntrustedCancelsItsQueuedRun(t *testing.T) {
 		return false
 	})
 }
+
+// The untrusted user creates no durable consumer on BENCH_EVENTS: nats.go's
+// named endpoint ($JS.API.CONSUMER.CREATE.BENCH_EVENTS.<name>[.<filter>])
+// is denied to it, and the server refuses a durable on the legacy
+// ephemeral endpoint it may use (where its waiters make their ephemeral
+// consumers). The producer's ordered consumers are unchanged.
+func TestUntrustedCreatesNoDurableEventConsumer(t *testing.T) {
+	url := appliedServer(t)
+	ncU, jsU, _, logU := openAs(t, url, "untrusted")
+	if _, err := jsU.CreateConsumer(shortCtx(t), protocol.StreamEvents, jetstream.ConsumerConfig{Durable: "keep-me", FilterSubject: "bench.events.>"}); err == nil {
+		t.Error("the untrusted user created a durable consumer on BENCH_EVENTS")
+	}
+	waitViolationAs(t, "untrusted", logU, "$JS.API.CONSUMER.CREATE."+protocol.StreamEvents+".keep-me")
+	req := []byte(`{"stream_name":"` + protocol.StreamEvents + `","config":{"durable_name":"keep-me-too","deliver_policy":"all","ack_policy":"none"}}`)
+	msg, err := ncU.RequestWithContext(shortCtx(t), "$JS.API.CONSUMER.CREATE."+protocol.StreamEvents, req)
+	if err != nil {
+		t.Fatalf("the legacy ephemeral endpoint: %v", err)
+	}
+	if !strings.Contains(string(msg.Data), `"error"`) {
+		t.Errorf("a durable through the legacy ephemeral endpoint: %s, want the server's refusal", msg.Data)
+	}
+	_, jsA, _ := as(t, url, "admin")
+	events, err := jsA.Stream(t.Context(), protocol.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := events.ConsumerNames(t.Context())
+	for name := range names.Name() {
+		if strings.HasPrefix(name, "keep-me") {
+			t.Errorf("consumer %s exists on BENCH_EVENTS", name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, jsP, _ := as(t, url, "producer")
+	if _, err := jsP.OrderedConsumer(t.Context(), protocol.StreamEvents, jetstream.OrderedConsumerConfig{}); err != nil {
+		t.Errorf("the producer's ordered consumer: %v", err)
+	}
+}
