@@ -400,6 +400,9 @@ func bisectTemplate(ctx context.Context, store storage.Bucket, cfg BisectConfig)
 			return protocol.Job{}, fmt.Errorf("bisect: the series' results at %s: %w", ShortCommit(c), err)
 		}
 		for _, r := range rs {
+			if r.Untrusted() {
+				continue // the untrusted producer's job is not the series' job
+			}
 			rs := SeriesOf(r)
 			if rs.BatchSize != s.BatchSize || rs.DataFormat != s.DataFormat || (s.Test != "" && rs.Test != s.Test) || (s.Runner != "" && rs.Runner != s.Runner) {
 				continue

@@ -21,6 +21,14 @@ type CancelRequest struct {
 	// is over when its result is stored) and receives a cancelled result
 	// for each queued job removed.
 	Store storage.Bucket
+	// Ephemeral reads the run's events as Watcher.Ephemeral does (the
+	// untrusted user of deploy/nats).
+	Ephemeral bool
+	// LeaveQueued leaves the run's queued jobs in their stream, for a
+	// caller that may not delete them (the untrusted user of deploy/nats):
+	// the cancel flag alone ends them, as the worker that claims one drops
+	// it with a cancelled result. Counted in CancelOutcome.Queued.
+	LeaveQueued bool
 }
 
 // CancelOutcome says what CancelRun did.
@@ -28,8 +36,11 @@ type CancelOutcome struct {
 	Manifest *protocol.RunManifest
 	// Finished is true when every job had already ended: nothing was changed.
 	Finished bool
-	// Removed counts the queued jobs deleted from BENCH_JOBS.
+	// Removed counts the queued jobs deleted from their stream.
 	Removed int
+	// Queued counts the queued jobs left in their stream (LeaveQueued):
+	// each is dropped, cancelled, when a worker claims it.
+	Queued int
 	// Running counts the jobs running now on live workers, which stop
 	// them.
 	Running int
@@ -55,7 +66,7 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
 	}
-	w := &Watcher{JS: js, Manifest: m, Store: req.Store}
+	w := &Watcher{JS: js, Manifest: m, Store: req.Store, Ephemeral: req.Ephemeral}
 	states, err := w.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
@@ -72,61 +83,26 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 	if err := Cancel(ctx, topo.Runs, req.Run); err != nil {
 		return nil, err
 	}
-	// Now that no worker starts a job of the run, remove the queued ones.
-	info, err := topo.Jobs.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
-	}
+	// Now that no worker starts a job of the run, remove the queued ones
+	// from the run's stream (protocol.RunTrust: BENCH_UNTRUSTED for an
+	// untrusted run). A job of another run's name that the untrusted
+	// producer put on its stream is the worker's to refuse.
 	now := time.Now().UTC()
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		raw, err := topo.Jobs.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cancel %s: read queued job %d: %w", req.Run, seq, err)
-		}
-		var j protocol.Job
-		if json.Unmarshal(raw.Data, &j) != nil || j.Run != req.Run {
-			continue
-		}
-		st, ok := states[j.ID]
-		if ok && st.OnBoard() {
-			continue // running: its worker stops it and records the result
-		}
-		if err := topo.Jobs.DeleteMsg(ctx, seq); err != nil {
-			if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
-				// Claimed and acknowledged meanwhile (the server reports
-				// "no message found"); a worker that claims it drops it.
-				continue
-			}
-			return nil, fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
-		}
-		out.Removed++
-		const why = "run cancelled before the job started (removed from the queue)"
-		var key string
-		recordedElsewhere := false
-		if req.Store != nil && j.ID != "" {
-			r := &protocol.Result{Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: m.CreatedAt,
-				Pool: j.Pool, Runner: j.Runner, Status: protocol.StatusCancelled,
-				Error:     &protocol.ResultError{Class: protocol.ClassCancelled, Message: why},
-				StartedAt: now, FinishedAt: now, Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
-				PCC: protocol.PCC{Min: j.Limits.PCCMin}}
-			k, err := storage.Deliver(ctx, req.Store, r, nil)
-			switch {
-			case err == nil:
-				key = k
-			case errors.Is(err, storage.ErrExists):
-				// A worker claimed the job just now and recorded its
-				// cancelled result (and event) itself: say nothing more.
-				recordedElsewhere = true
+	stream, trust := topo.Jobs, protocol.RunTrust(req.Run)
+	if trust.Untrusted() {
+		stream = topo.Untrusted
+	}
+	switch {
+	case req.LeaveQueued:
+		for _, st := range states {
+			if !st.Terminal() && !st.OnBoard() {
+				out.Queued++
 			}
 		}
-		if recordedElsewhere {
-			continue
+	case stream != nil:
+		if err := removeQueued(ctx, js, stream, trust, req, m, states, now, out); err != nil {
+			return nil, err
 		}
-		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,
-			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
 	}
 	// Only a live worker stops a job; a job of a worker that is gone
 	// waits for its redelivery. Without the fleet, every job counts.
@@ -160,6 +136,9 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 // redelivered)".
 func CancelSummary(out *CancelOutcome) string {
 	s := fmt.Sprintf("%s removed from the queue, %s being stopped", nJobs(out.Removed), nJobs(out.Running))
+	if out.Queued > 0 {
+		s = fmt.Sprintf("%s left queued (dropped, cancelled, when a worker claims them), %s being stopped", nJobs(out.Queued), nJobs(out.Running))
+	}
 	if out.Orphaned > 0 {
 		s += fmt.Sprintf(", %s of workers that are gone (cancelled when redelivered)", nJobs(out.Orphaned))
 	}
@@ -172,4 +151,65 @@ func nJobs(n int) string {
 		return "1 job"
 	}
 	return fmt.Sprintf("%d jobs", n)
+}
+
+// removeQueued removes the queued jobs of req.Run from stream (one of the
+// job streams, of trust), each ended with a cancelled result (when req has
+// a store) and event.
+func removeQueued(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, trust protocol.Trust, req CancelRequest, m *protocol.RunManifest, states map[string]*JobState, now time.Time, out *CancelOutcome) error {
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w", req.Run, err)
+	}
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		raw, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cancel %s: read queued job %d: %w", req.Run, seq, err)
+		}
+		var j protocol.Job
+		if json.Unmarshal(raw.Data, &j) != nil || j.Run != req.Run {
+			continue
+		}
+		st, ok := states[j.ID]
+		if ok && st.OnBoard() {
+			continue // running: its worker stops it and records the result
+		}
+		if err := stream.DeleteMsg(ctx, seq); err != nil {
+			if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+				// Claimed and acknowledged meanwhile (the server reports
+				// "no message found"); a worker that claims it drops it.
+				continue
+			}
+			return fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
+		}
+		out.Removed++
+		const why = "run cancelled before the job started (removed from the queue)"
+		var key string
+		recordedElsewhere := false
+		if req.Store != nil && j.ID != "" {
+			r := &protocol.Result{Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: m.CreatedAt,
+				Pool: j.Pool, Runner: j.Runner, Status: protocol.StatusCancelled,
+				Error:     &protocol.ResultError{Class: protocol.ClassCancelled, Message: why},
+				StartedAt: now, FinishedAt: now, Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
+				PCC: protocol.PCC{Min: j.Limits.PCCMin}, Trust: trust}
+			k, err := storage.Deliver(ctx, req.Store, r, nil)
+			switch {
+			case err == nil:
+				key = k
+			case errors.Is(err, storage.ErrExists):
+				// A worker claimed the job just now and recorded its
+				// cancelled result (and event) itself: say nothing more.
+				recordedElsewhere = true
+			}
+		}
+		if recordedElsewhere {
+			continue
+		}
+		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,
+			Kind: protocol.EventCancelled, Status: protocol.StatusCancelled, Pool: j.Pool, Message: why, Result: key})
+	}
+	return nil
 }

@@ -258,13 +258,17 @@ func mergeRepeats(own, stored *protocol.RunManifest) *protocol.RunManifest {
 
 // RepeatJob is repeat k (1..protocol.MaxRepeat) of the job of run m whose
 // passed result is r: the same cell (benchmark, source, labels, limits as
-// its manifest entry mj records them) with Repeat k, at high priority,
+// its manifest entry mj records them) with Repeat k, at high priority
+// (normal for a run of the untrusted producer, which has no high queue),
 // avoiding the board r ran on. Its id is deterministic, so publishing it
 // twice queues it once.
 func RepeatJob(m *protocol.RunManifest, mj protocol.ManifestJob, r *protocol.Result, k int) (*protocol.Job, error) {
 	j := &protocol.Job{Schema: protocol.SchemaJob, Run: m.Run, CreatedAt: m.CreatedAt, Pool: r.Pool,
 		Priority: protocol.PriorityHigh, Runner: r.Runner, Benchmark: r.Benchmark, Source: r.Source,
 		Labels: r.Labels, Repeat: k, Avoid: []string{r.Board()}}
+	if protocol.RunTrust(m.Run).Untrusted() || r.Untrusted() {
+		j.Priority = protocol.PriorityNormal
+	}
 	j.Limits.PCCMin = r.PCC.Min
 	for _, f := range strings.Fields(cellHead(mj.Cell)) {
 		if v, ok := strings.CutPrefix(f, "timeout="); ok {

@@ -75,11 +75,17 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 	}
 	// The job stream checks a duplicate ack as Submit does (ErrSquatted):
 	// repeat ids are predictable.
-	stream, err := c.JS.Stream(ctx, protocol.StreamJobs)
+	// An untrusted run's repeats go to its stream (protocol.RunTrust).
+	pub := &Submitter{JS: c.JS, Runs: runs, Log: c.Log}
+	stream, err := c.JS.Stream(ctx, protocol.QueueOf(run, "", "").Stream())
 	if err != nil {
 		return nil, 0, fmt.Errorf("confirm: %w", err)
 	}
-	pub := &Submitter{JS: c.JS, Runs: runs, Jobs: stream, Log: c.Log}
+	if protocol.RunTrust(run).Untrusted() {
+		pub.Untrusted = stream
+	} else {
+		pub.Jobs = stream
+	}
 	for try := 0; ; try++ {
 		up, err := c.plan(ctx, runs, run, suspects)
 		if err != nil {

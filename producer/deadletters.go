@@ -29,6 +29,9 @@ type DeadEntry struct {
 	Reason   string            `json:"reason"`
 	Attempts int               `json:"attempts"`
 	Time     time.Time         `json:"time"`
+	// Trust is "untrusted" for a job claimed from BENCH_UNTRUSTED (absent:
+	// BENCH_JOBS), as its worker recorded it.
+	Trust protocol.Trust `json:"trust,omitempty"`
 	// Payload is the original message: a JSON value when it parsed as
 	// JSON, else a string.
 	Payload json.RawMessage `json:"payload"`
@@ -58,7 +61,7 @@ func ReadDead(ctx context.Context, js jetstream.JetStream) ([]DeadEntry, error) 
 			return
 		}
 		e := DeadEntry{ID: dl.ID, Run: dl.Run, Pool: dl.Pool, Priority: dl.Priority, Worker: dl.Worker, Reason: dl.Reason,
-			Attempts: dl.Attempts, Time: dl.Time, Letter: dl, Payload: rawPayload(dl.Payload)}
+			Attempts: dl.Attempts, Time: dl.Time, Trust: dl.Trust, Letter: dl, Payload: rawPayload(dl.Payload)}
 		if meta, err := m.Metadata(); err == nil {
 			e.Seq = meta.Sequence.Stream
 		}
@@ -78,12 +81,21 @@ func rawPayload(p []byte) json.RawMessage {
 	return s
 }
 
+// RequeuedJob is a job `dlq retry` re-queued, and the queue it went to.
+type RequeuedJob struct {
+	*protocol.Job
+	Queue protocol.Queue
+}
+
 // RetryDead re-queues the newest dead letter with id under a fresh message
 // id (the original id stays deduplicated for the window), carrying the
 // attempts made so far (protocol.HeaderPriorAttempts: attempt numbers stay
 // unique while the job gets a fresh MaxDeliver budget), announces it with
-// a queued event and removes the job's dead letters from BENCH_DEAD.
-func RetryDead(ctx context.Context, js jetstream.JetStream, id string) (*protocol.Job, error) {
+// a queued event and removes the job's dead letters from BENCH_DEAD. The
+// job goes back to the stream it came from: BENCH_UNTRUSTED when its
+// worker claimed it there (the dead letter's Trust) or its run is an
+// untrusted one, else BENCH_JOBS.
+func RetryDead(ctx context.Context, js jetstream.JetStream, id string) (*RequeuedJob, error) {
 	entries, err := ReadDead(ctx, js)
 	if err != nil {
 		return nil, err
@@ -105,7 +117,11 @@ func RetryDead(ctx context.Context, js jetstream.JetStream, id string) (*protoco
 	if err != nil {
 		return nil, fmt.Errorf("dlq retry %s: %w (%v)", id, ErrDeadJobInvalid, err)
 	}
-	m := nats.NewMsg(protocol.JobSubject(job.Pool, job.Priority))
+	q := protocol.QueueOf(job.Run, job.Pool, job.Priority)
+	if e.Letter.Trust.Untrusted() {
+		q.Trust = protocol.TrustUntrusted
+	}
+	m := nats.NewMsg(q.Subject())
 	m.Data = e.Letter.Payload
 	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s-retry-%d", job.ID, time.Now().UnixNano()))
 	m.Header.Set(protocol.HeaderPriorAttempts, strconv.Itoa(e.Attempts))
@@ -120,5 +136,5 @@ func RetryDead(ctx context.Context, js jetstream.JetStream, id string) (*protoco
 			_ = stream.DeleteMsg(ctx, f.Seq)
 		}
 	}
-	return job, nil
+	return &RequeuedJob{Job: job, Queue: q}, nil
 }

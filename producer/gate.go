@@ -335,6 +335,10 @@ type GateRow struct {
 	Value      float64  `json:"value"`
 	Change     *float64 `json:"change"`
 	Verdict    Verdict  `json:"verdict"`
+	// Trust is "untrusted" for a job of the untrusted producer (its
+	// result's protocol.Result.Untrusted): judged against trusted
+	// baselines, never in one. Absent: trusted.
+	Trust protocol.Trust `json:"trust,omitempty"`
 
 	// Series is the job's series; History, Sigma and Band come from the
 	// judgement; Reason says why a failed job failed. Not part of the JSON
@@ -376,8 +380,9 @@ func NewGate(cfg GateConfig, history HistoryFunc) (*Gate, error) {
 func (g *Gate) Config() GateConfig { return g.cfg }
 
 // Evaluate judges every row of run m (in the rows' order). The history of
-// a series is its passed results on the baseline branch with samples/sec
-// above 0, from runs other than m created no later than m, newest last.
+// a series is its trusted passed results on the baseline branch with
+// samples/sec above 0, from runs other than m created no later than m,
+// newest last.
 // History is read once per model and pool.
 func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []Row) ([]GateRow, error) {
 	tests := map[string]string{}
@@ -418,6 +423,9 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []Row
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,
 			Value: value, Verdict: j.Verdict, Series: s, History: j.N, Sigma: j.Sigma, Band: j.Band, Confirmation: conf}
 		gr.Suspect = conf == nil && passed && g.cfg.Suspect(r.SamplesPerSec, vals)
+		if r.Untrusted() || protocol.UntrustedRun(m.Run) {
+			gr.Trust = protocol.TrustUntrusted
+		}
 		if j.HasBaseline {
 			b := j.Baseline
 			gr.Baseline = &b
@@ -445,7 +453,10 @@ func failureWord(s protocol.Status) string {
 }
 
 // load reads the baseline results of one model and pool, grouped by series,
-// oldest first, at most Window per series.
+// oldest first, at most Window per series. Only trusted results are
+// baselines: a result of the untrusted producer (protocol.Result.Untrusted,
+// set by the worker from the stream it claimed the job from) never is,
+// whatever branch its job names.
 func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool string) (map[Series][]*protocol.Result, error) {
 	out := map[Series][]*protocol.Result{}
 	if g.history == nil {
@@ -465,6 +476,9 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 		}
 		if !BaselinePCC(r) {
 			continue // passed only a check set too low to trust
+		}
+		if r.Untrusted() {
+			continue // the untrusted producer's: judged, never a baseline
 		}
 		s := SeriesOf(r)
 		out[s] = append(out[s], r)
@@ -582,6 +596,20 @@ type RunReport struct {
 	// not end (no live worker serves a pool; a job reported ended whose
 	// result is not in the store read), one sentence each; nil when none.
 	Warnings []string
+}
+
+// Untrusted reports whether the report is of the untrusted producer: its
+// run is named as that producer's runs are, or a result is untrusted.
+func (r *RunReport) Untrusted() bool {
+	if r.Manifest != nil && protocol.UntrustedRun(r.Manifest.Run) {
+		return true
+	}
+	for _, row := range r.Rows {
+		if row.Untrusted() {
+			return true
+		}
+	}
+	return false
 }
 
 // Outcome is PASS, FAIL, REGRESSION or TIMED OUT (see the constants for

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/benchfleet/benchfleet/protocol"
@@ -14,7 +15,16 @@ import (
 // outcome.
 func WriteGateTable(w io.Writer, rep *RunReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tMODEL\tPOOL\tBATCH\tFORMAT\tBASELINE\tVALUE\tCHANGE\tBAND\tHISTORY\tVERDICT")
+	// A TRUST column only when some job is the untrusted producer's.
+	withTrust := false
+	for _, v := range rep.Verdicts {
+		withTrust = withTrust || v.Trust.Untrusted()
+	}
+	header := "JOB\tMODEL\tPOOL\tBATCH\tFORMAT\tBASELINE\tVALUE\tCHANGE\tBAND\tHISTORY\tVERDICT"
+	if withTrust {
+		header += "\tTRUST"
+	}
+	fmt.Fprintln(tw, header)
 	for _, v := range rep.Verdicts {
 		base, band := "-", "-"
 		if v.Baseline != nil {
@@ -25,8 +35,12 @@ func WriteGateTable(w io.Writer, rep *RunReport) error {
 		if v.Value > 0 {
 			val = strconv.FormatFloat(v.Value, 'f', 1, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.Job, v.Model, v.Pool, v.BatchSize, v.DataFormat,
+		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s", v.Job, v.Model, v.Pool, v.BatchSize, v.DataFormat,
 			base, val, FmtChange(v.Change), band, v.History, v.Verdict)
+		if withTrust {
+			line += "\t" + cmpOr(string(v.Trust), "trusted")
+		}
+		fmt.Fprintln(tw, line)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -35,6 +49,9 @@ func WriteGateTable(w io.Writer, rep *RunReport) error {
 		if v.Confirmation != nil {
 			fmt.Fprintf(w, "%s %s: %s\n", v.Job, v.Series.Name(), attemptsText(v.Confirmation))
 		}
+	}
+	if withTrust {
+		fmt.Fprintf(w, "(untrusted: a job of the untrusted producer, %s)\n", strings.TrimPrefix(UntrustedNote, "untrusted: "))
 	}
 	c := CountVerdicts(rep.Verdicts)
 	extra := ""

@@ -81,6 +81,9 @@ func WriteJUnit(w io.Writer, r *RunReport) error {
 			junitProperty{"gate", strconv.FormatBool(r.GateOn)}, junitProperty{"gate_config", r.Gate.String()})
 	}
 	props = append(props, junitProperty{"outcome", string(r.Outcome())})
+	if r.Untrusted() {
+		props = append(props, junitProperty{"trust", string(protocol.TrustUntrusted)})
+	}
 	suite.Properties = props
 	var total float64
 	names := caseNames(r.Rows)
@@ -167,6 +170,9 @@ func caseProperties(row Row) []junitProperty {
 	}
 	if row.Result != nil && row.Result.Worker.ID != "" {
 		p = append(p, junitProperty{"worker", row.Result.Worker.ID}, junitProperty{"device", row.Result.Device.ID})
+	}
+	if row.Untrusted() {
+		p = append(p, junitProperty{"trust", string(protocol.TrustUntrusted)})
 	}
 	return p
 }

@@ -51,6 +51,9 @@ func WriteMarkdown(w io.Writer, r *RunReport) error {
 	if r.Verdicts != nil {
 		fmt.Fprintf(&b, "\nGate: %s.\n", mdCell(r.Gate.String()))
 	}
+	if r.Untrusted() {
+		b.WriteString("\nTrust: **untrusted** (a run of the untrusted producer): its results are judged against trusted baselines and never enter one.\n")
+	}
 	if r.TimedOut && unfinished > 0 {
 		fmt.Fprintf(&b, "\nThe waiting timed out with %d %s unfinished; the run goes on.\n", unfinished, plural(unfinished, "job", "jobs"))
 	}

@@ -84,7 +84,7 @@ func (w *jobPublisher) run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("encode job %s: %w", j.ID, err)
 		}
-		m := &nats.Msg{Subject: protocol.JobSubject(j.Pool, j.Priority), Data: data, Header: nats.Header{}}
+		m := &nats.Msg{Subject: protocol.QueueOf(j.Run, j.Pool, j.Priority).Subject(), Data: data, Header: nats.Header{}}
 		m.Header.Set(jetstream.MsgIDHeader, j.ID)
 		f, err := w.p.JS.PublishMsgAsync(m)
 		if err != nil {

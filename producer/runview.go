@@ -86,28 +86,31 @@ func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyVal
 type QueueDepth struct {
 	Pool     string
 	Priority protocol.Priority
+	// Trust is TrustUntrusted for a queue of BENCH_UNTRUSTED.
+	Trust protocol.Trust
 	// Pending: queued, not yet delivered; InFlight: delivered, not acked.
 	Pending, InFlight uint64
 }
 
 // ReadQueues returns the backlog of every job consumer that exists
-// (pools × priorities, in protocol order).
+// (pools × their queues, in protocol.PoolQueues order: BENCH_JOBS' and
+// BENCH_UNTRUSTED's).
 func ReadQueues(ctx context.Context, js jetstream.JetStream) ([]QueueDepth, error) {
 	var out []QueueDepth
 	for _, pool := range protocol.Pools {
-		for _, prio := range protocol.Priorities {
-			c, err := js.Consumer(ctx, protocol.StreamJobs, protocol.ConsumerName(pool, prio))
-			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		for _, q := range protocol.PoolQueues(pool) {
+			c, err := js.Consumer(ctx, q.Stream(), q.Consumer())
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 				continue
 			}
 			if err != nil {
-				return out, fmt.Errorf("queue %s/%s: %w", pool, prio, err)
+				return out, fmt.Errorf("queue %s: %w", q, err)
 			}
 			info := c.CachedInfo()
 			if fresh, err := c.Info(ctx); err == nil {
 				info = fresh
 			}
-			out = append(out, QueueDepth{Pool: pool, Priority: prio, Pending: info.NumPending, InFlight: uint64(info.NumAckPending)})
+			out = append(out, QueueDepth{Pool: pool, Priority: q.Priority, Trust: q.Trust, Pending: info.NumPending, InFlight: uint64(info.NumAckPending)})
 		}
 	}
 	return out, nil
@@ -133,7 +136,8 @@ type SeriesPoint struct {
 	// branch (the last Window of them, one point each), as the gate would
 	// have judged it. A run's own results are never its baseline.
 	Judgement Judgement
-	// OnBaseline says the run is on the gate's baseline branch.
+	// OnBaseline says the run is on the gate's baseline branch and may be
+	// in its history (never a run of the untrusted producer).
 	OnBaseline bool
 }
 
@@ -165,12 +169,20 @@ func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoin
 	return JudgeRuns(mine, gate, func(r *protocol.Result) bool { return r.Source.Branch == gate.BaselineBranch })
 }
 
+// InBaseline reports whether r may be a point of a baseline's history
+// (on the baseline branch aside): its check strict enough (BaselinePCC)
+// and of a trusted producer (never protocol.Result.Untrusted).
+func InBaseline(r *protocol.Result) bool {
+	return BaselinePCC(r) && !r.Untrusted()
+}
+
 // JudgeRuns folds rs, the results of one series oldest first, into one
 // point per run (in the order of each run's first result) and judges each
 // against the earlier points that baseline accepts (nil: every point), as
 // the gate does: a run on the median of its passed results (JudgeAttempts),
 // the history one value per run (the lower median of its passed results
-// with a trusted check, BaselinePCC), the run's own results never in it.
+// that may be in a baseline, InBaseline), the run's own results never in
+// it. A run of the untrusted producer is judged but is never OnBaseline.
 func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) []SeriesPoint {
 	order, byRun := groupByRun(rs)
 	out := make([]SeriesPoint, 0, len(order))
@@ -187,7 +199,7 @@ func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.R
 			if v := r.Measurements.SamplesPerSec; v > 0 && !math.IsInf(v, 0) {
 				vals = append(vals, v)
 				measured = append(measured, r)
-				if BaselinePCC(r) {
+				if InBaseline(r) {
 					trusted = append(trusted, r)
 				}
 			}
@@ -208,7 +220,7 @@ func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.R
 		} else {
 			p.Judgement = gate.Judge(false, p.Result.Measurements.SamplesPerSec, history)
 		}
-		p.OnBaseline = baseline == nil || baseline(p.Result)
+		p.OnBaseline = (baseline == nil || baseline(p.Result)) && !p.Result.Untrusted()
 		if p.OnBaseline && len(trusted) > 0 {
 			history = append(history, lowerMedian(trusted).Measurements.SamplesPerSec)
 		}

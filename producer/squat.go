@@ -12,7 +12,8 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// ErrSquatted is what Submit's error Is when BENCH_JOBS already holds a
+// ErrSquatted is what Submit's error Is when BENCH_JOBS (BENCH_UNTRUSTED
+// for an untrusted run) already holds a
 // different message under a job's id (its Nats-Msg-Id): someone published
 // first under an id they predicted, and the real job would never run.
 var ErrSquatted = errors.New("another message holds the job's id")
@@ -24,13 +25,20 @@ var ErrSquatted = errors.New("another message holds the job's id")
 // within the duplicate window). A message already consumed (work queue)
 // cannot be compared and is accepted: its job has been claimed.
 func (p *Submitter) checkDuplicate(ctx context.Context, j *protocol.Job, data []byte, ack *jetstream.PubAck) error {
-	if p.Jobs == nil || ack == nil {
+	if ack == nil {
+		return nil
+	}
+	jobs := p.Jobs
+	if ack.Stream == protocol.StreamUntrusted {
+		jobs = p.Untrusted
+	}
+	if jobs == nil {
 		return nil
 	}
 	var stored *jetstream.RawStreamMsg
 	err := retryFailover(ctx, func(ctx context.Context) error {
 		var err error
-		stored, err = p.Jobs.GetMsg(ctx, ack.Sequence)
+		stored, err = jobs.GetMsg(ctx, ack.Sequence)
 		return err
 	}, jetstream.ErrMsgNotFound)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -50,5 +58,5 @@ func (p *Submitter) checkDuplicate(ctx context.Context, j *protocol.Job, data []
 		}
 	}
 	return fmt.Errorf("job %s: %w (%s sequence %d, subject %s): it was not published by this run's submit; refusing to count the job as queued",
-		j.ID, ErrSquatted, protocol.StreamJobs, ack.Sequence, stored.Subject)
+		j.ID, ErrSquatted, ack.Stream, ack.Sequence, stored.Subject)
 }

@@ -13,10 +13,15 @@ import (
 // messages that were there when it started; it does not wait for more. It
 // returns the stream sequence of the last message read (0 when none).
 func ReadStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(jetstream.Msg)) (uint64, error) {
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+	return readStored(ctx, js, stream, filters, false, fn)
+}
+
+// readStored is ReadStored, through an ephemeralConsumer with ephemeral.
+func readStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, ephemeral bool, fn func(jetstream.Msg)) (uint64, error) {
+	cons, err := readConsumer(ctx, js, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	}, ephemeral)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", stream, err)
 	}

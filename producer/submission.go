@@ -65,7 +65,20 @@ type SubmitOptions struct {
 	// and measure; WheelKeys wheels already in the store, by key. Either
 	// needs Repo and the full Commit.
 	BuildWheels, WheelKeys []string
+	// Untrusted says the submission is the untrusted producer's (the
+	// command line sets it when it connects as NATS user `untrusted`):
+	// its run is named untrusted-<...> (a derived run id gets the prefix;
+	// a given one without it is an error), so its jobs go to
+	// BENCH_UNTRUSTED; its priority is normal unless given, and high is
+	// an error (ErrUntrustedPriority) that names the rule.
+	Untrusted bool
 }
+
+// ErrUntrustedPriority is matched (besides ErrInvalidOptions) by the
+// error of an untrusted submission at high priority: the untrusted
+// producer may publish only at normal and low priority
+// (deploy/nats/accounts.conf), so the publish would be denied.
+var ErrUntrustedPriority = errors.New("the untrusted producer submits at normal or low priority only")
 
 // CIOptions are the options a GitHub Actions job's environment gives: the
 // commit $GITHUB_SHA, branch $GITHUB_REF_NAME, repository
@@ -174,10 +187,17 @@ func (o *SubmitOptions) Submission(env Env) (*Submission, []WheelFile, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if m.Defaults.Priority == "" && m.Source.Commit != "" {
+	if o.Untrusted && m.Defaults.Priority == string(protocol.PriorityHigh) {
+		return nil, nil, optionsError{fmt.Errorf("--priority high: %w (BENCH_UNTRUSTED has no high queue and deploy/nats/accounts.conf denies the user `untrusted` bench.*.*.high): give --priority normal or low, or none", ErrUntrustedPriority)}
+	}
+	if m.Defaults.Priority == "" && m.Source.Commit != "" && !o.Untrusted {
 		m.Defaults.Priority = string(protocol.PriorityHigh)
 	}
 	run := cmp.Or(o.Run, m.Run)
+	if o.Untrusted && run != "" && !protocol.UntrustedRun(run) {
+		return nil, nil, invalid("--run %q: the untrusted producer's runs are named %s<...> (its only keys in bench-runs; deploy/nats/accounts.conf): give --run %s%s, or none to derive one",
+			run, protocol.UntrustedRunPrefix, protocol.UntrustedRunPrefix, run)
+	}
 	if run == "" {
 		digest, err := json.Marshal(m)
 		if err != nil {
@@ -188,6 +208,9 @@ func (o *SubmitOptions) Submission(env Env) (*Submission, []WheelFile, error) {
 			now = time.Now()
 		}
 		run = RunID(m.Source, string(digest), now)
+		if o.Untrusted {
+			run = protocol.UntrustedRunPrefix + run
+		}
 	}
 	if err := protocol.ValidID("run", run); err != nil {
 		return nil, nil, invalid("--run: %v", err)

@@ -48,9 +48,13 @@ type Submitter struct {
 	// Jobs is the BENCH_JOBS stream; when set, a duplicate publish ack is
 	// checked against the message the stream holds (ErrSquatted). Nil: not
 	// checked.
-	Jobs  jetstream.Stream
-	Store storage.Bucket // optional: the manifest is also written here
-	Log   zerolog.Logger
+	Jobs jetstream.Stream
+	// Untrusted is the BENCH_UNTRUSTED stream, where the jobs of an
+	// untrusted run (protocol.RunTrust) go; checked as Jobs is. Nil: not
+	// checked.
+	Untrusted jetstream.Stream
+	Store     storage.Bucket // optional: the manifest is also written here
+	Log       zerolog.Logger
 	// Progress, when not nil, is called as Submit goes: stage "published"
 	// with the jobs whose ack has come so far and the total. It is called
 	// from Submit's goroutine and must not block. Nil: no progress.

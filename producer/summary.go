@@ -46,6 +46,15 @@ type Row struct {
 	Repeats []Attempt
 }
 
+// Untrusted reports whether the row's result is of the untrusted producer
+// (protocol.Result.Untrusted): judged against trusted baselines, never in
+// one.
+func (r Row) Untrusted() bool { return r.Result != nil && r.Result.Untrusted() }
+
+// UntrustedNote is what every view says of a result of the untrusted
+// producer.
+const UntrustedNote = "untrusted: judged against trusted baselines, never in one"
+
 // JudgedValue is the samples/sec the row's Change and Verdict are of: the
 // median of its attempts when the gate judged it on them (Median), else
 // SamplesPerSec. Every output that shows a change beside a value shows this.
@@ -145,7 +154,11 @@ func WriteTable(w io.Writer, rows []Row) error {
 		if withChange {
 			line += "\t" + FmtChange(r.Change) + "\t" + r.Verdict
 		}
-		fmt.Fprintln(tw, line+"\t"+escape.Terminal(Shorten(r.Reason, 80)))
+		note := escape.Terminal(Shorten(r.Reason, 80))
+		if r.Untrusted() {
+			note = strings.TrimSuffix("untrusted; "+note, "; ")
+		}
+		fmt.Fprintln(tw, line+"\t"+note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -291,7 +304,7 @@ func WriteResults(w io.Writer, rs []*protocol.Result, format string) error {
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"run", "job", "created", "model", "pool", "runner", "batch_size", "data_format", "status",
 			"samples_per_sec", "pcc", "p50_ms", "commit", "branch", "worker", "device", "attempt",
-			"build_kind", "build_commit", "build_cache", "setup_s"})
+			"build_kind", "build_commit", "build_cache", "setup_s", "trust"})
 		for _, r := range rs {
 			var build protocol.BuildInfo
 			if r.Build != nil {
@@ -302,21 +315,52 @@ func WriteResults(w io.Writer, rs []*protocol.Result, format string) error {
 				csvNum(r.Measurements.SamplesPerSec), csvNum(r.PCC.Value),
 				csvNum(r.Measurements.IterationMS.P50), r.Source.Commit, r.Source.Branch,
 				r.Worker.ID, r.Device.ID, strconv.Itoa(r.Attempt),
-				build.Kind, build.Commit, build.Cache, csvNum(r.Phases.SetupS)}))
+				build.Kind, build.Commit, build.Cache, csvNum(r.Phases.SetupS), trustWord(r)}))
 		}
 		cw.Flush()
 		return cw.Error()
 	default:
 		tw := tabwriter.NewWriter(escape.TerminalWriter(w), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "CREATED\tRUN\tJOB\tMODEL\tPOOL\tBATCH\tFORMAT\tSAMPLES/S\tPCC\tSTATUS\tCOMMIT")
+		// A TRUST column only when some result is the untrusted producer's.
+		withTrust := false
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.RunCreatedAt.Format("2006-01-02 15:04"),
+			withTrust = withTrust || r.Untrusted()
+		}
+		header := "CREATED\tRUN\tJOB\tMODEL\tPOOL\tBATCH\tFORMAT\tSAMPLES/S\tPCC\tSTATUS\tCOMMIT"
+		if withTrust {
+			header += "\tTRUST"
+		}
+		fmt.Fprintln(tw, header)
+		for _, r := range rs {
+			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s", r.RunCreatedAt.Format("2006-01-02 15:04"),
 				r.Run, r.Job, r.Benchmark.Model, r.Pool, r.Benchmark.BatchSize, r.Benchmark.DataFormat,
 				FmtRate(r.Measurements.SamplesPerSec), FmtPCC(r.PCC.Value), r.Status, ShortCommit(r.Source.Commit))
+			if withTrust {
+				line += "\t" + cmpOr(trustWord(r), "trusted")
+			}
+			fmt.Fprintln(tw, line)
+		}
+		if withTrust {
+			fmt.Fprintf(tw, "(untrusted: a result of the untrusted producer, %s)\n", strings.TrimPrefix(UntrustedNote, "untrusted: "))
 		}
 		fmt.Fprintf(tw, "(%s)\n", plural(len(rs), "1 result", strconv.Itoa(len(rs))+" results"))
 		return tw.Flush()
 	}
+}
+
+// trustWord is "untrusted" for a result of the untrusted producer, else "".
+func trustWord(r *protocol.Result) string {
+	if r.Untrusted() {
+		return string(protocol.TrustUntrusted)
+	}
+	return ""
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
 }
 
 // csvNum is a measured figure, or empty when it was not measured (0).

@@ -122,6 +122,10 @@ const DefaultResultGrace = 30 * time.Second
 type Watcher struct {
 	JS       jetstream.JetStream
 	Manifest *protocol.RunManifest
+	// Ephemeral reads BENCH_EVENTS through consumers made by JetStream's
+	// legacy ephemeral endpoint (which creates no durable) instead of
+	// ordered consumers: what the untrusted user of deploy/nats may use.
+	Ephemeral bool
 	// Store holds the run's results. Without it no job ends but by a dead
 	// letter: Wait waits until ctx ends, Snapshot shows events only.
 	Store storage.Bucket
@@ -231,7 +235,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 	// Replay every stored event first, and only then judge whether the run
 	// has ended: a job dead-lettered and later re-queued by `dlq retry` is
 	// terminal half way through the replay.
-	last, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
+	last, err := readStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, w.Ephemeral, func(m jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {
 			if st, ok := states[e.Job]; ok {
 				was := st.Terminal()
@@ -256,7 +260,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 	if last > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
 	}
-	cons, err := w.JS.OrderedConsumer(ctx, protocol.StreamEvents, cfg)
+	cons, err := readConsumer(ctx, w.JS, protocol.StreamEvents, cfg, w.Ephemeral)
 	if err != nil {
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
@@ -471,7 +475,7 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 	if err := w.scanResults(ctx, states, func(st *JobState, r *protocol.Result) { st.Result = r }); err != nil {
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
-	_, err := ReadStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, func(m jetstream.Msg) {
+	_, err := readStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, w.Ephemeral, func(m jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {
 			if st, ok := states[e.Job]; ok {
 				apply(st, e)

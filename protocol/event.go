@@ -165,6 +165,10 @@ type DeadLetter struct {
 	Attempts int       `json:"attempts"`
 	Time     time.Time `json:"time"`
 	Worker   string    `json:"worker,omitempty"`
+	// Trust is "untrusted" when the job was claimed from StreamUntrusted
+	// (set by the worker from where it claimed it; absent: StreamJobs).
+	// `dlq retry` re-queues the job to the stream it came from.
+	Trust Trust `json:"trust,omitempty"`
 	// Payload is the original message, kept even when it could not be
 	// parsed; of a payload over MaxJobBytes only the first
 	// DeadPayloadPrefix bytes (the reason then gives its size and sha256).

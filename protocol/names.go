@@ -10,6 +10,12 @@ import (
 const (
 	// StreamJobs is the work-queue stream holding queued jobs.
 	StreamJobs = "BENCH_JOBS"
+	// StreamUntrusted is the work-queue stream of the untrusted
+	// producer's jobs (subjects bench.untrusted.<pool>.<priority>), with
+	// limits of its own, so a flood of them cannot refuse a trusted job.
+	// Workers claim from it after StreamJobs at the same priority, and
+	// mark what they claim from it TrustUntrusted (Queue).
+	StreamUntrusted = "BENCH_UNTRUSTED"
 	// StreamEvents holds status and progress events, limits retention.
 	StreamEvents = "BENCH_EVENTS"
 	// StreamDead holds dead-lettered jobs with their reason.
@@ -24,6 +30,9 @@ const (
 
 	// SubjectJobsPrefix prefixes job subjects: bench.jobs.<pool>.<priority>.
 	SubjectJobsPrefix = "bench.jobs"
+	// SubjectUntrustedPrefix prefixes the untrusted producer's job
+	// subjects: bench.untrusted.<pool>.<priority> (Queue.Subject).
+	SubjectUntrustedPrefix = "bench.untrusted"
 	// SubjectEventsPrefix prefixes event subjects: bench.events.<run>.<job>
 	// (producers: queued, cancelled) and bench.events.<run>.<job>.worker
 	// (workers: WorkerEventSubject).
@@ -83,13 +92,11 @@ func JobSubject(pool string, prio Priority) string {
 	return fmt.Sprintf("%s.%s.%s", SubjectJobsPrefix, pool, prio)
 }
 
-// ParseJobSubject splits bench.jobs.<pool>.<priority>.
+// ParseJobSubject splits a job subject, bench.jobs.<pool>.<priority> or
+// bench.untrusted.<pool>.<priority> (ParseQueue says which).
 func ParseJobSubject(subject string) (pool string, prio Priority, err error) {
-	parts := strings.Split(subject, ".")
-	if len(parts) != 4 || parts[0]+"."+parts[1] != SubjectJobsPrefix {
-		return "", "", fmt.Errorf("protocol: %q is not a job subject", subject)
-	}
-	return parts[2], Priority(parts[3]), nil
+	q, err := ParseQueue(subject)
+	return q.Pool, q.Priority, err
 }
 
 // ConsumerName is the durable pull consumer shared by every worker of a pool

@@ -70,6 +70,12 @@ type Result struct {
 	Telemetry *Telemetry        `json:"telemetry,omitempty"`
 	Artifacts []Artifact        `json:"artifacts,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	// Trust is "untrusted" when the worker claimed the job from the
+	// untrusted producer's stream (StreamUntrusted); absent means trusted
+	// (claimed from StreamJobs, or written before the field existed).
+	// The worker sets it from where it claimed the job, never from the
+	// job's payload. An untrusted result never enters a baseline.
+	Trust Trust `json:"trust,omitempty"`
 	// Notes are facts about the run a reader of the result must know
 	// because they qualify its figures, one sentence each (the harness
 	// ran another batch size than the job asked for; the board power
@@ -331,3 +337,10 @@ func fastUnmarshal(data []byte, v *Result) (ok bool) {
 	}()
 	return gojson.Unmarshal(data, v) == nil
 }
+
+// Untrusted reports whether r is of the untrusted producer: claimed from
+// its stream (Trust), or of a run named as its runs are (UntrustedRun:
+// before StreamUntrusted existed, that producer's jobs went to
+// StreamJobs). Such a result is judged against trusted baselines but
+// never enters one.
+func (r *Result) Untrusted() bool { return r.Trust.Untrusted() || UntrustedRun(r.Run) }

@@ -104,7 +104,7 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 	}
 	dl := protocol.DeadLetter{
 		Schema: protocol.SchemaDead, Pool: pool, Reason: truncate(reason, protocol.MaxDeadReason), Attempts: a.attempt,
-		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: payload,
+		Time: time.Now().UTC(), Worker: a.s.w.cfg.ID, Payload: payload, Trust: claimedTrust(a.msg),
 	}
 	if meta, err := a.msg.Metadata(); err == nil {
 		dl.ID = fmt.Sprintf("seq-%d", meta.Sequence.Stream)

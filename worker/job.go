@@ -45,6 +45,23 @@ type attemptState struct {
 	notes []string
 }
 
+// claimedTrust is the trust of the stream msg was claimed from: untrusted
+// when the server delivered it from StreamUntrusted (its metadata, which
+// the server writes) or it was stored on one of that stream's subjects.
+// Never read from the job's payload, which the publisher writes.
+func claimedTrust(msg jetstream.Msg) protocol.Trust {
+	if msg == nil {
+		return protocol.TrustTrusted
+	}
+	if meta, err := msg.Metadata(); err == nil && meta.Stream == protocol.StreamUntrusted {
+		return protocol.TrustUntrusted
+	}
+	if q, err := protocol.ParseQueue(msg.Subject()); err == nil {
+		return q.Trust
+	}
+	return protocol.TrustTrusted
+}
+
 // counted is the deliveries MaxDeliver bounds: those the job may be blamed
 // for (not those excused, nor passes by boards it avoids).
 func (a *attemptState) counted() int { return a.deliveries - a.excused - a.passes() }
@@ -90,6 +107,15 @@ func (a *attemptState) process(ctx context.Context) outcome {
 	if err != nil {
 		a.job = job // may be partly decoded; used only if its id and run are valid
 		return a.invalid(pool, err.Error())
+	}
+	if claimedTrust(msg).Untrusted() && !protocol.UntrustedRun(job.Run) {
+		// The untrusted producer's job may write results only into its own
+		// runs: one naming another run (a CI run's predictable id) would
+		// take that run's result slot with its own figures. Dead-lettered
+		// with no result.
+		a.job = job
+		return outcome{act: actTerm, pool: pool, reason: fmt.Sprintf("invalid job: run %q: a job of %s must be of a run named %s<...> (the untrusted producer's runs)",
+			job.Run, protocol.StreamUntrusted, protocol.UntrustedRunPrefix)}
 	}
 	a.job = job
 	a.excused = s.w.excused.count(job.ID)
@@ -443,6 +469,7 @@ func (a *attemptState) newResult(status protocol.Status, rerr *protocol.ResultEr
 		Device:    protocol.DeviceRef{ID: s.dev.ID, Pool: s.dev.Pool, Arch: s.dev.Arch, Chips: s.dev.Chips, Firmware: s.dev.Firmware},
 		Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
 		PCC: protocol.PCC{Min: j.Limits.PCCMin}, Notes: append([]string(nil), a.notes...),
+		Trust: claimedTrust(a.msg),
 	}
 	if r.PCC.Min == 0 {
 		r.PCC.Min = protocol.DefaultPCCMin

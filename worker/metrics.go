@@ -100,7 +100,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*Metrics, error) {
 		hbFail: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_heartbeat_failures_total",
 			Help: "Heartbeats not sent, by kind (in_progress: the claim keep-alive; status: bench-workers)."}, []string{"kind"}),
 		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "benchfleet_queue_depth",
-			Help: "Jobs queued and not yet delivered, per pool and priority (consumer NumPending), refreshed every 5s. Every worker of a pool reports the same consumers: aggregate with max."},
+			Help: "Jobs queued and not yet delivered, per pool and priority (consumer NumPending, BENCH_JOBS and BENCH_UNTRUSTED together), refreshed every 5s. Every worker of a pool reports the same consumers: aggregate with max."},
 			[]string{"pool", "priority"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "benchfleet_queue_in_flight",
 			Help: "Jobs delivered and not yet acknowledged, per pool and priority (consumer NumAckPending), refreshed every 5s."},
@@ -195,19 +195,36 @@ func (m *Metrics) queueDepthLoop(ctx context.Context, stop <-chan struct{}, pool
 	defer t.Stop()
 	for {
 		for pool, cs := range pools {
-			for i, c := range cs {
-				if i >= len(protocol.Priorities) {
+			// A priority's depth counts its trusted and untrusted queues.
+			type depth struct {
+				pending, inFlight uint64
+				ok                bool
+			}
+			by := map[protocol.Priority]*depth{}
+			for i, q := range protocol.PoolQueues(pool) {
+				if i >= len(cs) {
 					break
 				}
+				d := by[q.Priority]
+				if d == nil {
+					d = &depth{ok: true}
+					by[q.Priority] = d
+				}
 				ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				info, err := c.Info(ictx)
+				info, err := cs[i].Info(ictx)
 				cancel()
 				if err != nil {
-					continue // stale values stay; NATS may be away
+					d.ok = false // stale values stay; NATS may be away
+					continue
 				}
-				prio := string(protocol.Priorities[i])
-				m.queue.WithLabelValues(pool, prio).Set(float64(info.NumPending))
-				m.inFlight.WithLabelValues(pool, prio).Set(float64(info.NumAckPending))
+				d.pending += info.NumPending
+				d.inFlight += uint64(info.NumAckPending)
+			}
+			for prio, d := range by {
+				if d.ok {
+					m.queue.WithLabelValues(pool, string(prio)).Set(float64(d.pending))
+					m.inFlight.WithLabelValues(pool, string(prio)).Set(float64(d.inFlight))
+				}
 			}
 		}
 		select {

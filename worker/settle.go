@@ -472,8 +472,8 @@ func (a *attemptState) nakAfter(delay time.Duration) {
 	}
 	// The job is back in its queue once the delay is over: the pool's
 	// slots must not skip its priority as empty then.
-	if _, prio, err := protocol.ParseJobSubject(a.msg.Subject()); err == nil {
-		hint, i := a.s.hint, slices.Index(protocol.Priorities, prio)
+	if q, err := protocol.ParseQueue(a.msg.Subject()); err == nil {
+		hint, i := a.s.hint, slices.Index(protocol.PoolQueues(q.Pool), q)
 		time.AfterFunc(delay, func() { hint.publishedTo(i) })
 	}
 }

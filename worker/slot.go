@@ -24,7 +24,7 @@ type slot struct {
 	sampler device.Sampler
 	log     zerolog.Logger
 
-	consumers []jetstream.Consumer // high, normal, low
+	consumers []jetstream.Consumer // the pool's queues, protocol.PoolQueues order
 	hint      *emptyHint           // the pool's: which priorities were just found empty
 	wake      chan struct{}
 	done      chan struct{}
@@ -284,7 +284,8 @@ func (s *slot) outOfService() bool {
 	return s.state == protocol.DeviceQuarantined
 }
 
-// next fetches at most one job, trying high, then normal, then low. It
+// next fetches at most one job, trying the pool's queues in order (high,
+// normal, untrusted normal, low, untrusted low: protocol.PoolQueues). It
 // returns nil when none is queued. A priority the pool's slots just found
 // empty, with no job published to it since, is skipped (see emptyHint).
 func (s *slot) next(ctx context.Context) (jetstream.Msg, error) {

@@ -151,8 +151,10 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	undo = append(undo, unsubscribe)
 	poolConsumers := map[string][]jetstream.Consumer{}
 	for pool, ss := range pools {
-		// The slots of a pool share its three consumers (one per priority).
-		consumers, err := w.poolConsumers(ctx, pool)
+		// The slots of a pool share its consumers (one per queue:
+		// protocol.PoolQueues, in the order they are served).
+		queues := protocol.PoolQueues(pool)
+		consumers, err := w.poolConsumers(ctx, queues)
 		if err != nil {
 			return err
 		}
@@ -170,18 +172,21 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 				w.cfg.Heartbeat = aw / 3
 			}
 		}
-		sub, err := w.cfg.Conn.Subscribe(protocol.SubjectJobsPrefix+"."+pool+".*", func(m *nats.Msg) {
-			if _, prio, err := protocol.ParseJobSubject(m.Subject); err == nil {
-				hint.publishedTo(slices.Index(protocol.Priorities, prio))
+		wake := func(m *nats.Msg) {
+			if q, err := protocol.ParseQueue(m.Subject); err == nil {
+				hint.publishedTo(slices.Index(queues, q))
 			}
 			for _, s := range ss {
 				s.wakeUp()
 			}
-		})
-		if err != nil {
-			return fmt.Errorf("worker: subscribe %s: %w", pool, err)
 		}
-		subs = append(subs, sub)
+		for _, prefix := range []string{protocol.SubjectJobsPrefix, protocol.SubjectUntrustedPrefix} {
+			sub, err := w.cfg.Conn.Subscribe(prefix+"."+pool+".*", wake)
+			if err != nil {
+				return fmt.Errorf("worker: subscribe %s: %w", pool, err)
+			}
+			subs = append(subs, sub)
+		}
 	}
 	probeCtx, stopProbe := context.WithCancel(w.runCtx)
 	go w.rec.run(probeCtx)
@@ -227,11 +232,11 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// poolConsumers returns the pool's consumers, highest priority first.
-func (w *Worker) poolConsumers(ctx context.Context, pool string) ([]jetstream.Consumer, error) {
+// poolConsumers returns the consumers of a pool's queues, in their order.
+func (w *Worker) poolConsumers(ctx context.Context, queues []protocol.Queue) ([]jetstream.Consumer, error) {
 	var out []jetstream.Consumer
-	for _, prio := range protocol.Priorities {
-		c, err := topology.EnsureConsumer(ctx, w.js, pool, prio, w.cfg.AckWait)
+	for _, q := range queues {
+		c, err := topology.EnsureConsumer(ctx, w.js, q, w.cfg.AckWait)
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}

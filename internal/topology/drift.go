@@ -50,6 +50,7 @@ func Diff(ctx context.Context, js Inspector, c Config, pools []string) ([]Differ
 	want := strconv.Itoa(c.Replicas)
 	streams := []struct{ object, name string }{
 		{"stream " + protocol.StreamJobs, protocol.StreamJobs},
+		{"stream " + protocol.StreamUntrusted, protocol.StreamUntrusted},
 		{"stream " + protocol.StreamEvents, protocol.StreamEvents},
 		{"stream " + protocol.StreamDead, protocol.StreamDead},
 		{"bucket " + protocol.BucketWorkers, "KV_" + protocol.BucketWorkers},
@@ -72,10 +73,10 @@ func Diff(ctx context.Context, js Inspector, c Config, pools []string) ([]Differ
 		pools = protocol.Pools
 	}
 	for _, pool := range pools {
-		for _, prio := range protocol.Priorities {
-			name := protocol.ConsumerName(pool, prio)
-			cons, err := js.Consumer(ctx, protocol.StreamJobs, name)
-			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		for _, q := range protocol.PoolQueues(pool) {
+			name := q.Consumer()
+			cons, err := js.Consumer(ctx, q.Stream(), name)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 				continue
 			}
 			if err != nil {

@@ -2,11 +2,11 @@ package topology
 
 import "github.com/nats-io/nats.go/jetstream"
 
-// Streams names the topology's streams (jobs, events, dead letters), as
-// the handles have them.
+// Streams names the topology's streams (jobs, the untrusted producer's
+// jobs, events, dead letters), as the handles have them.
 func (h *Handles) Streams() []string {
 	var out []string
-	for _, s := range []jetstream.Stream{h.Jobs, h.Events, h.Dead} {
+	for _, s := range []jetstream.Stream{h.Jobs, h.Untrusted, h.Events, h.Dead} {
 		if s != nil {
 			out = append(out, s.CachedInfo().Config.Name)
 		}

@@ -35,6 +35,14 @@ type Config struct {
 	// WorkerTTL is how long a worker heartbeat stays without renewal
 	// (default 30s).
 	WorkerTTL time.Duration
+	// UntrustedMaxBytes bounds BENCH_UNTRUSTED, the untrusted producer's
+	// jobs (default DefaultUntrustedMaxBytes, 256 MiB). A full stream
+	// refuses that producer's new jobs; BENCH_JOBS is not touched.
+	UntrustedMaxBytes int64
+	// UntrustedMaxPerQueue bounds the jobs queued in BENCH_UNTRUSTED per
+	// pool and priority (its MaxMsgsPerSubject; default
+	// DefaultUntrustedMaxPerQueue, 1000). A full queue refuses new jobs.
+	UntrustedMaxPerQueue int64
 	// Timeout bounds Ensure, Apply and Open when their ctx has no deadline
 	// (default 30s): while JetStream does not answer (a leader election,
 	// a lost quorum) they retry with backoff until then, and then return
@@ -72,6 +80,12 @@ const (
 	// MaxEventsBytes bounds BENCH_EVENTS (4 GiB); when full, the oldest
 	// events go first, as with EventsMaxAge.
 	MaxEventsBytes = 4 << 30
+	// DefaultUntrustedMaxBytes bounds BENCH_UNTRUSTED (256 MiB: 4,000
+	// jobs of protocol.MaxJobBytes), discard new.
+	DefaultUntrustedMaxBytes = 256 << 20
+	// DefaultUntrustedMaxPerQueue bounds the untrusted producer's queued
+	// jobs per pool and priority, discard new.
+	DefaultUntrustedMaxPerQueue = 1000
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -94,6 +108,12 @@ func (c Config) WithDefaults() Config {
 	if c.WorkerTTL <= 0 {
 		c.WorkerTTL = DefaultWorkerTTL
 	}
+	if c.UntrustedMaxBytes <= 0 {
+		c.UntrustedMaxBytes = DefaultUntrustedMaxBytes
+	}
+	if c.UntrustedMaxPerQueue <= 0 {
+		c.UntrustedMaxPerQueue = DefaultUntrustedMaxPerQueue
+	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -105,12 +125,15 @@ func (c Config) WithDefaults() Config {
 
 // Handles are the topology's objects, ready to use.
 type Handles struct {
-	Jobs    jetstream.Stream
-	Events  jetstream.Stream
-	Dead    jetstream.Stream
-	Workers jetstream.KeyValue
-	Runs    jetstream.KeyValue
-	Health  jetstream.KeyValue
+	Jobs jetstream.Stream
+	// Untrusted is BENCH_UNTRUSTED, the untrusted producer's jobs (nil
+	// from Open on a topology applied before that stream existed).
+	Untrusted jetstream.Stream
+	Events    jetstream.Stream
+	Dead      jetstream.Stream
+	Workers   jetstream.KeyValue
+	Runs      jetstream.KeyValue
+	Health    jetstream.KeyValue
 }
 
 // Ensure opens every stream, consumer and bucket, creating only those that
@@ -151,6 +174,23 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 	if err != nil {
 		return nil, err
 	}
+	h.Untrusted, err = r.ensureStream(ctx, js, update, jetstream.StreamConfig{
+		Name:                 protocol.StreamUntrusted,
+		Description:          "benchfleet: queued jobs of the untrusted producer (fork pull requests)",
+		Subjects:             untrustedSubjects(),
+		Retention:            jetstream.WorkQueuePolicy,
+		Storage:              jetstream.FileStorage,
+		Duplicates:           c.DuplicateWindow,
+		Replicas:             c.Replicas,
+		MaxMsgSize:           MaxJobMsgBytes,
+		MaxBytes:             c.UntrustedMaxBytes,
+		MaxMsgsPerSubject:    c.UntrustedMaxPerQueue,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+	})
+	if err != nil {
+		return nil, err
+	}
 	h.Events, err = r.ensureStream(ctx, js, update, jetstream.StreamConfig{
 		Name:        protocol.StreamEvents,
 		Description: "benchfleet: job status and progress events",
@@ -180,11 +220,9 @@ func build(ctx context.Context, js jetstream.JetStream, c Config, update bool) (
 	if err != nil {
 		return nil, err
 	}
-	for _, pool := range protocol.Pools {
-		for _, prio := range protocol.Priorities {
-			if _, err := r.ensureConsumer(ctx, js, pool, prio, c.AckWait, update); err != nil {
-				return nil, err
-			}
+	for _, q := range protocol.AllQueues() {
+		if _, err := r.ensureConsumer(ctx, js, q, c.AckWait, update); err != nil {
+			return nil, err
 		}
 	}
 	h.Workers, err = r.ensureKV(ctx, js, update, jetstream.KeyValueConfig{
@@ -233,29 +271,44 @@ func jobSubjects() []string {
 	return out
 }
 
-// EnsureConsumer opens the durable pull consumer of one pool and priority,
-// creating it (with ackWait) only when it is missing. MaxDeliver is
+// untrustedSubjects lists exactly the untrusted queues' subjects.
+func untrustedSubjects() []string {
+	var out []string
+	for _, q := range protocol.AllQueues() {
+		if q.Trust.Untrusted() {
+			out = append(out, q.Subject())
+		}
+	}
+	return out
+}
+
+// EnsureConsumer opens the durable pull consumer of one queue (a pool and
+// priority of BENCH_JOBS or BENCH_UNTRUSTED), creating it (with ackWait) only when it is missing. MaxDeliver is
 // unlimited on the server: the worker enforces its own limit so that a job
 // whose last delivery died with its worker is still seen and dead-lettered,
 // never silently parked. Like Ensure it retries while JetStream does not
 // answer, for DefaultTimeout when ctx has no deadline (then the error Is
 // ErrUnavailable).
-func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool string, prio protocol.Priority, ackWait time.Duration) (jetstream.Consumer, error) {
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, q protocol.Queue, ackWait time.Duration) (jetstream.Consumer, error) {
 	c := Config{}.WithDefaults()
 	ctx, cancel := withDefaultTimeout(ctx, c.Timeout)
 	defer cancel()
-	return (&retrier{c: c}).ensureConsumer(ctx, js, pool, prio, ackWait, false)
+	return (&retrier{c: c}).ensureConsumer(ctx, js, q, ackWait, false)
 }
 
-func (r *retrier) ensureConsumer(ctx context.Context, js jetstream.JetStream, pool string, prio protocol.Priority, ackWait time.Duration, update bool) (jetstream.Consumer, error) {
+func (r *retrier) ensureConsumer(ctx context.Context, js jetstream.JetStream, q protocol.Queue, ackWait time.Duration, update bool) (jetstream.Consumer, error) {
 	if ackWait <= 0 {
 		ackWait = DefaultAckWait
 	}
-	name := protocol.ConsumerName(pool, prio)
+	name, stream := q.Consumer(), q.Stream()
+	desc := fmt.Sprintf("benchfleet: %s jobs at %s priority", q.Pool, q.Priority)
+	if q.Trust.Untrusted() {
+		desc = fmt.Sprintf("benchfleet: the untrusted producer's %s jobs at %s priority", q.Pool, q.Priority)
+	}
 	cfg := jetstream.ConsumerConfig{
 		Durable:       name,
-		Description:   fmt.Sprintf("benchfleet: %s jobs at %s priority", pool, prio),
-		FilterSubject: protocol.JobSubject(pool, prio),
+		Description:   desc,
+		FilterSubject: q.Subject(),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       ackWait,
 		MaxDeliver:    -1,
@@ -266,14 +319,14 @@ func (r *retrier) ensureConsumer(ctx context.Context, js jetstream.JetStream, po
 	err := r.do(ctx, "consumer "+name, func(ctx context.Context) error {
 		var err error
 		if update {
-			cons, err = js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, cfg)
+			cons, err = js.CreateOrUpdateConsumer(ctx, stream, cfg)
 			return err
 		}
-		cons, err = js.Consumer(ctx, protocol.StreamJobs, name)
+		cons, err = js.Consumer(ctx, stream, name)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			cons, err = js.CreateConsumer(ctx, protocol.StreamJobs, cfg)
+			cons, err = js.CreateConsumer(ctx, stream, cfg)
 			if errors.Is(err, jetstream.ErrConsumerExists) {
-				cons, err = js.Consumer(ctx, protocol.StreamJobs, name)
+				cons, err = js.Consumer(ctx, stream, name)
 			}
 		}
 		return err
@@ -504,6 +557,14 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Handles, error) {
 	}
 	var err error
 	if h.Jobs, err = stream(protocol.StreamJobs, " (has a worker or producer created it?)"); err != nil {
+		return nil, err
+	}
+	// BENCH_UNTRUSTED is newer than the other streams: a topology applied
+	// before it existed opens without it (Handles.Untrusted nil) until
+	// `topology apply` creates it.
+	if h.Untrusted, err = stream(protocol.StreamUntrusted, ""); errors.Is(err, jetstream.ErrStreamNotFound) {
+		h.Untrusted = nil
+	} else if err != nil {
 		return nil, err
 	}
 	if h.Events, err = stream(protocol.StreamEvents, ""); err != nil {

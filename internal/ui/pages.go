@@ -48,8 +48,11 @@ type runView struct {
 type queueRow struct {
 	Pool              string
 	High, Normal, Low uint64
-	InFlight          uint64
-	Total             uint64
+	// Untrusted counts the untrusted producer's jobs among them
+	// (BENCH_UNTRUSTED).
+	Untrusted uint64
+	InFlight  uint64
+	Total     uint64
 }
 
 type homeData struct {
@@ -130,11 +133,14 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		}
 		switch q.Priority {
 		case protocol.PriorityHigh:
-			row.High = q.Pending
+			row.High += q.Pending
 		case protocol.PriorityNormal:
-			row.Normal = q.Pending
+			row.Normal += q.Pending
 		case protocol.PriorityLow:
-			row.Low = q.Pending
+			row.Low += q.Pending
+		}
+		if q.Trust.Untrusted() {
+			row.Untrusted += q.Pending
 		}
 		row.InFlight += q.InFlight
 		row.Total += q.Pending
@@ -260,6 +266,21 @@ type runData struct {
 	Unserved   []string
 	// Spooled says where results of the run wait in workers' spools.
 	Spooled []string
+}
+
+// Untrusted says the run is of the untrusted producer (its name, or a
+// result claimed from its stream): judged against trusted baselines,
+// never in one.
+func (d runData) Untrusted() bool {
+	if d.Manifest != nil && protocol.UntrustedRun(d.Manifest.Run) {
+		return true
+	}
+	for _, j := range d.Jobs {
+		if j.Untrusted() {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
@@ -546,7 +567,7 @@ func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("job %s of run %s re-queued on %s", job.ID, job.Run, protocol.JobSubject(job.Pool, job.Priority)), nil
+	return fmt.Sprintf("job %s of run %s re-queued on %s", job.ID, job.Run, job.Queue.Subject()), nil
 }
 
 func (s *Server) release(_ http.ResponseWriter, r *http.Request) (string, error) {

@@ -178,6 +178,9 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 		}
 		pv.Title = fmt.Sprintf("%s  %s@%s\n%s: %s samples/s (%s)\nrun %s", r.RunCreatedAt.UTC().Format("2006-01-02 15:04"),
 			cmpOr(r.Source.Branch, "?"), producer.ShortCommit(commit), r.Status, rate, pv.Verdict, r.Run)
+		if r.Untrusted() {
+			pv.Title += "\n" + producer.UntrustedNote
+		}
 		if j := p.Judgement; j.HasBaseline {
 			xs := pv.X
 			upper = append(upper, fmt.Sprintf("%.1f,%.1f", xs, y(j.Baseline+j.Band)))

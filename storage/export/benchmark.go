@@ -98,11 +98,17 @@ const (
 	LabelDockerImage = "docker_image"  // docker_image
 )
 
+// ConfigTrust is the config_params key that marks the record of a result
+// of the untrusted producer ("untrusted"; absent for trusted results).
+const ConfigTrust = "benchfleet_trust"
+
 // ToBenchmarkRun maps a result to a CompleteBenchmarkRun record. With an
 // upstream report (a passed harness run) it maps as the loader does:
 //
 //	ml_model_name, ml_model_type, run_type   the report's model, model_type, run_type
 //	device_info, config_params               the report's device_info and config, as they are
+//	                                         (config_params gains benchfleet_trust: "untrusted"
+//	                                         for a result of the untrusted producer)
 //	num_layers, batch_size, precision, ...   the report's
 //	git_repo_name                            the report's project
 //	measurements                             the report's (total_samples, total_time, ...)
@@ -206,6 +212,16 @@ func ToBenchmarkRun(r *protocol.Result) BenchmarkRun {
 	}
 	if run.RunType == "" {
 		run.RunType = "benchfleet_" + r.Runner + "_" + r.Pool
+	}
+	if r.Untrusted() {
+		// The record has no field for it: config_params says it, so a
+		// dashboard fed by the export can leave it out of its baselines.
+		params := make(map[string]any, len(run.ConfigParams)+1)
+		for k, v := range run.ConfigParams {
+			params[k] = v
+		}
+		params[ConfigTrust] = string(protocol.TrustUntrusted)
+		run.ConfigParams = params
 	}
 	if run.GitRepoName == nil {
 		run.GitRepoName = str(r.Source.Repo)

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/producer"
-	"github.com/benchfleet/benchfleet/protocol"
 )
 
 func (a *app) dlqCmd() *cobra.Command {
@@ -54,7 +53,7 @@ func (a *app) dlqCmd() *cobra.Command {
 			case err != nil:
 				return err
 			}
-			fmt.Fprintf(a.stdout, "job %s of run %s re-queued on %s\n", job.ID, job.Run, protocol.JobSubject(job.Pool, job.Priority))
+			fmt.Fprintf(a.stdout, "job %s of run %s re-queued on %s\n", job.ID, job.Run, job.Queue.Subject())
 			return nil
 		},
 	}

@@ -66,7 +66,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			return a.waitRun(ctx, &producer.Watcher{JS: s.JS, Manifest: m}, waitOptions{timeout: watchTimeout})
+			return a.waitRun(ctx, &producer.Watcher{JS: s.JS, Manifest: m, Ephemeral: a.untrusted()}, waitOptions{timeout: watchTimeout})
 		},
 	}
 	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
@@ -94,7 +94,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
 			}
-			states, err := (&producer.Watcher{JS: s.JS, Manifest: m, Store: s.store}).Snapshot(ctx)
+			states, err := (&producer.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: a.untrusted()}).Snapshot(ctx)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store})
+			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store, Ephemeral: a.untrusted(), LeaveQueued: a.untrusted()})
 			if err != nil {
 				if errors.Is(err, producer.ErrUnknownRun) {
 					return usageErr("run %q not found", args[0])

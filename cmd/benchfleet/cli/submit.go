@@ -116,6 +116,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err := f.notify.check(); err != nil {
 		return err
 	}
+	f.opts.Untrusted = a.untrusted()
 	sub, wheels, err := f.opts.Submission(producer.ProcessEnv())
 	if errors.Is(err, producer.ErrInvalidOptions) {
 		return usageErr("%v", err)
@@ -153,7 +154,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest}, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
+	return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest, Ephemeral: a.untrusted()}, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
 		warnings: warnings, serviceSaid: said})
 }
 
@@ -173,7 +174,7 @@ func (a *app) openSubmitter(ctx context.Context, name string) (_ *producer.Submi
 		c.Close()
 		return nil, tc, nil, nil, err
 	}
-	return &producer.Submitter{JS: c.JS, Runs: topo.Runs, Jobs: topo.Jobs, Log: a.log}, tc, topo, c.Close, nil
+	return &producer.Submitter{JS: c.JS, Runs: topo.Runs, Jobs: topo.Jobs, Untrusted: topo.Untrusted, Log: a.log}, tc, topo, c.Close, nil
 }
 
 // submitRun submits sub with p and says what it did: re-attached, or

@@ -48,7 +48,7 @@ func (a *app) topologyCmd() *cobra.Command {
 			tc = tc.WithDefaults()
 			// Every stream and bucket Apply made, as its handles name them.
 			fmt.Fprintf(a.stdout, "topology applied: streams %s; %d job consumers (ack wait %s); buckets %s; replicas %d\n",
-				strings.Join(h.Streams(), ", "), len(protocol.Pools)*len(protocol.Priorities), tc.AckWait,
+				strings.Join(h.Streams(), ", "), len(protocol.AllQueues()), tc.AckWait,
 				strings.Join(h.Buckets(), ", "), tc.Replicas)
 			return nil
 		},

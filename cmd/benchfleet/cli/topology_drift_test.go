@@ -22,7 +22,7 @@ func TestSubmitWarnsAboutQueueFlagsItCannotApply(t *testing.T) {
 	for _, want := range []string{
 		"warning: --ack-wait 10s has no effect: the live consumer jobs-sim-", "has ack-wait 5s",
 		"`benchfleet topology apply --ack-wait 10s`",
-		"warning: --replicas 3 has no effect: the live stream BENCH_JOBS has replicas 1 (and 5 more)",
+		"warning: --replicas 3 has no effect: the live stream BENCH_JOBS has replicas 1 (and 6 more)", // BENCH_UNTRUSTED, BENCH_EVENTS, BENCH_DEAD and the three buckets
 		"`benchfleet topology apply --replicas 3`",
 	} {
 		if !strings.Contains(errOut, want) {

@@ -78,24 +78,35 @@ func TestRollupLeavesBucketsWhole(t *testing.T) {
 }
 
 // Garbage published first under a future job's
-// Nats-Msg-Id makes the real submit fail, naming the job.
+// Nats-Msg-Id makes the real submit fail, naming the job: in BENCH_JOBS
+// (another producer squats) and in BENCH_UNTRUSTED (the untrusted user
+// squats an untrusted run's job; it can no longer publish to BENCH_JOBS).
 func TestSquattedJobIDFailsSubmit(t *testing.T) {
 	url := appliedServer(t)
 	_, jsP, topoP, _ := openAs(t, url, "producer")
-	_, jsU, _, _ := openAs(t, url, "untrusted")
-	const run = "squat-1"
-	jobs := fleettest.SimJobs(t, run, 2, nil)
-	m := nats.NewMsg(protocol.JobSubject("sim", protocol.PriorityNormal))
-	m.Data = []byte(`{"garbage":true}`)
-	m.Header.Set(jetstream.MsgIDHeader, jobs[1].ID)
-	if _, err := jsU.PublishMsg(t.Context(), m); err != nil {
-		t.Fatalf("the squatting publish: %v", err)
+	_, jsP2, _, _ := openAs(t, url, "producer")
+	_, jsU, topoU, _ := openAs(t, url, "untrusted")
+	for _, c := range []struct {
+		run      string
+		squatter jetstream.JetStream
+		sub      *producer.Submitter
+	}{
+		{"squat-1", jsP2, &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}},
+		{protocol.UntrustedRunPrefix + "squat-1", jsU, &producer.Submitter{JS: jsU, Runs: topoU.Runs, Untrusted: topoU.Untrusted, Log: zerolog.Nop()}},
+	} {
+		jobs := fleettest.SimJobs(t, c.run, 2, nil)
+		m := nats.NewMsg(protocol.QueueOf(c.run, "sim", protocol.PriorityNormal).Subject())
+		m.Data = []byte(`{"garbage":true}`)
+		m.Header.Set(jetstream.MsgIDHeader, jobs[1].ID)
+		if _, err := c.squatter.PublishMsg(t.Context(), m); err != nil {
+			t.Fatalf("%s: the squatting publish: %v", c.run, err)
+		}
+		_, err := c.sub.Submit(t.Context(), producer.Submission{Run: c.run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+		if err == nil || !errors.Is(err, producer.ErrSquatted) || !strings.Contains(err.Error(), jobs[1].ID) {
+			t.Fatalf("%s: submit over a squatted id: %v, want an error naming job %s", c.run, err, jobs[1].ID)
+		}
 	}
 	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
-	_, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
-	if err == nil || !errors.Is(err, producer.ErrSquatted) || !strings.Contains(err.Error(), jobs[1].ID) {
-		t.Fatalf("submit over a squatted id: %v, want an error naming job %s", err, jobs[1].ID)
-	}
 	// The same run submitted again by its producer within the duplicate
 	// window (a retry) is not squatting.
 	const run2 = "squat-2"
@@ -221,8 +232,11 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 		t.Errorf("the admin's release: %+v %v", h, err)
 	}
 
-	// Raw verbs: high priority, events, dead letters, heartbeats.
-	pubs := []string{protocol.JobSubject("sim", protocol.PriorityHigh), protocol.EventSubject(trusted, "j1"),
+	// Raw verbs: BENCH_JOBS at any priority, high priority on its own
+	// stream, events, dead letters, heartbeats.
+	pubs := []string{protocol.JobSubject("sim", protocol.PriorityHigh), protocol.JobSubject("sim", protocol.PriorityLow),
+		protocol.Queue{Trust: protocol.TrustUntrusted, Pool: "sim", Priority: protocol.PriorityHigh}.Subject(),
+		protocol.EventSubject(trusted, "j1"),
 		protocol.WorkerEventSubject(trusted, "j1"), protocol.DeadSubject("sim"), "$KV.bench-workers.w1", "$KV.bench-health.x",
 		"$JS.API.STREAM.MSG.DELETE." + protocol.StreamDead, "$KV.bench-runs." + protocol.CancelKey(trusted)}
 	for _, s := range pubs {
@@ -236,7 +250,7 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 	for _, s := range pubs {
 		waitViolationAs(t, "untrusted", logU, fmt.Sprintf("Publish to %q", s))
 	}
-	if _, err := jsU.Publish(t.Context(), protocol.JobSubject("sim", protocol.PriorityLow), []byte(`{}`)); err != nil {
+	if _, err := jsU.Publish(t.Context(), protocol.Queue{Trust: protocol.TrustUntrusted, Pool: "sim", Priority: protocol.PriorityLow}.Subject(), []byte(`{}`)); err != nil {
 		t.Errorf("an untrusted job at low priority: %v", err)
 	}
 }
