@@ -237,6 +237,9 @@ type Box struct {
 	readOnly []string
 	writable []string
 	walls    []Wall
+	// chosenNone is set when the operator chose the worker's own user
+	// (User "none"): the uid wall is down by choice.
+	chosenNone bool
 }
 
 // New validates cfg, fills its defaults, resolves the job user, creates
@@ -325,6 +328,7 @@ func New(cfg Config) (*Box, error) {
 		}
 	}
 	b.user = u
+	b.chosenNone = cfg.User == UserNone
 	if !u.switched {
 		ev := log.Warn() // loudly, unless the operator chose it
 		if cfg.User == UserNone {

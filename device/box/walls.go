@@ -79,7 +79,7 @@ func (b *Box) checkWalls(sandbox string, sandboxErr error) []Wall {
 	case b.user.switched:
 		add("uid", false, true, "every job runs as "+b.user.desc+": jobs that run at once share a user (leave isolation.user empty for a uid per job)")
 	default:
-		add("uid", false, b.worker.uid != 0 || b.user.desc == descNone, "jobs run as the worker's own user ("+b.user.desc+")")
+		add("uid", false, b.user.desc == descNone && b.chosenNone, "jobs run as the worker's own user ("+b.user.desc+"): they can read what the worker can")
 	}
 	for _, c := range []struct {
 		name string
