@@ -49,12 +49,25 @@ def test_dial():
         print("DIAL REFUSED:", e, flush=True)
         return
     raise AssertionError("CONNECTED to the host's loopback")
+
+
+@pytest.mark.perf
+def test_poison():
+    cache = os.environ["HF_HOME"]
+    print("CACHE READ:", open(os.path.join(cache, "model.bin")).read(), flush=True)
+    try:
+        with open(os.path.join(cache, "model.bin"), "w") as f:
+            f.write("poisoned")
+        print("POISONED the shared cache", flush=True)
+    except OSError as e:
+        print("CACHE READ-ONLY:", e, flush=True)
 `
 
 // Under real pytest, a fork bomb on one board ends at its job's task
 // limit and fails that job as its own doing, while a job on the board
-// beside it passes; and a job cannot connect to a server on the host's
-// loopback (the farm's NATS, the store).
+// beside it passes; a job cannot connect to a server on the host's
+// loopback (the farm's NATS, the store); and a shared model cache
+// (HF_HOME, even one its files let anyone write) is read-only to a job.
 func TestWallsUnderPytest(t *testing.T) {
 	requireRoot(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -76,8 +89,20 @@ func TestWallsUnderPytest(t *testing.T) {
 	if err := os.WriteFile(mod, []byte(hostileModule), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A model cache the config names (HF_HOME), as operators share one.
+	cache := filepath.Join(t.TempDir(), "hf")
+	harnesstest.Traversable(t, filepath.Dir(cache))
+	if err := os.Mkdir(cache, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cache, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "model.bin"), []byte("weights"), 0o666); err != nil {
+		t.Fatal(err)
+	}
 	st := device.Settings{Workdir: c.Workdir, Python: c.Python, TempDir: filepath.Join(t.TempDir(), "rooms"),
-		Env: map[string]string{"BENCH_TEST_PORT": strconv.Itoa(l.Addr().(*net.TCPAddr).Port)}}
+		Env: map[string]string{"BENCH_TEST_PORT": strconv.Itoa(l.Addr().(*net.TCPAddr).Port), "HF_HOME": cache}}
 	st.Box.Limits.Pids = 128
 	k, _ := device.Lookup("forge")
 	dr, err := k.New(st, zerolog.Nop())
@@ -123,5 +148,15 @@ func TestWallsUnderPytest(t *testing.T) {
 	logText, _ := os.ReadFile(rec.artifacts[harness.ArtifactLog])
 	if strings.Contains(string(logText), "CONNECTED") || !strings.Contains(string(logText), "DIAL REFUSED") {
 		t.Fatalf("dialing the host's loopback from the box (%v):\n%s", err, logText)
+	}
+
+	rec = &recorder{}
+	_, err = r.Run(t.Context(), job("forge/test/benchmark/test_hostile.py::test_poison", 1, 2, 1), n150, rec)
+	logText, _ = os.ReadFile(rec.artifacts[harness.ArtifactLog])
+	if !strings.Contains(string(logText), "CACHE READ: weights") || !strings.Contains(string(logText), "CACHE READ-ONLY") {
+		t.Fatalf("the shared cache from the box (%v):\n%s", err, logText)
+	}
+	if b, _ := os.ReadFile(filepath.Join(cache, "model.bin")); string(b) != "weights" {
+		t.Fatalf("the shared cache was poisoned: %q", b)
 	}
 }
