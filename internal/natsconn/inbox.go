@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // ErrInboxDenied: the server does not let this user subscribe to the
@@ -86,4 +88,12 @@ func logAsync(log zerolog.Logger, prefix string, o Options, err error) {
 		return
 	}
 	log.Warn().Err(err).Msg("async error")
+}
+
+// Untrusted reports whether a client of this user and inbox prefix is the
+// untrusted producer of deploy/nats: NATS user `untrusted` (--user,
+// NATS_USER), or its inbox _INBOX_untrusted (--inbox-prefix, which a
+// creds or nkey user gives).
+func Untrusted(user, inboxPrefix string) bool {
+	return user == protocol.OwnerUntrusted || inboxPrefix == "_INBOX_"+protocol.OwnerUntrusted
 }

@@ -44,8 +44,6 @@ func (a *app) devicesCmd() *cobra.Command {
 				return err
 			}
 			if len(boxes) > 0 {
-				// Every harness shares the job user; only the network
-				// may differ between their boxes.
 				fmt.Fprintf(a.stdout, "\nharness jobs run as %s\n", boxes[0].User)
 			}
 			for _, b := range boxes {

@@ -24,7 +24,6 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -228,13 +227,6 @@ func (a *app) setup() error {
 	}
 	a.log = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 	return nil
-}
-
-// untrusted reports whether this process is the untrusted producer of
-// deploy/nats: NATS user `untrusted` (--user, NATS_USER), or its inbox
-// _INBOX_untrusted (--inbox-prefix, which a creds or nkey user gives).
-func (a *app) untrusted() bool {
-	return a.user == protocol.OwnerUntrusted || a.inboxPrefix == "_INBOX_"+protocol.OwnerUntrusted
 }
 
 // connect dials NATS with the global auth flags.

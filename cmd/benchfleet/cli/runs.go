@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 )
@@ -66,7 +67,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			return a.waitRun(ctx, &producer.Watcher{JS: s.JS, Manifest: m, Ephemeral: a.untrusted()}, waitOptions{timeout: watchTimeout})
+			return a.waitRun(ctx, &producer.Watcher{JS: s.JS, Manifest: m, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: watchTimeout})
 		},
 	}
 	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
@@ -94,7 +95,7 @@ func (a *app) runsCmd() *cobra.Command {
 			if m.Source.Commit != "" {
 				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
 			}
-			states, err := (&producer.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: a.untrusted()}).Snapshot(ctx)
+			states, err := (&producer.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}).Snapshot(ctx)
 			if err != nil {
 				return err
 			}
@@ -127,7 +128,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store, Ephemeral: a.untrusted(), LeaveQueued: a.untrusted()})
+			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix), LeaveQueued: natsconn.Untrusted(a.user, a.inboxPrefix)})
 			if err != nil {
 				if errors.Is(err, producer.ErrUnknownRun) {
 					return usageErr("run %q not found", args[0])

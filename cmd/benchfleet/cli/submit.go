@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -116,7 +117,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err := f.notify.check(); err != nil {
 		return err
 	}
-	f.opts.Untrusted = a.untrusted()
+	f.opts.Untrusted = natsconn.Untrusted(a.user, a.inboxPrefix)
 	sub, wheels, err := f.opts.Submission(producer.ProcessEnv())
 	if errors.Is(err, producer.ErrInvalidOptions) {
 		return usageErr("%v", err)
@@ -154,7 +155,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest, Ephemeral: a.untrusted()}, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
+	return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
 		warnings: warnings, serviceSaid: said})
 }
 
