@@ -159,6 +159,31 @@ type IsolationSpec struct {
 	Limits LimitsSpec `yaml:"limits"`
 }
 
+// checkIsolation checks the isolation section and every harness's own,
+// whatever slots the host serves, naming the key.
+func (wf *File) checkIsolation() error {
+	c, err := wf.Isolation.Box()
+	if err != nil {
+		return err
+	}
+	if err := c.Check(); err != nil {
+		return configErr("config isolation.%v", err)
+	}
+	hs := map[string]HarnessSpec{}
+	for name, h := range wf.Harnesses {
+		hs["harnesses."+name] = h
+	}
+	if wf.Forge != nil {
+		hs["forge"] = *wf.Forge
+	}
+	for key, h := range hs {
+		if n := h.Isolation.Network; n != "" && n != box.NetworkNone && n != box.NetworkHost {
+			return configErr("config %s.isolation.network %q is not one of none, host", key, n)
+		}
+	}
+	return nil
+}
+
 // LimitsSpec is isolation.limits: each job's cgroup and room bounds.
 type LimitsSpec struct {
 	// Pids is pids.max (default box.DefaultPids).
@@ -285,6 +310,9 @@ func LoadFile(path string) (*File, error) {
 	var wf File
 	if err := dec.Decode(&wf); err != nil && !errors.Is(err, io.EOF) {
 		return nil, configErr("--config %s: %v", path, yamlerr.CleanSource(data, err))
+	}
+	if err := wf.checkIsolation(); err != nil {
+		return nil, err
 	}
 	return &wf, nil
 }

@@ -1,87 +1,84 @@
 // Package box runs one job's untrusted subprocess (a pull request's pytest
-// harness, hostile by default) in a box: as another user, in a fresh room
-// of directories of its own, with every process it starts killed when the
-// job ends, and with the files it leaves read only through bounded,
-// checked reads (ReadFile, CopyFile).
+// harness, hostile by default) in a box built by a tool made for it,
+// bubblewrap: walls between the job and the worker, the host and every
+// other job, a room of its own, limits, every process it starts killed
+// when it ends, and the files it leaves read only through bounded, checked
+// reads (ReadFile, CopyFile).
 //
-// # The user
+// # The walls
 //
-// Config.User picks the job's user. A worker running as root runs jobs as
-// nobody by default, with no supplementary groups: a job cannot read the
-// worker's private files (credentials, the spool), signal or trace the
-// worker, or read its environment. A worker that is not root cannot switch users:
-// its jobs run as itself and can read what it can, which New logs as a
-// warning. ProtectSelf makes the worker's /proc entries (environ, where
-// credentials may be) root-only even for processes of its own user;
-// /proc/<pid>/cmdline and status stay world-readable, so secrets never go
-// in the worker's argv.
+// With Config.Sandbox "bwrap" (the default) each job's command runs under
+// bwrap --unshare-all --unshare-user --disable-userns, started as the
+// job's own uid (an unprivileged user namespace maps that uid to itself):
 //
-// The job user is shared with whatever else runs as it: as nobody, a job
-// can signal (and, as kernel.yama.ptrace_scope allows, trace) the host's
-// other processes of nobody; a user of its own (benchfleet-job, say) has
-// no such neighbours.
+//   - mount: the system directories (/usr, /etc, /bin, /lib...) read-only;
+//     the checkout, its environment and the wheels (Spec.ReadOnly,
+//     Config.ReadOnly) read-only; a private /tmp and /dev/shm (sized
+//     tmpfs); /sys read-only with /sys/fs/cgroup masked; /proc of its own
+//     pid namespace; and writable only its room's work, tmp and out. The
+//     checkout files a harness reads from its working directory
+//     (Spec.Files) are bound read-only into work before the job's first
+//     process starts: the worker writes nothing where the job can.
+//   - pid, ipc, uts, cgroup namespaces of its own: it sees and signals only
+//     its own processes.
+//   - network: a namespace with only its own loopback (Config.Network
+//     "host" opts in to the host's).
+//   - devices: a minimal /dev with only its slot's device nodes
+//     (Spec.Devices).
+//   - uid: under a root worker each room leases a uid of its own from
+//     Config.UIDs (a flock per uid in Config.LockDir, shared by every
+//     worker of the host): no two running jobs share a user. A lease whose
+//     last holder died with processes left is swept (SIGKILL to every
+//     process of the uid) before it is handed out.
+//   - pids, memory, cpu: the room's cgroup bounds (Config.Limits), in its
+//     cgroup v2 directory where the controllers are delegated, else in
+//     the hybrid host's v1 hierarchies: bubblewrap reports the sandbox's
+//     pid 1 on an info pipe and waits on a block pipe until both are in
+//     the room's v1 cgroups, so nothing of the job runs outside them.
+//   - disk: the room is a tmpfs of Limits.Disk bytes that the worker
+//     mounts (unbindable: a sandbox binding a directory above the rooms
+//     gets no other room).
 //
-// Jobs that share a user are not isolated from each other: while two run
-// at once, one can read and write the other's work, tmp and out
-// directories, signal its processes and (as kernel.yama.ptrace_scope
-// allows) trace them. A Box per slot, each with its own Config.User,
-// separates concurrent jobs.
+// New checks each wall (Box.Walls) and, with Config.Walls "require" (the
+// default), fails naming any that cannot be built; "warn" logs them. A
+// wall the config takes down on purpose (network host, a limit of -1,
+// sandbox none, a named user) is down by choice. Cgroup names hold no
+// part of a room's name.
 //
 // # The room
 //
 // Open makes one room per job under Config.Root:
 //
 //	<Root>/                    0711, the worker's
-//	  job-<id>-<random>/       0711, the worker's: Room.Dir (the caller's log.txt)
-//	    work/                  0700, the job user's: its working directory
-//	    tmp/                   0700, the job user's: its TMPDIR
-//	    out/                   0700, the job user's: where it writes its report
+//	  job-<id>-<random>/       0711, the worker's: Room.Dir
+//	    j/                     0711, the room's tmpfs
+//	      work/                0700, the job user's: its working directory
+//	      tmp/                 0700, the job user's: its TMPDIR
+//	      out/                 0700, the job user's: where it writes its report
 //
-// The job user can write nothing else under Root, and cannot list Root, so
-// it cannot find other rooms by name. Every directory from / to Root must
-// be searchable (x) by the job user; New checks and names the one that is
-// not (a Root under a 0700 directory, such as a root-owned temporary
-// directory, cannot work). The job can still write the world-writable
-// places of the host (/tmp, /var/tmp, /dev/shm), and what it leaves there
-// outlives it: a container or mount namespace per job closes those.
+// Every directory from / to Root must be searchable (x) by the job user
+// (bubblewrap binds the room as that user); New checks and names the one
+// that is not.
 //
 // # Every descendant dies with its job
 //
 // With a cgroup (Config.Cgroup "auto", the default, when the host allows
 // it) each room has a cgroup v2 directory of its own under the worker's
-// cgroup, <mount><worker's cgroup>/benchfleet-job-<id>-<random>. The job's
-// processes are started inside it atomically (clone3 with
-// CLONE_INTO_CGROUP), every process they fork stays in it whatever it does
-// (setsid, double fork), and Close kills them all at once (cgroup.kill),
-// waits until the cgroup is empty and removes it. On a host with pure
-// cgroup v2 the worker runs as a systemd unit with Delegate=yes (or as
-// root) so it may create cgroups under its own; New probes that it can
-// and falls back when it cannot.
+// cgroup. The job's processes are started inside it atomically (clone3
+// with CLONE_INTO_CGROUP), every process they fork stays in it whatever
+// it does (setsid, double fork), and Close kills them all at once
+// (cgroup.kill), waits until the cgroup is empty and removes it; the pid
+// namespace's init dying also ends every process of the sandbox. Without
+// a cgroup the worker becomes a child subreaper and Close kills every
+// process of the room's uid, and every child of the worker that is the
+// job's (run as its user, or carrying the room's mark, the BENCHFLEET_BOX
+// variable). The job's main process also gets SIGKILL as its parent-death
+// signal, and bubblewrap --die-with-parent: if the worker dies, the job
+// dies too.
 //
-// Without a cgroup (Config.Cgroup "off", or "auto" on a host that does not
-// allow it) the worker becomes a child subreaper
-// (PR_SET_CHILD_SUBREAPER), so every process a job orphans is re-parented
-// to the worker instead of init, and Close kills (SIGKILL) and reaps, by
-// its pid, every child of the worker that is the job's: a child run as the
-// job user, or carrying the room's mark (the BENCHFLEET_BOX variable Cmd
-// puts in the job's environment), and never the main process of a running
-// Room (Room.Start registers it, Room.Wait forgets it) nor a process marked
-// as another open room's. Its limits:
-//
-//   - Jobs that share a user share the rule: an orphan of a running job
-//     that has dropped or forged its mark is killed when another job of
-//     the same user ends, and a job can keep a process alive until another
-//     room's Close by copying that room's mark.
-//   - A job run as the worker's own user (no switch) is found by its mark
-//     alone: one that clears its environment escapes the kill.
-//   - Orphans of the worker's other subprocesses (ones not started by a
-//     Room) are re-parented to the worker too and stay zombies until it
-//     exits: the box cannot tell them from the children os/exec waits for.
-//
-// The job's main process also gets its own process group and SIGKILL as
-// its parent-death signal: if the worker dies, the main process dies too
-// (the signal follows the worker thread that started it; the Go runtime
-// does not end threads unless a goroutine locked to one exits).
+// Config.Sandbox "none" keeps only the user, the room, the cgroup and the
+// limits: no namespaces (the box's own benchmark, and hosts without
+// bubblewrap under walls "warn").
 package box
 
 import (
@@ -370,11 +367,20 @@ func New(cfg Config) (*Box, error) {
 		return nil, fmt.Errorf("box: sandbox %q is not bwrap or none", cfg.Sandbox)
 	}
 	b.walls = b.checkWalls(cfg.Sandbox, sandboxErr)
+	// Walls down for one reason are named together, the reason once.
 	var down []string
+	byWhy := map[string]int{}
 	for _, w := range b.walls {
-		if !w.Up && !w.Chosen {
-			down = append(down, w.Name+": "+w.Detail)
+		if w.Up || w.Chosen {
+			continue
 		}
+		if i, ok := byWhy[w.Detail]; ok {
+			name, why, _ := strings.Cut(down[i], ": ")
+			down[i] = name + " " + w.Name + ": " + why
+			continue
+		}
+		byWhy[w.Detail] = len(down)
+		down = append(down, w.Name+": "+w.Detail)
 	}
 	if len(down) > 0 {
 		if cfg.Walls == WallsWarn {

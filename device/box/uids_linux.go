@@ -28,14 +28,9 @@ type uidPool struct {
 
 // newUIDPool parses spec ("FIRST-LAST") and creates dir (0700).
 func newUIDPool(spec, dir string) (*uidPool, error) {
-	a, b, ok := strings.Cut(spec, "-")
-	first, err1 := parseID(strings.TrimSpace(a))
-	last, err2 := parseID(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || first > last {
-		return nil, fmt.Errorf("box: uids %q: want FIRST-LAST, a range of uids", spec)
-	}
-	if first < 1000 {
-		return nil, fmt.Errorf("box: uids %q: starts below 1000, among the system's users", spec)
+	first, last, err := parseUIDRange(spec)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("box: uid leases: %w", err)
