@@ -122,10 +122,11 @@ func ParseBytes(s string) (int64, error) {
 // IsolationSpec is the worker config's isolation: section: the box every
 // harness job runs in (device/box).
 type IsolationSpec struct {
-	// User is the job user: "" = nobody when the worker runs as root (the
-	// worker's own user otherwise, with a warning), "none" = the worker's
-	// own user deliberately (a container per job, say), or NAME, UID or
-	// UID:GID.
+	// User is the job user: "" = a uid of its own per job (isolation.uids)
+	// when the worker runs as root (the worker's own user otherwise: the
+	// uid wall is down), "none" = the worker's own user deliberately (a
+	// container per job, say), or NAME, UID or UID:GID (one user every job
+	// shares: the uid wall is down by choice).
 	User string `yaml:"user"`
 	// Cgroup is how a job's processes are killed when it ends: "auto"
 	// (default: a cgroup v2 per job where the worker may make one, else

@@ -94,7 +94,9 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultUser is the job user of a worker running as root.
+	// DefaultUser is the host's unprivileged user, which tests and the
+	// uid-less checks (JobUser, Reachable) reason as; a root worker's jobs
+	// run as a uid of their own each (Config.UIDs).
 	DefaultUser = "nobody"
 	// DefaultKillTimeout bounds how long Close waits for a job's processes
 	// to die.
@@ -123,9 +125,9 @@ const EnvMark = "BENCHFLEET_BOX"
 
 // Config configures a Box.
 type Config struct {
-	// User is the user jobs run as. Default "": nobody (its uid and the gid
-	// of its passwd entry) when the worker runs as root; the worker's own
-	// user otherwise (logged as a warning). "none" runs jobs as the
+	// User is the user jobs run as. Default "": a uid of its own per job,
+	// leased from UIDs, when the worker runs as root; the worker's own
+	// user otherwise (the uid wall is down). "none" runs jobs as the
 	// worker's own user deliberately (e.g. a container per job). "NAME",
 	// "UID" (a user with a passwd entry) or "UID:GID" names a user; it must
 	// not be root, and a worker that is not root may only name itself.
@@ -398,8 +400,8 @@ func New(cfg Config) (*Box, error) {
 }
 
 // User describes the job user for the worker's start log and `benchfleet
-// devices`: "nobody (65534:65534)", or "none (the worker's own user)" when
-// jobs run as the worker's user.
+// devices`: "a uid of its own per job (uids FIRST-LAST)", a named user
+// ("nobody (65534:65534)"), or "none (the worker's own user)".
 func (b *Box) User() string { return b.user.desc }
 
 // UserName is the job user's name when jobs run as another user that has

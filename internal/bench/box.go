@@ -48,10 +48,11 @@ const boxLoopCount = 5
 // line, and writes a forge-shaped report that passes the runner's checks.
 //
 // Each round runs the same jobs twice, back to back, on a worker started
-// for each side: plain (the job user "none", cgroup "off": the runner's
-// least box) and boxed (the default user, nobody under root, and cgroup
-// "auto"). Both sides open a room per job (the runner always does), so the
-// ratio is the cost of the user switch and the cgroup, not of the room.
+// for each side: plain (sandbox "none", the job user "none", cgroup "off",
+// no limits: the runner's least box) and boxed (the default box:
+// bubblewrap, a uid per job under root, cgroup limits, a tmpfs room).
+// Both sides open a room per job (the runner always does), so the ratio
+// is the cost of the walls.
 // The plain side's kill mode makes the process a child subreaper, so the
 // boxed side's rooms also scan for orphans when they close, as a cgroup
 // worker that is a subreaper (or pid 1) does.
