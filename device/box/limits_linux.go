@@ -232,16 +232,25 @@ func (b *Box) setLimits(dir, name string) (jobCgroups, error) {
 	return j, nil
 }
 
-// join moves the processes pids into the room's v1 cgroups.
-func (j jobCgroups) join(pids ...int) error {
+// join moves process pid into the room's v1 cgroups. Each move takes the
+// kernel's cgroup migration lock, whose writer waits out an RCU grace
+// period; moves made at once share one, so they run in parallel.
+func (j jobCgroups) join(pid int) error {
+	errs := make(chan error, len(j.v1))
 	for ctl, d := range j.v1 {
-		for _, pid := range pids {
+		go func() {
 			if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
-				return fmt.Errorf("join cgroup v1 %s: %w", ctl, err)
+				errs <- fmt.Errorf("join cgroup v1 %s: %w", ctl, err)
+				return
 			}
-		}
+			errs <- nil
+		}()
 	}
-	return nil
+	var all []error
+	for range j.v1 {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // hits reads which limits the room's processes ran into, from its v2

@@ -176,8 +176,8 @@ func newHandshake(cmd *exec.Cmd) (*handshake, error) {
 // infoTimeout bounds the wait for bubblewrap's report.
 const infoTimeout = 30 * time.Second
 
-// release reads the sandbox's pid 1 from the info pipe, moves bubblewrap
-// (pid) and it into cgroups, then lets the job start.
+// release reads the sandbox's pid 1 from the info pipe, moves it into the
+// room's v1 cgroups, then lets the job start.
 func (h *handshake) release(pid int, cg jobCgroups) error {
 	h.infoW.Close()
 	h.blockR.Close()
@@ -200,7 +200,9 @@ func (h *handshake) release(pid int, cg jobCgroups) error {
 		return fmt.Errorf("bubblewrap's report %q: %v", buf, err)
 	}
 	h.child = info.Child
-	if err := cg.join(pid, info.Child); err != nil {
+	// The sandbox's pid 1 is the ancestor of every process of the job;
+	// bubblewrap's own monitor (pid) runs nothing of it.
+	if err := cg.join(info.Child); err != nil {
 		return err
 	}
 	if _, err := h.blockW.Write([]byte{1}); err != nil {
