@@ -201,9 +201,11 @@ while time.time() < end:
 	if err != nil || !strings.Contains(out, "passed") {
 		t.Fatalf("the job beside the bomb: %v: %s", err, out)
 	}
+	// Every process of the uid but bubblewrap's own monitor (which runs
+	// nothing of the job, outside the limit) is the bomb's.
 	n, _ := processesOf(bomb.user.uid)
-	if len(n) > 64 {
-		t.Fatalf("the bomb has %d processes, over its limit of 64", len(n))
+	if len(n) > 64+1 {
+		t.Fatalf("the bomb has %d processes, over its limit of 64 (and bubblewrap's monitor)", len(n))
 	}
 	waitBomb()
 	if err := bomb.Close(); err != nil {
