@@ -101,16 +101,12 @@ func ReportDevices(ctx context.Context, wf *File, slots string, log zerolog.Logg
 func reportBox(wf *File, name string) (RunnerBox, error) {
 	var cfg box.Config
 	if wf != nil {
-		var err error
-		if cfg, err = wf.Isolation.Box(); err != nil {
-			return RunnerBox{}, err
-		}
 		h, err := wf.harness(name)
 		if err != nil {
 			return RunnerBox{}, err
 		}
-		if h.Isolation.Network != "" {
-			cfg.Network = h.Isolation.Network
+		if cfg, err = wf.harnessBox(h); err != nil {
+			return RunnerBox{}, err
 		}
 	}
 	require := cfg.Walls != box.WallsWarn

@@ -160,6 +160,16 @@ type IsolationSpec struct {
 	Limits LimitsSpec `yaml:"limits"`
 }
 
+// harnessBox is the box harness h's jobs run in: the isolation section,
+// with the harness's own network if it names one.
+func (wf *File) harnessBox(h HarnessSpec) (box.Config, error) {
+	c, err := wf.Isolation.Box()
+	if err == nil && h.Isolation.Network != "" {
+		c.Network = h.Isolation.Network
+	}
+	return c, err
+}
+
 // checkIsolation checks the isolation section and every harness's own,
 // whatever slots the host serves, naming the key.
 func (wf *File) checkIsolation() error {
@@ -490,12 +500,9 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, builds
 					}
 					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
 				}
-				isolation, err := wf.Isolation.Box()
+				isolation, err := wf.harnessBox(h)
 				if err != nil {
 					return nil, err
-				}
-				if h.Isolation.Network != "" {
-					isolation.Network = h.Isolation.Network
 				}
 				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe,
 					Box: isolation, Builds: builds}

@@ -355,8 +355,8 @@ func TestPathSafe(t *testing.T) {
 		"a b\x00c/d":            "a_b_c_d",
 		strings.Repeat("x", 99): strings.Repeat("x", 64),
 	} {
-		if got := pathSafe(in); got != want {
-			t.Errorf("pathSafe(%q) = %q, want %q", in, got, want)
+		if got := PathSafe(in); got != want {
+			t.Errorf("PathSafe(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

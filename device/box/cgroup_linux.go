@@ -56,6 +56,16 @@ func cgroupDir(mountinfo, self string) (string, error) {
 	if !strings.HasPrefix(path, "/") || path == "/.." || strings.HasPrefix(path, "/../") {
 		return "", fmt.Errorf("the worker's cgroup %q is outside its cgroup namespace", path)
 	}
+	if dir, ok := mountOf(mountinfo, path, func(fstype, _ string) bool { return fstype == "cgroup2" }); ok {
+		return dir, nil
+	}
+	return "", fmt.Errorf("no cgroup2 mount holds the worker's cgroup %s (a cgroup v1 host?)", path)
+}
+
+// mountOf finds, in mountinfo, the first mount that match accepts (by its
+// file system type and super options) and that holds the cgroup path,
+// and returns path's directory under it.
+func mountOf(mountinfo, path string, match func(fstype, superOpts string) bool) (string, bool) {
 	for line := range strings.Lines(mountinfo) {
 		// id parent major:minor root mount-point options [optional...] - type source super-options
 		f := strings.Fields(line)
@@ -66,7 +76,7 @@ func cgroupDir(mountinfo, self string) (string, error) {
 				break
 			}
 		}
-		if sep < 0 || sep+1 >= len(f) || f[sep+1] != "cgroup2" {
+		if sep < 0 || sep+3 >= len(f) || !match(f[sep+1], f[sep+3]) {
 			continue
 		}
 		root, mnt := unescapeMount(f[3]), unescapeMount(f[4])
@@ -78,9 +88,9 @@ func cgroupDir(mountinfo, self string) (string, error) {
 			}
 			rel = r
 		}
-		return filepath.Join(mnt, rel), nil
+		return filepath.Join(mnt, rel), true
 	}
-	return "", fmt.Errorf("no cgroup2 mount holds the worker's cgroup %s (a cgroup v1 host?)", path)
+	return "", false
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).

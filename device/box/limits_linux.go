@@ -123,31 +123,11 @@ func v1Dir(mountinfo, self, ctl string) (string, error) {
 	if path == "" {
 		return "", fmt.Errorf("no cgroup v2 or v1 hierarchy with the %s controller", ctl)
 	}
-	for line := range strings.Lines(mountinfo) {
-		f := strings.Fields(line)
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+3 >= len(f) || f[sep+1] != "cgroup" {
-			continue
-		}
-		if !hasWord([]byte(strings.ReplaceAll(f[sep+3], ",", " ")), ctl) {
-			continue
-		}
-		root, mnt := unescapeMount(f[3]), unescapeMount(f[4])
-		rel := path
-		if root != "/" {
-			r, ok := strings.CutPrefix(path, root)
-			if !ok || (r != "" && !strings.HasPrefix(r, "/")) {
-				continue
-			}
-			rel = r
-		}
-		return filepath.Join(mnt, rel), nil
+	has := func(fstype, opts string) bool {
+		return fstype == "cgroup" && hasWord([]byte(strings.ReplaceAll(opts, ",", " ")), ctl)
+	}
+	if dir, ok := mountOf(mountinfo, path, has); ok {
+		return dir, nil
 	}
 	return "", fmt.Errorf("the %s controller's cgroup v1 hierarchy is not mounted", ctl)
 }

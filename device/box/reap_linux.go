@@ -149,22 +149,14 @@ type child struct {
 // children lists the children of process ppid, zombies included, by a
 // scan of /proc.
 func children(ppid int) ([]child, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil, err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	pids, err := allPids()
 	if err != nil {
 		return nil, err
 	}
 	var kids []child
 	buf := make([]byte, 4096)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids {
+		name := strconv.Itoa(pid)
 		// /proc/<pid>/stat: pid (comm) state ppid ...; comm may hold
 		// anything, ')' included.
 		stat := readProc(buf, "/proc/"+name+"/stat")
@@ -179,22 +171,47 @@ func children(ppid int) ([]child, error) {
 		if p, err := strconv.Atoi(string(f[1])); err != nil || p != ppid {
 			continue
 		}
-		c := child{pid: pid, uids: [4]int{-1, -1, -1, -1}}
-		status := readProc(buf, "/proc/"+name+"/status")
-		if j := bytes.Index(status, []byte("\nUid:")); j >= 0 {
-			line := status[j+len("\nUid:"):]
-			if k := bytes.IndexByte(line, '\n'); k >= 0 {
-				line = line[:k]
-			}
-			for n, v := range bytes.Fields(line) {
-				if n < len(c.uids) {
-					c.uids[n], _ = strconv.Atoi(string(v))
-				}
-			}
-		}
-		kids = append(kids, c)
+		kids = append(kids, child{pid: pid, uids: statusUIDs(readProc(buf, "/proc/"+name+"/status"))})
 	}
 	return kids, nil
+}
+
+// allPids lists the pids of /proc.
+func allPids() ([]int, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, 0, len(names))
+	for _, name := range names {
+		if pid, err := strconv.Atoi(name); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// statusUIDs reads the real, effective, saved and file-system uids off a
+// /proc/<pid>/status (-1 for each it does not hold).
+func statusUIDs(status []byte) [4]int {
+	uids := [4]int{-1, -1, -1, -1}
+	if j := bytes.Index(status, []byte("\nUid:")); j >= 0 {
+		line := status[j+len("\nUid:"):]
+		if k := bytes.IndexByte(line, '\n'); k >= 0 {
+			line = line[:k]
+		}
+		for n, v := range bytes.Fields(line) {
+			if n < len(uids) {
+				uids[n], _ = strconv.Atoi(string(v))
+			}
+		}
+	}
+	return uids
 }
 
 // maxEnviron bounds the read of a process's environment for its mark.

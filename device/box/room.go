@@ -102,7 +102,7 @@ func (b *Box) Open(jobID string) (*Room, error) { return b.OpenSpec(Spec{Job: jo
 // cgroups with their limits.
 func (b *Box) OpenSpec(spec Spec) (*Room, error) {
 	jobID := spec.Job
-	safe := pathSafe(jobID)
+	safe := PathSafe(jobID)
 	token := randomToken()
 	dir := filepath.Join(b.root, "job-"+safe+"-"+token)
 	err := os.Mkdir(dir, 0o711)
@@ -509,9 +509,9 @@ func removeTree(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// pathSafe makes s a file name: bytes outside [A-Za-z0-9._-] become '_',
+// PathSafe makes s a file name: bytes outside [A-Za-z0-9._-] become '_',
 // at most 64 of them.
-func pathSafe(s string) string {
+func PathSafe(s string) string {
 	if s == "" {
 		return "job"
 	}

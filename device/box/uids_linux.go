@@ -1,12 +1,12 @@
 package box
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -136,21 +136,12 @@ func killUID(uid int) error {
 
 // processesOf lists the live processes (not zombies) of uid.
 func processesOf(uid int) ([]int, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil, err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	pids, err := allPids()
 	if err != nil {
 		return nil, err
 	}
 	var out []int
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids {
 		if uidsOf(pid, uid) {
 			out = append(out, pid)
 		}
@@ -163,21 +154,9 @@ func processesOf(uid int) ([]int, error) {
 func uidsOf(pid, uid int) bool {
 	buf := make([]byte, 2048)
 	status := readProc(buf, "/proc/"+strconv.Itoa(pid)+"/status")
-	if strings.Contains(string(status), "\nState:\tZ") {
+	if bytes.Contains(status, []byte("\nState:\tZ")) {
 		return false
 	}
-	i := strings.Index(string(status), "\nUid:")
-	if i < 0 {
-		return false
-	}
-	line := string(status[i+len("\nUid:"):])
-	if j := strings.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	for k, f := range strings.Fields(line) {
-		if k < 3 && f == strconv.Itoa(uid) {
-			return true
-		}
-	}
-	return false
+	u := statusUIDs(status)
+	return u[0] == uid || u[1] == uid || u[2] == uid
 }

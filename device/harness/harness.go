@@ -306,7 +306,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 	// TMPDIR, a cgroup; nothing of an earlier job's is in reach.
 	// The log is the worker's, written beside the rooms before the job's
 	// own room exists (provisioning logs to it).
-	logDir, err := os.MkdirTemp(r.cfg.TempDir, "log-"+pathSafe(job.ID)+"-")
+	logDir, err := os.MkdirTemp(r.cfg.TempDir, "log-"+box.PathSafe(job.ID)+"-")
 	if err != nil {
 		return nil, device.Infra("%s: log directory: %v", r.Name(), err)
 	}
@@ -451,7 +451,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		fmt.Fprintf(logFile, "[benchfleet: the job ran into its box's limits: %v]\n", hits)
 		if waitErr != nil {
 			_ = room.DropOut()
-			return nil, limitError(hits, r.box, code, sig, sc)
+			return nil, limitError(hits, code, sig, sc)
 		}
 	}
 	// The report is the harness's: a symlink, a fifo or a file too large

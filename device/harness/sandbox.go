@@ -51,7 +51,7 @@ func deviceNodes(dev device.Device) []string {
 // own doing (a fork bomb, a leak, a full disk), never the board's
 // (*device.JobError, Limit the first limit hit: box.Hit's values are
 // device's Limit names).
-func limitError(hits []box.Hit, b *box.Box, code int, sig syscall.Signal, sc *Scan) error {
+func limitError(hits []box.Hit, code int, sig syscall.Signal, sc *Scan) error {
 	what := make([]string, 0, len(hits))
 	for _, h := range hits {
 		switch h {
@@ -85,22 +85,4 @@ func SecretName(name string) bool {
 		}
 	}
 	return false
-}
-
-// pathSafe makes s a file name part: bytes outside [A-Za-z0-9._-] become
-// '_', at most 64 of them.
-func pathSafe(s string) string {
-	b := []byte(s)
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	if len(b) == 0 {
-		return "job"
-	}
-	return string(b)
 }
