@@ -127,6 +127,7 @@ func reportBox(wf *File, name string) (RunnerBox, error) {
 	if err != nil {
 		return RunnerBox{}, configErr("config %s: isolation: %v", name, err)
 	}
+	defer b.Close()
 	rb := RunnerBox{Runner: name, User: b.User(), Walls: b.Walls()}
 	for _, w := range rb.Walls {
 		if !w.Up && !w.Chosen && require {

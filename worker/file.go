@@ -151,6 +151,10 @@ type IsolationSpec struct {
 	// Network is "none" (default) or "host" (the job shares the host's
 	// network; said at start).
 	Network string `yaml:"network"`
+	// Warm is "on" (default: the next job's sandbox is built while the
+	// slot's job runs, so it starts at once) or "off" (each job's sandbox
+	// is built at its start: 15-25 ms more per job).
+	Warm string `yaml:"warm"`
 	// ReadOnly are host paths bound read-only into every job's sandbox.
 	ReadOnly []string `yaml:"read_only"`
 	// Writable are host directories every job's sandbox may write: a hole
@@ -212,7 +216,10 @@ type LimitsSpec struct {
 func (s IsolationSpec) Box() (box.Config, error) {
 	c := box.Config{User: s.User, Cgroup: s.Cgroup, Groups: s.Groups, Sandbox: s.Sandbox, Bwrap: s.Bwrap,
 		Walls: s.Walls, UIDs: s.UIDs, Network: s.Network, ReadOnly: s.ReadOnly, Writable: s.Writable,
-		Limits: box.Limits{Pids: s.Limits.Pids, CPUWeight: s.Limits.CPUWeight}}
+		Limits: box.Limits{Pids: s.Limits.Pids, CPUWeight: s.Limits.CPUWeight}, Warm: s.Warm}
+	if c.Warm == "" {
+		c.Warm = box.WarmOn
+	}
 	size := func(key, v string) (int64, error) {
 		switch v {
 		case "":
@@ -518,6 +525,20 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, builds
 		slots = append(slots, Slot{Device: p.Device, Runner: r, Health: p.Health, Sampler: p.Sampler})
 	}
 	return slots, nil
+}
+
+// CloseSlots closes the runners of slots that hold something open (a
+// harness's warm sandboxes), each once, when no slot runs a job any more.
+func CloseSlots(slots []Slot) error {
+	var errs []error
+	seen := map[device.Runner]bool{}
+	for _, s := range slots {
+		if c, ok := s.Runner.(io.Closer); ok && !seen[s.Runner] {
+			seen[s.Runner] = true
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func countPool(slots []PlannedSlot, pool string) int {

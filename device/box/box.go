@@ -189,6 +189,12 @@ type Config struct {
 	// named in the mount wall's detail. Never give a cache here: one job
 	// would poison it for the next.
 	Writable []string
+	// Warm is whether rooms may come warm, their sandbox built while
+	// the slot's previous job runs (see OpenSpec): "on", with the
+	// sandbox, and then the caller must Close the box when done; "off"
+	// (default, also ""): every sandbox is built at its job's start.
+	// Workers turn it on (isolation.warm).
+	Warm string
 	// Log receives the box's warnings (jobs run as the worker's own user,
 	// a cgroup fallback, walls that are down); "none" chosen is logged at
 	// info. Default: no logging.
@@ -203,6 +209,8 @@ const (
 	WallsWarn    = "warn"
 	NetworkNone  = "none"
 	NetworkHost  = "host"
+	WarmOn       = "on"
+	WarmOff      = "off"
 )
 
 // Defaults of Config.UIDs and Config.LockDir.
@@ -236,6 +244,9 @@ type Box struct {
 	readOnly []string
 	writable []string
 	walls    []Wall
+	// warmOn is whether rooms may come warm; warm are the warm rooms.
+	warmOn bool
+	warm   warmPool
 	// chosenNone is set when the operator chose the worker's own user
 	// (User "none"): the uid wall is down by choice.
 	chosenNone bool
@@ -258,6 +269,9 @@ func New(cfg Config) (*Box, error) {
 	case "", WallsRequire, WallsWarn:
 	default:
 		return nil, fmt.Errorf("box: walls %q is not require or warn", cfg.Walls)
+	}
+	if cfg.Warm != "" && cfg.Warm != WarmOn && cfg.Warm != WarmOff {
+		return nil, fmt.Errorf("box: warm %q is not on or off", cfg.Warm)
 	}
 	switch cfg.Network {
 	case "", NetworkNone:
@@ -368,6 +382,7 @@ func New(cfg Config) (*Box, error) {
 	default:
 		return nil, fmt.Errorf("box: sandbox %q is not bwrap or none", cfg.Sandbox)
 	}
+	b.warmOn = b.sandbox != "" && cfg.Warm == WarmOn
 	b.walls = b.checkWalls(cfg.Sandbox, sandboxErr)
 	// Walls down for one reason are named together, the reason once.
 	var down []string

@@ -78,3 +78,24 @@ func signalUID(int, syscall.Signal, map[int]bool) {}
 
 // RemoveRoom deletes a room directory.
 func RemoveRoom(dir string) error { return removeTree(dir) }
+
+type warmPool struct{}
+
+type warmStart struct{ job, cmd *exec.Cmd }
+
+func (b *Box) takeWarm(Spec) *Room { return nil }
+
+func (b *Box) prepareWarm(Spec) {}
+
+// Close is a no-op off Linux (no warm rooms).
+func (b *Box) Close() error { return nil }
+
+func (r *Room) closeWarm() {}
+
+func (r *Room) launch(*exec.Cmd) error { return errUnsupported }
+
+func (r *Room) waitJob(*exec.Cmd) error { return errUnsupported }
+
+func (r *Room) binds(string) bool { return false }
+
+func launchable([]string, []string) bool { return false }

@@ -19,6 +19,7 @@ func (c Config) Check() error {
 		{"sandbox", c.Sandbox, []string{"", SandboxBwrap, SandboxNone}},
 		{"network", c.Network, []string{"", NetworkNone, NetworkHost}},
 		{"cgroup", c.Cgroup, []string{"", CgroupAuto, CgroupOn, CgroupOff}},
+		{"warm", c.Warm, []string{"", WarmOn, WarmOff}},
 	} {
 		found := false
 		for _, v := range f.ok {

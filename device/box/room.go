@@ -43,6 +43,12 @@ type Room struct {
 	cgroupFD int
 	cgroups  jobCgroups
 	hits     []Hit
+	// warm is the room's sandbox when it was built before its job (a
+	// warm room, see warm_linux.go); nil otherwise.
+	warm *warmStart
+	// prepared is set once the room asked for a warm room for the next
+	// job of its Spec.
+	prepared bool
 	// mounted is whether the room's tmpfs (Dir/j) is mounted.
 	mounted bool
 	spec    Spec
@@ -100,7 +106,19 @@ func (b *Box) Open(jobID string) (*Room, error) { return b.OpenSpec(Spec{Job: jo
 // OpenSpec makes a fresh room for a job (see the package doc for its
 // layout): a uid leased for it when the box has a range, its tmpfs, its
 // cgroups with their limits.
+//
+// With a sandbox, a room whose Spec (its job aside) an earlier room had
+// may come warm: its sandbox already built, the job's command handed to
+// it at Start (see warm_linux.go).
 func (b *Box) OpenSpec(spec Spec) (*Room, error) {
+	if r := b.takeWarm(spec); r != nil {
+		return r, nil
+	}
+	return b.open(spec)
+}
+
+// open makes a fresh room for spec (cold).
+func (b *Box) open(spec Spec) (*Room, error) {
 	jobID := spec.Job
 	safe := PathSafe(jobID)
 	token := randomToken()
@@ -262,6 +280,10 @@ func (r *Room) User() string { return r.user.desc }
 // cgroup; and with the sandbox, inside bubblewrap's walls (see the package
 // doc). The caller may set its Stdin, Stdout and Stderr; run it with
 // Start and Wait, not its own methods.
+//
+// In a warm room, the first command whose program the sandbox binds is
+// the one its waiting sandbox runs (see warm_linux.go): it reads nothing
+// on stdin.
 func (r *Room) Cmd(argv []string, env []string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if len(argv) == 0 {
@@ -273,8 +295,14 @@ func (r *Room) Cmd(argv []string, env []string) *exec.Cmd {
 				prog = abs
 			}
 		}
-		cmd = exec.Command(r.box.sandbox, r.bwrapArgs(append([]string{prog}, argv[1:]...))...)
-		r.sandboxed[cmd] = nil
+		argv = append([]string{prog}, argv[1:]...)
+		if r.warm != nil && r.warm.job == nil && r.binds(filepath.Dir(prog)) && launchable(argv, env) {
+			cmd = &exec.Cmd{Path: prog, Args: argv}
+			r.warm.job = cmd
+		} else {
+			cmd = exec.Command(r.box.sandbox, r.bwrapArgs(argv)...)
+			r.sandboxed[cmd] = nil
+		}
 	} else {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
@@ -301,6 +329,13 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 	if r.closed {
 		return fmt.Errorf("box: job %s: start after the room was closed", r.job)
 	}
+	if r.warm != nil && cmd == r.warm.job {
+		if err := r.launch(cmd); err != nil {
+			return fmt.Errorf("box: job %s: warm sandbox: %w", r.job, err)
+		}
+		r.prepareNext()
+		return nil
+	}
 	_, sandboxed := r.sandboxed[cmd]
 	var hs *handshake
 	if sandboxed {
@@ -321,8 +356,21 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 			_ = cmd.Process.Kill()
 			return fmt.Errorf("box: job %s: sandbox: %w", r.job, err)
 		}
+		if r.warm == nil || cmd != r.warm.cmd {
+			r.prepareNext()
+		}
 	}
 	return nil
+}
+
+// prepareNext starts the making of a warm room for the next job of the
+// room's Spec, once per room, when its job has started (not before: its
+// start then competes with no other sandbox's).
+func (r *Room) prepareNext() {
+	if !r.prepared {
+		r.prepared = true
+		r.box.prepareWarm(r.spec)
+	}
 }
 
 // Wait waits for cmd (started by Start) to exit, as cmd.Wait does, then
@@ -331,6 +379,9 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 // that are not an *os.File, which a daemon the job left holds open: give
 // such a command a WaitDelay, or an os.Pipe of the caller's own.
 func (r *Room) Wait(cmd *exec.Cmd) error {
+	if r.warm != nil && cmd == r.warm.job {
+		return r.waitJob(cmd)
+	}
 	err := cmd.Wait()
 	reg.Lock()
 	if cmd.Process != nil && reg.mains[cmd.Process.Pid] == cmd {
@@ -439,6 +490,7 @@ func (r *Room) close() error {
 	if err := r.cgroups.remove(deadline); err != nil {
 		errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 	}
+	r.closeWarm()
 	reg.Lock()
 	delete(reg.rooms, r.token)
 	r.hits = hits

@@ -226,6 +226,10 @@ func New(p Profile, cfg Config, log zerolog.Logger) (*Runner, error) {
 // Name implements device.Runner.
 func (r *Runner) Name() string { return r.p.Name() }
 
+// Close removes the warm sandboxes the runner's box holds for its next
+// jobs (box.Config.Warm); call it once no job runs on the runner.
+func (r *Runner) Close() error { return r.box.Close() }
+
 // Isolation describes the box its jobs run in: the job user, how their
 // processes are killed, and which walls stand.
 func (r *Runner) Isolation() string {

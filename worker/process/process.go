@@ -160,6 +160,11 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 	if err != nil {
 		return nil, err
 	}
+	p.closes = append(p.closes, func() {
+		if err := worker.CloseSlots(slots); err != nil {
+			log.Warn().Err(err).Msg("closing the harness runners")
+		}
+	})
 	cfg.Slots = append(append([]worker.Slot(nil), cfg.Slots...), slots...)
 	if len(cfg.Slots) == 0 {
 		return nil, &OptionError{Err: errors.New("no slots: give --slots (e.g. cpu=1) or a --config with slots or discovery")}

@@ -39,7 +39,7 @@ func TestBenchDispatchBox(t *testing.T) {
 	num := `[0-9]+(\.[0-9]+)?`
 	for _, re := range []string{
 		`(?m)^box: boxed jobs run as .+, (a cgroup per job|the worker as subreaper .*); walls: .*; plain jobs without a sandbox`,
-		`(?m)^sandbox start per job: p50 ` + num + ` ms \(.*\) against /bin/true alone p50 ` + num + ` ms, 40 runs each$`,
+		`(?m)^sandbox start per job: p50 ` + num + ` ms warm, ` + num + ` ms cold \(.*\) against /bin/true alone p50 ` + num + ` ms, 40 runs each$`,
 		`(?m)^round 1  plain  6 jobs of 20ms on 2 slots +` + num + `s +` + num + ` jobs/s  attempt mean ` + num + ` ms$`,
 		`(?m)^round 1  boxed  6 jobs of 20ms on 2 slots +` + num + `s +` + num + ` jobs/s  attempt mean ` + num + ` ms$`,
 		`(?m)^round 1  ratio boxed/plain time ` + num + `, box cost -?` + num + ` ms/job per slot`,
