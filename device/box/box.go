@@ -190,10 +190,12 @@ type Config struct {
 	// would poison it for the next.
 	Writable []string
 	// Warm is whether rooms may come warm, their sandbox built while
-	// the slot's previous job runs (see OpenSpec): "on", with the
-	// sandbox, and then the caller must Close the box when done; "off"
-	// (default, also ""): every sandbox is built at its job's start.
-	// Workers turn it on (isolation.warm).
+	// the slot's previous job runs (see OpenSpec), and finished rooms are
+	// tidied (their cgroups and directories removed) in the background:
+	// "on", and then the caller must Close the box when done; "off"
+	// (default, also ""): every sandbox is built at its job's start, and
+	// Close and Remove tidy before they return. Workers turn it on
+	// (isolation.warm).
 	Warm string
 	// Log receives the box's warnings (jobs run as the worker's own user,
 	// a cgroup fallback, walls that are down); "none" chosen is logged at
@@ -247,6 +249,8 @@ type Box struct {
 	// warmOn is whether rooms may come warm; warm are the warm rooms.
 	warmOn bool
 	warm   warmPool
+	// tidy is the background tidying of finished rooms (with warm on).
+	tidy tidyQueue
 	// chosenNone is set when the operator chose the worker's own user
 	// (User "none"): the uid wall is down by choice.
 	chosenNone bool

@@ -30,6 +30,10 @@ func makeCgroup(string, string) (string, int, error) { return "", -1, errUnsuppo
 
 func killCgroup(string, int, time.Time) error { return nil }
 
+func emptyCgroup(string, int, time.Time) error { return nil }
+
+func removeCgroup(string, time.Time) error { return nil }
+
 type uidPool struct{}
 
 func (*uidPool) String() string { return "" }
@@ -99,3 +103,9 @@ func (r *Room) waitJob(*exec.Cmd) error { return errUnsupported }
 func (r *Room) binds(string) bool { return false }
 
 func launchable([]string, []string) bool { return false }
+
+type tidyQueue struct{}
+
+func (b *Box) lifecycle() bool { return false }
+
+func (b *Box) later(func() error) bool { return false }

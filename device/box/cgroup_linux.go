@@ -171,6 +171,15 @@ func writeKill(dir string) error {
 // killCgroup kills every process of cgroup dir, waits until it is empty
 // (until deadline) and removes it; fd is its descriptor, closed.
 func killCgroup(dir string, fd int, deadline time.Time) error {
+	if err := emptyCgroup(dir, fd, deadline); err != nil {
+		return err
+	}
+	return removeCgroup(dir, deadline)
+}
+
+// emptyCgroup kills every process of cgroup dir (its fd is closed) and
+// waits until none is left, at most until deadline.
+func emptyCgroup(dir string, fd int, deadline time.Time) error {
 	_ = unix.Close(fd)
 	if err := writeKill(dir); err != nil {
 		return fmt.Errorf("cgroup kill: %w", err)
@@ -182,7 +191,7 @@ func killCgroup(dir string, fd int, deadline time.Time) error {
 			return fmt.Errorf("cgroup: %w", err)
 		}
 		if bytes.Contains(events, []byte("populated 0")) {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("cgroup %s still populated after SIGKILL (cgroup.kill)", dir)
@@ -190,6 +199,12 @@ func killCgroup(dir string, fd int, deadline time.Time) error {
 		time.Sleep(delay)
 		delay = min(2*delay, 20*time.Millisecond)
 	}
+}
+
+// removeCgroup removes the empty cgroup dir, retrying while the kernel
+// still holds it, at most until deadline.
+func removeCgroup(dir string, deadline time.Time) error {
+	delay := time.Millisecond
 	for {
 		err := unix.Rmdir(dir)
 		if err == nil || errors.Is(err, unix.ENOENT) {

@@ -212,6 +212,22 @@ func (b *Box) setLimits(dir, name string) (jobCgroups, error) {
 	return j, nil
 }
 
+// setCPU writes the room's CPU weight (1 to 10000; cpu.shares on v1),
+// where the box bounds it: a warm room waits at the least, its job gets
+// the box's.
+func (b *Box) setCPU(dir string, j jobCgroups, weight int64) error {
+	if b.limits.CPUWeight == -1 {
+		return nil
+	}
+	if b.ctl.v2["cpu"] && dir != "" {
+		return writeFile(filepath.Join(dir, "cpu.weight"), strconv.FormatInt(weight, 10))
+	}
+	if d := j.v1["cpu"]; d != "" {
+		return writeFile(filepath.Join(d, "cpu.shares"), strconv.FormatInt(max(2, weight*1024/100), 10))
+	}
+	return nil
+}
+
 // join moves process pid into the room's v1 cgroups. Each move takes the
 // kernel's cgroup migration lock, whose writer waits out an RCU grace
 // period; moves made at once share one, so they run in parallel.

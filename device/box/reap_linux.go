@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"syscall"
@@ -146,9 +147,13 @@ type child struct {
 	uids [4]int
 }
 
-// children lists the children of process ppid, zombies included, by a
-// scan of /proc.
+// children lists the children of process ppid, zombies included: from
+// the children lists of its threads (/proc/<ppid>/task/*/children), or
+// where the kernel keeps none, by a scan of /proc.
 func children(ppid int) ([]child, error) {
+	if kids, ok := threadChildren(ppid); ok {
+		return kids, nil
+	}
 	pids, err := allPids()
 	if err != nil {
 		return nil, err
@@ -174,6 +179,40 @@ func children(ppid int) ([]child, error) {
 		kids = append(kids, child{pid: pid, uids: statusUIDs(readProc(buf, "/proc/"+name+"/status"))})
 	}
 	return kids, nil
+}
+
+// threadChildren lists ppid's children from its threads' children lists;
+// false when the kernel has none (CONFIG_PROC_CHILDREN off).
+func threadChildren(ppid int) ([]child, bool) {
+	base := "/proc/" + strconv.Itoa(ppid) + "/task"
+	d, err := os.Open(base)
+	if err != nil {
+		return nil, false
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil || len(tids) == 0 {
+		return nil, false
+	}
+	var kids []child
+	buf := make([]byte, 4096)
+	for _, tid := range tids {
+		data, err := os.ReadFile(base + "/" + tid + "/children")
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(base + "/" + tid); serr == nil {
+				return nil, false // no children lists in this kernel
+			}
+			continue // the thread ended
+		}
+		for _, f := range bytes.Fields(data) {
+			pid, err := strconv.Atoi(string(f))
+			if err != nil {
+				continue
+			}
+			kids = append(kids, child{pid: pid, uids: statusUIDs(readProc(buf, "/proc/"+string(f)+"/status"))})
+		}
+	}
+	return kids, true
 }
 
 // allPids lists the pids of /proc.

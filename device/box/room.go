@@ -468,7 +468,7 @@ func (r *Room) close() error {
 		hits = append(hits, HitDisk)
 	}
 	if r.cgroup != "" {
-		if err := killCgroup(r.cgroup, r.cgroupFD, deadline); err != nil {
+		if err := emptyCgroup(r.cgroup, r.cgroupFD, deadline); err != nil {
 			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 		}
 	}
@@ -487,20 +487,10 @@ func (r *Room) close() error {
 			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
 		}
 	}
-	if err := r.cgroups.remove(deadline); err != nil {
-		errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
-	}
-	r.closeWarm()
 	reg.Lock()
 	delete(reg.rooms, r.token)
 	r.hits = hits
 	reg.Unlock()
-
-	for _, d := range []string{r.Work, r.Tmp} {
-		if err := removeTree(d); err != nil {
-			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
-		}
-	}
 	if r.user.switched {
 		// Later jobs of the same user must not reach the report.
 		if err := os.Lchown(r.Out, r.box.worker.uid, r.box.worker.gid); err != nil {
@@ -509,15 +499,48 @@ func (r *Room) close() error {
 			errs = append(errs, fmt.Errorf("box: job %s: out: %w", r.job, err))
 		}
 	}
-	// No process of the uid is left: another job may have it. After an
-	// error, the next lease of the uid sweeps it first.
-	r.lease.release(len(errs) == 0)
+	r.closeWarm()
+	killed := len(errs) == 0
+	// The job's processes are dead and Out is the worker's: what is left
+	// (its cgroups, Work and Tmp, the uid's lease) is tidying, which a box
+	// with a lifecycle does off the job's path.
+	tidy := func() error {
+		var errs []error
+		deadline := time.Now().Add(r.box.killTimeout)
+		if r.cgroup != "" && killed {
+			if err := removeCgroup(r.cgroup, deadline); err != nil {
+				errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
+			}
+		}
+		if err := r.cgroups.remove(deadline); err != nil {
+			errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
+		}
+		for _, d := range []string{r.Work, r.Tmp} {
+			if err := removeTree(d); err != nil {
+				errs = append(errs, fmt.Errorf("box: job %s: %w", r.job, err))
+			}
+		}
+		// No process of the uid is left: another job may have it. After
+		// an error, the next lease of the uid sweeps it first.
+		r.lease.release(killed && len(errs) == 0)
+		return errors.Join(errs...)
+	}
+	if r.box.later(tidy) {
+		return errors.Join(errs...)
+	}
+	if err := tidy(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 // DropOut deletes Out once the caller has read what it needs from it (a
-// job decides how much it writes there). Call it after Close.
+// job decides how much it writes there). Call it after Close. A box with
+// a lifecycle leaves it to Remove.
 func (r *Room) DropOut() error {
+	if r.box.lifecycle() {
+		return nil
+	}
 	if err := removeTree(r.Out); err != nil {
 		return fmt.Errorf("box: job %s: %w", r.job, err)
 	}
@@ -531,11 +554,18 @@ func (r *Room) DropOut() error {
 }
 
 // Remove closes the room if it is open and deletes it, Out and the
-// caller's files in Dir included.
+// caller's files in Dir included; a box with a lifecycle deletes it in
+// the background (Box.Close waits for that).
 func (r *Room) Remove() error {
 	err := r.Close()
-	if rerr := RemoveRoom(r.Dir); rerr != nil {
-		err = errors.Join(err, fmt.Errorf("box: job %s: %w", r.job, rerr))
+	remove := func() error {
+		if err := RemoveRoom(r.Dir); err != nil {
+			return fmt.Errorf("box: job %s: %w", r.job, err)
+		}
+		return nil
+	}
+	if !r.box.later(remove) {
+		err = errors.Join(err, remove())
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -22,9 +23,9 @@ import (
 //	/bin/sh -c '. /dev/fd/3'
 //
 // The job's Start writes that script (close descriptor 3, pick where
-// stderr goes, cd to the working directory, exec /usr/bin/env -i with the
-// job's environment and argv, every word single-quoted) and closes the
-// pipe; the shell then becomes the job. So what a sandbox costs to build
+// stderr goes, cd to the working directory, unset the shell's own
+// environment, export the job's, exec its argv; every word single-quoted)
+// and closes the pipe; the shell then becomes the job. So what a sandbox costs to build
 // (bubblewrap's namespaces and mounts, the moves into the v1 cgroups:
 // 15-25 ms a job on a hybrid host) is paid while the slot's job runs, not
 // on the next job's path. The job's stdout and stderr are pipes the
@@ -50,12 +51,8 @@ const (
 	warmMax     = 16
 )
 
-// warmShell is what a warm sandbox runs until its job comes; warmEnv is
-// the program that clears the environment and execs the job.
-const (
-	warmShell = "/bin/sh"
-	warmEnv   = "/usr/bin/env"
-)
+// warmShell is what a warm sandbox runs until its job comes.
+const warmShell = "/bin/sh"
 
 // warmPool is a box's warm rooms.
 type warmPool struct {
@@ -236,9 +233,71 @@ func (b *Box) dropWarm(r *Room) {
 	_ = r.Remove()
 }
 
-// Close removes the box's warm rooms and makes no more; rooms handed out
-// are the caller's. A closed box still opens rooms, cold.
+// lifecycle reports whether the caller closes the box (Config.Warm on):
+// rooms are then tidied in the background, off the jobs' path.
+func (b *Box) lifecycle() bool { return b.warmOn }
+
+// later runs fn in the box's background tidying, after what was queued
+// before it, when the box has a lifecycle and is not closed; it reports
+// whether it did (else the caller runs fn itself).
+func (b *Box) later(fn func() error) bool {
+	if !b.lifecycle() {
+		return false
+	}
+	t := &b.tidy
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.queue = append(t.queue, fn)
+	if !t.running {
+		t.running = true
+		t.wg.Add(1)
+		go b.tidyLoop()
+	}
+	return true
+}
+
+// tidyQueue is a box's background tidying: one goroutine at a time runs
+// the queue in order.
+type tidyQueue struct {
+	mu      sync.Mutex
+	queue   []func() error
+	running bool
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+func (b *Box) tidyLoop() {
+	t := &b.tidy
+	defer t.wg.Done()
+	for {
+		t.mu.Lock()
+		if len(t.queue) == 0 {
+			t.running = false
+			t.mu.Unlock()
+			return
+		}
+		fn := t.queue[0]
+		t.queue = t.queue[1:]
+		t.mu.Unlock()
+		if err := fn(); err != nil {
+			b.log.Warn().Err(err).Msg("tidying a finished job's room")
+		}
+	}
+}
+
+// Close removes the box's warm rooms and makes no more, and waits for its
+// background tidying; rooms handed out are the caller's. A closed box
+// still opens rooms, cold, and tidies them at once.
 func (b *Box) Close() error {
+	defer func() {
+		b.tidy.mu.Lock()
+		b.tidy.closed = true
+		b.tidy.mu.Unlock()
+		b.tidy.wg.Wait()
+	}()
 	p := &b.warm
 	p.mu.Lock()
 	p.off = true
@@ -305,7 +364,7 @@ func (b *Box) openWarm(spec Spec, key string) (*Room, error) {
 	cmd.Stdout, cmd.Stderr = pipes[1][1], pipes[1][1]
 	cmd.ExtraFiles = []*os.File{pipes[0][0], pipes[2][1]} // 3: the script, 4: stderr
 	r.warm = &warmStart{key: key, cmd: cmd, script: pipes[0][1], out: pipes[1][0], errs: pipes[2][0], binds: binds}
-	err = r.Start(cmd)
+	err = r.startIdle(cmd)
 	// The sandbox has its ends.
 	for _, f := range []*os.File{pipes[0][0], pipes[1][1], pipes[2][1]} {
 		f.Close()
@@ -317,6 +376,31 @@ func (b *Box) openWarm(spec Spec, key string) (*Room, error) {
 		return nil, fmt.Errorf("box: warm room: %w", err)
 	}
 	return r, nil
+}
+
+// startIdle starts the warm sandbox at the lowest CPU priority (nice 19)
+// and CPU weight, so that building it takes no CPU from the jobs that run
+// meanwhile; launch gives the job its own back.
+func (r *Room) startIdle(cmd *exec.Cmd) error {
+	if err := r.box.setCPU(r.cgroup, r.cgroups, 1); err != nil {
+		return fmt.Errorf("the idle sandbox's CPU weight: %w", err)
+	}
+	if r.lease == nil {
+		return r.Start(cmd)
+	}
+	// A thread's nice value is its own, and a child inherits it: this
+	// thread forks the sandbox at 19, then is 0 again (root may raise
+	// it), before another goroutine runs on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Setpriority(unix.PRIO_PROCESS, 0, 19); err != nil {
+		return r.Start(cmd)
+	}
+	err := r.Start(cmd)
+	if rerr := unix.Setpriority(unix.PRIO_PROCESS, 0, 0); rerr != nil {
+		panic(fmt.Sprintf("box: restore this thread's priority: %v", rerr)) // cannot happen as root
+	}
+	return err
 }
 
 // binds reports whether dir is in every sandbox of the room: a system
@@ -336,19 +420,29 @@ func (r *Room) binds(dir string) bool {
 	return false
 }
 
-// launchable reports whether env(1) can run argv with env as it is: no
-// word that env would take for an option, and a program name that it
-// would not take for an assignment.
+// launchable reports whether the waiting shell can run argv with env
+// as exec.Cmd would: every variable's name one the shell can export.
 func launchable(argv, env []string) bool {
-	if strings.Contains(argv[0], "=") || strings.HasPrefix(argv[0], "-") {
+	if !filepath.IsAbs(argv[0]) {
 		return false
 	}
 	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.HasPrefix(k, "-") {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !shellName(k) {
 			return false
 		}
 	}
 	return true
+}
+
+// shellName reports whether k is a name sh(1) can export.
+func shellName(k string) bool {
+	for i, c := range k {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return k != ""
 }
 
 // launch hands the job to the warm sandbox's shell: the script that
@@ -370,10 +464,18 @@ func (r *Room) launch(cmd *exec.Cmd) error {
 		s.WriteString("exec 2>&4 4>&-\n")
 	}
 	s.WriteString("cd -- " + shellQuote(cmd.Dir) + " || exit 127\n")
-	s.WriteString("exec " + warmEnv + " -i")
-	for _, kv := range cmd.Env {
-		s.WriteString(" " + shellQuote(kv))
+	// The shell's own environment (its command's, and what cd set)
+	// goes; the job's comes.
+	s.WriteString("unset PWD OLDPWD")
+	for _, kv := range w.cmd.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		s.WriteString(" " + k)
 	}
+	s.WriteString("\n")
+	for _, kv := range cmd.Env {
+		s.WriteString("export " + shellQuote(kv) + "\n")
+	}
+	s.WriteString("exec")
 	for _, a := range append([]string{cmd.Path}, cmd.Args[1:]...) {
 		s.WriteString(" " + shellQuote(a))
 	}
@@ -387,6 +489,16 @@ func (r *Room) launch(cmd *exec.Cmd) error {
 			return err
 		}
 		w.errs = nil
+	}
+	if err := r.box.setCPU(r.cgroup, r.cgroups, r.box.limits.CPUWeight); err != nil {
+		return fmt.Errorf("the job's CPU weight: %w", err)
+	}
+	if r.lease != nil {
+		// Every process of the room's uid is the sandbox's: the job runs
+		// at the worker's priority, not the idle one it was built at.
+		if err := unix.Setpriority(unix.PRIO_USER, r.lease.uid, 0); err != nil {
+			return fmt.Errorf("the job's priority: %w", err)
+		}
 	}
 	_, err := io.WriteString(w.script, s.String())
 	w.script.Close()

@@ -62,13 +62,13 @@ func runIn(t *testing.T, b *Box, spec Spec, argv []string, env ...string) (r *Ro
 }
 
 // A warm room's job is the job a cold room would run: the same user,
-// working directory, TMPDIR, environment (every byte of it), arguments,
-// separate stdout and stderr, and exit code; and it is inside the room's
-// limits.
+// working directory, TMPDIR, priority (the sandbox waited at nice 19),
+// environment (every byte of it), arguments, separate stdout and stderr,
+// and exit code; and it is inside the room's limits.
 func TestWarmRoomRunsTheJob(t *testing.T) {
 	b := warmBox(t, func(c *Config) { c.Limits.Pids = 32 })
 	job := script(t, `
-echo "uid=$(id -u) pwd=$PWD tmp=$TMPDIR"
+echo "uid=$(id -u) pwd=$PWD tmp=$TMPDIR nice=$(nice)"
 printf 'tricky=[%s]\n' "$TRICKY"
 for a in "$@"; do printf 'arg=[%s]\n' "$a"; done
 env | grep -c . | sed 's/^/vars=/'
@@ -100,17 +100,25 @@ exit 7
 	}
 	want := strings.NewReplacer(cold.Work, "WORK", cold.Tmp, "TMP", strconv.Itoa(cold.user.uid), "UID").Replace(coldOut)
 	got := strings.NewReplacer(warm.Work, "WORK", warm.Tmp, "TMP", strconv.Itoa(warm.user.uid), "UID").Replace(out)
-	if got != want || !strings.Contains(got, "uid=UID pwd=WORK tmp=TMP") || !strings.Contains(got, "tricky=["+tricky+"]") {
+	if got != want || !strings.Contains(got, "uid=UID pwd=WORK tmp=TMP nice=0") || !strings.Contains(got, "tricky=["+tricky+"]") {
 		t.Fatalf("warm job's view differs from the cold one's:\nwarm:\n%s\ncold:\n%s", got, want)
 	}
 	if warm.user.uid == cold.user.uid {
 		t.Errorf("two rooms share uid %d", warm.user.uid)
 	}
 
+	// A variable the shell cannot export: the warm room's sandbox is
+	// passed over, and the job runs in a sandbox of its own, as cold.
+	eventually(t, 10*time.Second, "a warm room", func() bool { return readyWarm(b) > 0 })
+	r, out, _, err := runIn(t, b, spec, []string{"/usr/bin/env"}, "DOTTED.NAME=1")
+	if err != nil || r.warm == nil || r.warm.started || !strings.Contains(out, "DOTTED.NAME=1") {
+		t.Fatalf("env with a dotted name: %v, warm room %v: %q", err, r.warm != nil, out)
+	}
+
 	// Inside the room's pids limit: a warm room's job hits it.
 	eventually(t, 10*time.Second, "a warm room", func() bool { return readyWarm(b) > 0 })
 	bomb := script(t, `for i in $(seq 64); do sleep 5 & done 2>/dev/null; wait; echo done`)
-	r, _, _, _ := runIn(t, b, Spec{Job: "bomb", ReadOnly: []string{filepath.Dir(bomb)}}, []string{bomb}, env...)
+	r, _, _, _ = runIn(t, b, Spec{Job: "bomb", ReadOnly: []string{filepath.Dir(bomb)}}, []string{bomb}, env...)
 	if r.warm != nil {
 		t.Fatal("a room of another spec came warm")
 	}
