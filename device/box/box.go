@@ -356,6 +356,12 @@ func New(cfg Config) (*Box, error) {
 	if b.root, err = makeRoot(cfg.Root, b.worker, b.user); err != nil {
 		return nil, err
 	}
+	if err := b.besideRooms(b.readOnly, "read-only path"); err != nil {
+		return nil, fmt.Errorf("box: %w", err)
+	}
+	if err := b.besideRooms(b.writable, "writable path"); err != nil {
+		return nil, fmt.Errorf("box: %w", err)
+	}
 	switch cfg.Cgroup {
 	case "", CgroupAuto, CgroupOn:
 		dir, err := setupCgroup()

@@ -120,6 +120,9 @@ func (b *Box) OpenSpec(spec Spec) (*Room, error) {
 // open makes a fresh room for spec (cold).
 func (b *Box) open(spec Spec) (*Room, error) {
 	jobID := spec.Job
+	if err := b.besideRooms(spec.ReadOnly, "read-only path"); err != nil {
+		return nil, fmt.Errorf("box: job %s: %w", jobID, err)
+	}
 	safe := PathSafe(jobID)
 	token := randomToken()
 	dir := filepath.Join(b.root, "job-"+safe+"-"+token)
@@ -589,6 +592,20 @@ func removeTree(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// besideRooms checks that no path of paths is Root or above it: bound
+// into a sandbox, it would show the rooms' directory, and bubblewrap's
+// read-only pass over its mounts races with the rooms' own tmpfs coming
+// and going (a sandbox then fails to start).
+func (b *Box) besideRooms(paths []string, what string) error {
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if b.root == p || strings.HasPrefix(b.root, strings.TrimSuffix(p, "/")+"/") {
+			return fmt.Errorf("%s %s holds the rooms (%s): keep the rooms' directory out of what jobs see", what, p, b.root)
+		}
+	}
+	return nil
 }
 
 // PathSafe makes s a file name: bytes outside [A-Za-z0-9._-] become '_',

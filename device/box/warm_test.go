@@ -245,3 +245,32 @@ func TestWarmRoomSignalAndClose(t *testing.T) {
 		t.Fatalf("a closed box made %d warm rooms", n)
 	}
 }
+
+// No job's sandbox binds the rooms' directory or a directory above it
+// (a harness environment that holds the rooms): bound, it shows the
+// rooms' directory, and bubblewrap's read-only pass over its mounts
+// races with other rooms' tmpfs coming and going.
+func TestRoomsOutOfSight(t *testing.T) {
+	top := place(t)
+	root := filepath.Join(top, "env", "rooms")
+	if err := os.MkdirAll(filepath.Join(top, "env"), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Root: root, ReadOnly: []string{filepath.Join(top, "env")}}); err == nil || !strings.Contains(err.Error(), "holds the rooms") {
+		t.Fatalf("a read-only path above Root: %v", err)
+	}
+	b, err := New(Config{Root: root, Sandbox: SandboxNone, Walls: WallsWarn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(top, "env"), root, "/"} {
+		if _, err := b.OpenSpec(Spec{Job: "j", ReadOnly: []string{p}}); err == nil || !strings.Contains(err.Error(), "holds the rooms") {
+			t.Errorf("a job binding %s: %v", p, err)
+		}
+	}
+	r, err := b.OpenSpec(Spec{Job: "j", ReadOnly: []string{filepath.Join(top, "env2"), filepath.Join(top, "env", "room")}})
+	if err != nil {
+		t.Fatalf("paths beside the rooms: %v", err)
+	}
+	_ = r.Remove()
+}

@@ -185,7 +185,13 @@ func RunBox(ctx context.Context, cfg BoxConfig) (*BoxReport, error) {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, err
 	}
-	checkout, python, err := writeBoxHarness(dir, cfg.Python, cfg.JobDuration/boxLoopCount)
+	// The harness is beside the rooms, not above them: the sandbox binds
+	// the harness's environment, and a bind above the rooms is refused.
+	hdir := filepath.Join(dir, "harness")
+	if err := os.Mkdir(hdir, 0o755); err != nil {
+		return nil, err
+	}
+	checkout, python, err := writeBoxHarness(hdir, cfg.Python, cfg.JobDuration/boxLoopCount)
 	if err != nil {
 		return nil, err
 	}
