@@ -37,7 +37,8 @@
 //     the room's v1 cgroups, so nothing of the job runs outside them.
 //   - disk: the room is a tmpfs of Limits.Disk bytes that the worker
 //     mounts (unbindable: a sandbox binding a directory above the rooms
-//     gets no other room).
+//     gets no other room). No read-only or writable path may hold the
+//     rooms: New, and OpenSpec for a job's paths, refuse one.
 //
 // New checks each wall (Box.Walls) and, with Config.Walls "require" (the
 // default), fails naming any that cannot be built; "warn" logs them. A
@@ -79,6 +80,17 @@
 // Config.Sandbox "none" keeps only the user, the room, the cgroup and the
 // limits: no namespaces (the box's own benchmark, and hosts without
 // bubblewrap under walls "warn").
+//
+// # Warm rooms
+//
+// With Config.Warm "on" (a worker's default), once a job's command has
+// started the box builds the next room of the same Spec: its uid, tmpfs,
+// cgroups and sandbox, around a shell that waits (at nice 19 and the
+// least CPU weight) for the next job's command. OpenSpec hands it out
+// while it binds the same files; Start writes the command to the shell,
+// which becomes the job at the box's priority and weight. Finished rooms
+// are tidied in the background, and Close removes the warm rooms and
+// waits for the tidying. See warm_linux.go.
 package box
 
 import (
