@@ -32,6 +32,7 @@ type Worker struct {
 	events  *eventPublisher
 	failed  *failedBoards
 	excused *excusedDeliveries
+	streaks *hostStreaks
 	rec     *recordGate
 	metrics *Metrics
 
@@ -80,6 +81,7 @@ func New(cfg Config) (*Worker, error) {
 		statusKick: make(chan struct{}, 1),
 		failed:     newFailedBoards(),
 		excused:    newExcusedDeliveries(),
+		streaks:    newHostStreaks(),
 	}
 	w.rec = newRecordGate(cfg.Store, cfg.Sink, w.log, w.kickStatus)
 	w.events = newEventPublisher(js, w.log)
