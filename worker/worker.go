@@ -116,6 +116,9 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 		w.started.Store(false)
 	}()
+	// What jobs of a worker that died here left (processes, rooms,
+	// cgroups) goes before any slot claims.
+	w.sweep(ctx)
 	topo, err := topology.Ensure(ctx, w.js, topology.Config{AckWait: w.cfg.AckWait, Replicas: w.cfg.Replicas, Log: w.log})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)

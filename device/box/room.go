@@ -45,7 +45,9 @@ type Room struct {
 	hits     []Hit
 	// mounted is whether the room's tmpfs (Dir/j) is mounted.
 	mounted bool
-	spec    Spec
+	// hold is the room's locked record (sweep_linux.go), held until Remove.
+	hold *roomHold
+	spec Spec
 	// sandboxed are the commands Cmd wrapped in bwrap; their box pipes.
 	sandboxed map[*exec.Cmd]*handshake
 
@@ -124,7 +126,11 @@ func (b *Box) OpenSpec(spec Spec) (*Room, error) {
 	fail := func(what string, err error) (*Room, error) {
 		r.lease.release(false)
 		_ = RemoveRoom(dir)
+		r.hold.release()
 		return nil, fmt.Errorf("box: job %s: %s: %w", jobID, what, err)
+	}
+	if r.hold, err = holdRoom(dir); err != nil {
+		return fail("room", err)
 	}
 	if b.uids != nil {
 		if r.lease, err = b.uids.lease(); err != nil {
@@ -139,6 +145,9 @@ func (b *Box) OpenSpec(spec Spec) (*Room, error) {
 	// Cgroup names are listable by every job (/sys/fs/cgroup): they hold
 	// no part of the room's name.
 	cgName := "benchfleet-job-" + randomToken()
+	if err := r.note(cgName); err != nil {
+		return fail("room", err)
+	}
 	if b.cgroup != "" {
 		if r.cgroup, r.cgroupFD, err = makeCgroup(b.cgroup, cgName); err != nil {
 			return fail("cgroup", err)
@@ -485,6 +494,7 @@ func (r *Room) Remove() error {
 	if rerr := RemoveRoom(r.Dir); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("box: job %s: %w", r.job, rerr))
 	}
+	r.hold.release()
 	return err
 }
 
