@@ -127,8 +127,8 @@ func (a *attemptState) process(ctx context.Context) outcome {
 	a.excused = s.w.excused.count(job.ID)
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
 	if a.deliveries > 1 {
-		// Hosts that said they cannot run it, and the deliveries that
-		// costs no one: a first delivery has no record yet.
+		// The hosts that said they cannot run it, and the deliveries that
+		// cost the job nothing: a first delivery has no record yet.
 		a.loadHostFaults(ctx)
 	}
 

@@ -113,7 +113,8 @@ func (s SweepReport) String() string {
 // sweepUnrecordedAge is how old a room without a record (a worker died
 // between making its directory and its record, or an older version's
 // room) must be before Sweep removes it: a younger one may be a live
-// worker's, being made.
+// worker's, being made. One that a live process carries the mark of is
+// never removed (an older version's worker may still run its job).
 const sweepUnrecordedAge = time.Minute
 
 // Sweep cleans up after workers that died while their jobs ran: for each
@@ -130,11 +131,6 @@ func (b *Box) Sweep() (SweepReport, error) {
 		return rep, fmt.Errorf("box: sweep %s: %w", b.root, err)
 	}
 	var errs []error
-	type orphan struct {
-		dir  string
-		rec  roomRecord
-		hold *roomHold
-	}
 	var orphans []orphan
 	for _, dir := range dirs {
 		st, err := os.Lstat(dir)
@@ -166,6 +162,7 @@ func (b *Box) Sweep() (SweepReport, error) {
 		}
 		orphans = append(orphans, o)
 	}
+	orphans = withoutLiveUnrecorded(orphans)
 	if len(orphans) == 0 {
 		return rep, errors.Join(errs...)
 	}
@@ -383,4 +380,49 @@ func killPid(pid int) {
 	}
 	_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	unix.Close(fd)
+}
+
+// orphan is a room Sweep takes: its directory, and its record (hold nil
+// when it has none).
+type orphan struct {
+	dir  string
+	rec  roomRecord
+	hold *roomHold
+}
+
+// token is the room's token: the last part of its directory's name.
+func (o orphan) token() string {
+	base := filepath.Base(o.dir)
+	return base[strings.LastIndexByte(base, '-')+1:]
+}
+
+// withoutLiveUnrecorded drops the rooms without a record whose token a
+// live process carries as its mark.
+func withoutLiveUnrecorded(rooms []orphan) []orphan {
+	tokens := map[string]bool{}
+	for _, o := range rooms {
+		if o.hold == nil {
+			tokens[o.token()] = true
+		}
+	}
+	if len(tokens) == 0 {
+		return rooms
+	}
+	live := map[string]bool{}
+	pids, _ := allPids()
+	for _, pid := range pids {
+		if mark, ok := readMark(pid); ok {
+			if i := bytes.LastIndexByte(mark, '.'); i >= 0 && tokens[string(mark[i+1:])] {
+				live[string(mark[i+1:])] = true
+			}
+		}
+	}
+	out := rooms[:0]
+	for _, o := range rooms {
+		if o.hold == nil && live[o.token()] {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }

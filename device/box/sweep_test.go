@@ -167,3 +167,45 @@ func TestSweepCleansUpAfterAWorkerKilledWithJobsRunning(t *testing.T) {
 		})
 	}
 }
+
+// A room without a record (an older version's, or one whose worker died
+// while making it) is swept once it is older than a minute and no live
+// process carries its mark; a younger one, or one still in use, stays.
+func TestSweepRoomsWithoutARecord(t *testing.T) {
+	b := newBox(t, UserNone, CgroupOff)
+	old := time.Now().Add(-2 * sweepUnrecordedAge)
+	mk := func(name string, age time.Time) string {
+		d := filepath.Join(b.Root(), name)
+		if err := os.MkdirAll(filepath.Join(d, "j", "work"), 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(d, age, age); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	stale := mk("job-old-0123456789abcdef", old)
+	young := mk("job-young-1123456789abcdef", time.Now())
+	inUse := mk("job-used-2123456789abcdef", old)
+	user := exec.Command("/bin/sleep", "600")
+	user.Env = []string{EnvMark + "=someworker.2123456789abcdef"}
+	if err := user.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = user.Process.Kill(); _ = user.Wait() })
+	rep, err := b.Sweep()
+	if err != nil || rep.Rooms != 1 || rep.Processes != 0 {
+		t.Fatalf("sweep: %s (%v); want the stale room alone", rep, err)
+	}
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale room is still there (%v)", err)
+	}
+	for _, d := range []string{young, inUse} {
+		if _, err := os.Lstat(d); err != nil {
+			t.Fatalf("%s was swept: %v", d, err)
+		}
+	}
+	if user.ProcessState != nil {
+		t.Fatal("the process using a room was killed")
+	}
+}
