@@ -514,7 +514,7 @@ func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, builds
 				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe,
 					Box: isolation, Builds: builds}
 				if h.HealthProbe == "" {
-					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed on, and the host stays in service while its boards pass their check")
+					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed to another host, and this host leaves service for the harness when its board check fails or 3 different jobs in a row say so")
 				}
 			}
 			if r, err = kind.New(st, log); err != nil {

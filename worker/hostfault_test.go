@@ -2,15 +2,19 @@ package worker_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker"
 )
 
 // A tt-xla host that cannot import the test module (torch without
@@ -56,22 +60,14 @@ func TestTTXLAHostThatCannotImportLeavesServiceJobsPassElsewhere(t *testing.T) {
 
 // A job that prints pytest's conftest ImportError and exits 4 on a host
 // whose probe passes (a pull request can do that) does not take the host
-// out of service: it is handed on, and after faulting two deliveries it
-// is dead-lettered as failing on every host.
+// out of service. It is the only host serving the pool, so the job fails
+// on every host at its first delivery: dead-lettered as such, never run
+// there again.
 func TestJobClaimingABrokenHostDoesNotTakeItOutOfService(t *testing.T) {
 	t.Parallel()
 	f := newTTFleet(t)
-	c := harnesstest.NewCheckout(t, "forge", "", false)
-	// The pull request's test module: at collection it prints what pytest
-	// prints for a conftest that cannot be imported, and exits 4.
-	evil := filepath.Join(c.Workdir, "forge", "test", "benchmark", "test_evil.py")
-	if err := os.WriteFile(evil, []byte(`import os, sys
-print("\nImportError while loading conftest '/opt/tt-forge-onnx/forge/test/conftest.py'.", flush=True)
-print("ModuleNotFoundError: No module named 'forge'", flush=True)
-os._exit(4)
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The pull request's test module says the host is broken.
+	c := evilCheckout(t)
 	host := newTTHostWith(t, harnesstest.NewTTHost(t, 1), protocol.RunnerForge, c, nil)
 	w := f.start(t, "tt-probed", host.slots)
 	const run = "forge-false-host-fault"
@@ -93,8 +89,9 @@ os._exit(4)
 	if err := json.Unmarshal(m.Data, &dl); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(dl.Reason, "fails on every host") || !strings.Contains(dl.Reason, "the health probe passes") || dl.Attempts != 2 {
-		t.Fatalf("dead letter after %d attempts: %q, want 'fails on every host' with the passing probe after 2", dl.Attempts, dl.Reason)
+	if !strings.Contains(dl.Reason, "fails on every host") || !strings.Contains(dl.Reason, "(tt-probed)") ||
+		!strings.Contains(dl.Reason, "the health probe passes") || dl.Attempts != 1 {
+		t.Fatalf("dead letter after %d attempts: %q, want 'fails on every host' (tt-probed, the only one) with the passing probe after 1", dl.Attempts, dl.Reason)
 	}
 	if d := w.Status().Devices[0]; d.State == protocol.DeviceQuarantined {
 		t.Fatalf("the host left service on the job's word: %+v", d)
@@ -104,5 +101,66 @@ os._exit(4)
 	fleettest.Submit(t, f.js, f.topo, f.store, run+"-good", protocol.PriorityNormal, []*protocol.Job{good})
 	if r := f.results(t, run+"-good", 1)[good.ID]; r.Status != protocol.StatusPassed {
 		t.Fatalf("good job after: %s (%+v)", r.Status, r.Error)
+	}
+}
+
+// evilCheckout is a forge checkout with a test that prints what pytest
+// prints for a conftest that cannot be imported, and exits 4: a job that
+// only says its host is broken.
+func evilCheckout(t *testing.T) *harnesstest.Checkout {
+	t.Helper()
+	c := harnesstest.NewCheckout(t, "forge", "", false)
+	evil := filepath.Join(c.Workdir, "forge", "test", "benchmark", "test_evil.py")
+	if err := os.WriteFile(evil, []byte(`import os, sys
+print("\nImportError while loading conftest '/opt/tt-forge-onnx/forge/test/conftest.py'.", flush=True)
+print("ModuleNotFoundError: No module named 'forge'", flush=True)
+os._exit(4)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// With two hosts serving the pool, a job that says each host is broken
+// runs once on each (a host never runs a job again that said so there)
+// and is dead-lettered only after the second host said so too, naming
+// both; its host-fault record is gone once it is dead-lettered, and
+// neither host left service (their probes pass).
+func TestJobSayingEveryHostIsBrokenRunsOncePerHost(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	var workers []*worker.Worker
+	for _, id := range []string{"tt-a", "tt-b"} {
+		host := newTTHostWith(t, harnesstest.NewTTHost(t, 1), protocol.RunnerForge, evilCheckout(t), nil)
+		workers = append(workers, f.start(t, id, host.slots))
+	}
+	const run = "forge-evil-two-hosts"
+	j := harnessJob(t, run, protocol.RunnerForge, "forge/test/benchmark/test_evil.py::test_x", 1, 4, nil)
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	var dead protocol.Event
+	fleettest.Eventually(t, 2*time.Minute, "the job dead-lettered", func() bool {
+		evs := eventsOf(runEvents(t, f.js, run), j.ID, protocol.EventDead)
+		if len(evs) == 1 {
+			dead = evs[0]
+		}
+		return len(evs) == 1
+	})
+	if !strings.Contains(dead.Message, "fails on every host: 2 hosts (tt-a, tt-b)") {
+		t.Fatalf("dead letter %q: want it to fail on every host, naming tt-a and tt-b", dead.Message)
+	}
+	claimed := map[string]int{}
+	for _, e := range eventsOf(runEvents(t, f.js, run), j.ID, protocol.EventClaimed) {
+		claimed[e.Worker]++
+	}
+	if claimed["tt-a"] != 1 || claimed["tt-b"] != 1 {
+		t.Fatalf("the job ran %v times per host; want once on each", claimed)
+	}
+	if _, err := f.topo.Health.Get(t.Context(), protocol.HostFaultsKey(j.ID)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("host-fault record after the dead letter: %v; want none", err)
+	}
+	for _, w := range workers {
+		if d := w.Status().Devices[0]; d.State == protocol.DeviceQuarantined {
+			t.Fatalf("%s left service on the job's word: %+v", w.ID(), d)
+		}
 	}
 }

@@ -35,6 +35,9 @@ type attemptState struct {
 	// because it could not record their result (the host's fault): they
 	// do not count against MaxDeliver (see counted).
 	excused int
+	// hf is the job's host-fault record (hostfaults.go), read on a
+	// redelivery; nil when it has none.
+	hf      *protocol.JobHostFaults
 	log     zerolog.Logger
 	started time.Time
 	// hb keeps the claim alive (InProgress) from the delivery's first
@@ -63,8 +66,11 @@ func claimedTrust(msg jetstream.Msg) protocol.Trust {
 }
 
 // counted is the deliveries MaxDeliver bounds: those the job may be blamed
-// for (not those excused, nor passes by boards it avoids).
-func (a *attemptState) counted() int { return a.deliveries - a.excused - a.passes() }
+// for (not those excused, nor passes by boards it avoids, nor those its
+// host-fault record accounts for).
+func (a *attemptState) counted() int {
+	return a.deliveries - a.excused - a.passes() - a.hf.Excused()
+}
 
 // handle processes one delivery: it decides what the delivery comes to
 // (process) and settles it (slot.settle). It returns the infrastructure
@@ -120,6 +126,11 @@ func (a *attemptState) process(ctx context.Context) outcome {
 	a.job = job
 	a.excused = s.w.excused.count(job.ID)
 	a.log = s.log.With().Str("run", job.Run).Str("job", job.ID).Int("attempt", a.attempt).Logger()
+	if a.deliveries > 1 {
+		// The hosts that said they cannot run it, and the deliveries that
+		// cost the job nothing: a first delivery has no record yet.
+		a.loadHostFaults(ctx)
+	}
 
 	if a.counted() > s.w.cfg.MaxDeliver {
 		// Every failure a worker sees on the last delivery dead-letters
@@ -163,6 +174,9 @@ func (a *attemptState) process(ctx context.Context) outcome {
 		if err := k.CheckWheels(job); err != nil {
 			return a.invalid(pool, err.Error())
 		}
+	}
+	if a.hf.Has(s.w.cfg.ID) {
+		return a.passHostFault(ctx)
 	}
 	// A board that failed this job before (a hang leaves a board suspect:
 	// the job deserves a fresh one), or that the job avoids, passes it to an
@@ -267,6 +281,11 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	}
 	class, err := classifyRun(out, runErr, cause, ctx.Err() != nil)
 	switch class {
+	case runMeasured, runBenchmark, runInvalid, runJobFault:
+		// The harness ran to an end of its own here: this host can run it.
+		s.w.streaks.ran(s.runner.Name())
+	}
+	switch class {
 	case runStopped:
 		// Hand the job back, record nothing.
 		return outcome{act: actHandBack, cleanup: cleanup}
@@ -343,40 +362,6 @@ func (a *attemptState) run(ctx context.Context) outcome {
 		s.w.failed.add(job.ID, s.dev.ID)
 	}
 	return outcome{act: actRetry, cause: err, delay: s.w.cfg.backoff(a.deliveries), failure: err, cleanup: cleanup}
-}
-
-// maxHostFaults is how many host faults a job may cause (its deliveries
-// count): at the last it is dead-lettered as failing on every host.
-const maxHostFaults = 2
-
-// hostFault decides a run that says its host cannot run the harness. The
-// job under test can say so falsely (print pytest's ImportError and exit
-// 4), so the host leaves service only when the runner's probe (a
-// known-good job) fails too, or, without one, the board's check; the job
-// goes to another host at once, and after maxHostFaults deliveries it is
-// dead-lettered. The outcome's failure, which the slot's health follows,
-// is the fault when confirmed, else nil (the board stays in service).
-func (a *attemptState) hostFault(ctx context.Context, host *device.HostError) outcome {
-	s := a.s
-	confirmed, why := true, "found by the worker"
-	if !host.Found {
-		confirmed, why = s.confirmHostFault(ctx)
-	}
-	s.w.failedOnHost(a.job.ID, s.runner)
-	var o outcome
-	// A fault the worker found itself is the host's alone: it never
-	// makes the job one that fails on every host.
-	if a.counted() >= maxHostFaults && !host.Found {
-		o = outcome{act: actDead, reason: fmt.Sprintf("fails on every host: %d deliveries said the host cannot run the harness (last: %s; %s)", a.counted(), host.Reason, why)}
-	} else {
-		o = outcome{act: actRetry, cause: fmt.Errorf("%w (%s)", host, why)}
-	}
-	if !confirmed {
-		a.log.Warn().Str("reason", host.Reason).Str("probe", why).Msg("the job says this host cannot run the harness, but the host passes its probe: it stays in service")
-		return o
-	}
-	o.failure = &device.HostError{Reason: host.Reason + " (" + why + ")", Found: host.Found}
-	return o
 }
 
 // invalid decides a job that cannot run: a dead letter with the reason,

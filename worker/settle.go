@@ -61,8 +61,9 @@ type outcome struct {
 	result *protocol.Result
 	files  []storage.ArtifactFile
 	// reason is the dead letter's reason (actDead, actTerm; actRecord: an
-	// invalid job, dead-lettered before its result is recorded) and pool
-	// the pool it is filed under.
+	// invalid job, dead-lettered before its result is recorded; actPass:
+	// why the job is handed back, for the log) and pool the pool it is
+	// filed under.
 	reason string
 	pool   string
 	// cause is why the job goes back (actRetry, actUnrecordable), delay how
@@ -270,6 +271,7 @@ func (a *attemptState) settle(ctx context.Context, o outcome) {
 	case actAck:
 		a.log.Info().Msg("result already recorded; acknowledging the duplicate delivery")
 		a.ack(ctx)
+		a.forgetHostFaults(ctx)
 	case actRetry:
 		a.retry(ctx, o.cause, o.delay)
 	case actDead:
@@ -287,7 +289,11 @@ func (a *attemptState) settle(ctx context.Context, o outcome) {
 		a.log.Warn().Msg("worker stopping: job handed back for redelivery")
 		a.nak()
 	case actPass:
-		a.log.Info().Dur("delay", o.delay).Msg("the job avoids this board: handed back for another worker's board")
+		why := o.reason
+		if why == "" {
+			why = "the job avoids this board: handed back for another worker's board"
+		}
+		a.log.Info().Dur("delay", o.delay).Msg(why)
 		a.nakAfter(o.delay)
 	case actPassedOn:
 	}
@@ -326,6 +332,7 @@ func (a *attemptState) record(ctx context.Context, o outcome) {
 			a.log.Info().Msg("result already recorded by an earlier attempt; nothing new recorded")
 			a.ack(ctx)
 			a.s.w.excused.forget(r.Job)
+			a.forgetHostFaults(ctx)
 			return
 		}
 	case actHandBack:
@@ -370,6 +377,7 @@ func (a *attemptState) record(ctx context.Context, o outcome) {
 	a.ack(ctx)
 	a.s.w.failed.forget(r.Job)
 	a.s.w.excused.forget(r.Job)
+	a.forgetHostFaults(ctx)
 	a.event(ctx, protocol.Event{Kind: kind, Status: r.Status, Result: key, ResultSpooled: spooled, Message: msg,
 		SamplesPerSec: r.Measurements.SamplesPerSec, PCC: r.PCC.Value})
 	a.log.Info().Str("status", string(r.Status)).Float64("samples_per_sec", r.Measurements.SamplesPerSec).
@@ -426,6 +434,7 @@ func (a *attemptState) dead(ctx context.Context, reason string) {
 		return
 	}
 	a.recordDead(ctx, reason)
+	a.forgetHostFaults(ctx)
 	a.event(ctx, protocol.Event{Kind: protocol.EventDead, Message: reason})
 	a.term(reason)
 }

@@ -333,24 +333,24 @@ func (s *slot) checkHealth(ctx context.Context) error {
 const probeTimeout = 30 * time.Minute
 
 // confirmHostFault runs the runner's probe (a known-good job) or, without
-// one, the board's health check: confirmed is true when it fails. why
-// says what was run and how it went.
-func (s *slot) confirmHostFault(ctx context.Context) (confirmed bool, why string) {
+// one, the board's health check: confirmed is true when it fails, probed
+// when a probe is configured. why says what was run and how it went.
+func (s *slot) confirmHostFault(ctx context.Context) (confirmed, probed bool, why string) {
 	if p, ok := s.runner.(device.Prober); ok {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		defer cancel()
 		configured, err := p.Probe(pctx, s.dev)
 		switch {
 		case configured && err != nil:
-			return true, "confirmed: " + err.Error()
+			return true, true, "confirmed: " + err.Error()
 		case configured:
-			return false, "the health probe passes on this host"
+			return false, true, "the health probe passes on this host"
 		}
 	}
 	if err := s.checkHealth(ctx); err != nil {
-		return true, "confirmed: the board check fails: " + err.Error()
+		return true, false, "confirmed: the board check fails: " + err.Error()
 	}
-	return false, "no health probe configured and the board check passes"
+	return false, false, "no health probe configured and the board check passes"
 }
 
 // checkAfterJobFault checks the board after a job that brought about its

@@ -32,6 +32,7 @@ type Worker struct {
 	events  *eventPublisher
 	failed  *failedBoards
 	excused *excusedDeliveries
+	streaks *hostStreaks
 	rec     *recordGate
 	metrics *Metrics
 
@@ -80,6 +81,7 @@ func New(cfg Config) (*Worker, error) {
 		statusKick: make(chan struct{}, 1),
 		failed:     newFailedBoards(),
 		excused:    newExcusedDeliveries(),
+		streaks:    newHostStreaks(),
 	}
 	w.rec = newRecordGate(cfg.Store, cfg.Sink, w.log, w.kickStatus)
 	w.events = newEventPublisher(js, w.log)
@@ -114,6 +116,9 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 		w.started.Store(false)
 	}()
+	// What jobs of a worker that died here left (processes, rooms,
+	// cgroups) goes before any slot claims.
+	w.sweep(ctx)
 	topo, err := topology.Ensure(ctx, w.js, topology.Config{AckWait: w.cfg.AckWait, Replicas: w.cfg.Replicas, Log: w.log})
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)

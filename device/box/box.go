@@ -52,6 +52,8 @@
 //
 //	<Root>/                    0711, the worker's
 //	  job-<id>-<random>/       0711, the worker's: Room.Dir
+//	    .room                  0600, the worker's record (its uid, its
+//	                           cgroups), locked while the worker lives
 //	    j/                     0711, the room's tmpfs
 //	      work/                0700, the job user's: its working directory
 //	      tmp/                 0700, the job user's: its TMPDIR
@@ -76,6 +78,10 @@
 // variable). The job's main process also gets SIGKILL as its parent-death
 // signal, and bubblewrap --die-with-parent: if the worker dies, the job
 // dies too.
+//
+// A worker that dies with jobs running leaves their rooms: Sweep, at the
+// next worker's start, kills what they still run and removes them (see
+// sweep_linux.go).
 //
 // Config.Sandbox "none" keeps only the user, the room, the cgroup and the
 // limits: no namespaces (the box's own benchmark, and hosts without

@@ -20,7 +20,11 @@ import (
 // TestMain runs the test binary as a helper process when BOX_TEST_HELPER
 // is set (see runHelper), as the tests themselves otherwise.
 func TestMain(m *testing.M) {
-	if os.Getenv("BOX_TEST_HELPER") != "" {
+	switch os.Getenv("BOX_TEST_HELPER") {
+	case "":
+	case "sweep":
+		os.Exit(sweepHelper())
+	default:
 		os.Exit(runHelper())
 	}
 	os.Exit(m.Run())

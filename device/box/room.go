@@ -51,7 +51,9 @@ type Room struct {
 	prepared bool
 	// mounted is whether the room's tmpfs (Dir/j) is mounted.
 	mounted bool
-	spec    Spec
+	// hold is the room's locked record (sweep_linux.go), held until Remove.
+	hold *roomHold
+	spec Spec
 	// sandboxed are the commands Cmd wrapped in bwrap; their box pipes.
 	sandboxed map[*exec.Cmd]*handshake
 
@@ -145,7 +147,11 @@ func (b *Box) open(spec Spec) (*Room, error) {
 	fail := func(what string, err error) (*Room, error) {
 		r.lease.release(false)
 		_ = RemoveRoom(dir)
+		r.hold.release()
 		return nil, fmt.Errorf("box: job %s: %s: %w", jobID, what, err)
+	}
+	if r.hold, err = holdRoom(dir); err != nil {
+		return fail("room", err)
 	}
 	if b.uids != nil {
 		if r.lease, err = b.uids.lease(); err != nil {
@@ -160,6 +166,9 @@ func (b *Box) open(spec Spec) (*Room, error) {
 	// Cgroup names are listable by every job (/sys/fs/cgroup): they hold
 	// no part of the room's name.
 	cgName := "benchfleet-job-" + randomToken()
+	if err := r.note(cgName); err != nil {
+		return fail("room", err)
+	}
 	if b.cgroup != "" {
 		if r.cgroup, r.cgroupFD, err = makeCgroup(b.cgroup, cgName); err != nil {
 			return fail("cgroup", err)
@@ -570,6 +579,7 @@ func (r *Room) Remove() error {
 	if !r.box.later(remove) {
 		err = errors.Join(err, remove())
 	}
+	r.hold.release()
 	return err
 }
 

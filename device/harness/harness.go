@@ -357,6 +357,11 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		}
 		spec.Files[f] = filepath.Join(checkout, f)
 	}
+	// A board another process holds (a leftover of a crashed worker's,
+	// an operator's tool) is the board's fault, never the job's.
+	if err := r.boardFree(ctx, dev); err != nil {
+		return nil, err
+	}
 	room, err := r.box.OpenSpec(spec)
 	if err != nil {
 		return nil, device.Infra("%s: %v", r.Name(), err)
@@ -472,7 +477,7 @@ func (r *Runner) Run(ctx context.Context, job *protocol.Job, dev device.Device, 
 		rec.Artifact(ArtifactReport, reportPath)
 	}
 	if err := classify(r.Name(), job.Benchmark.Test, code, sig, sc, readErr); err != nil {
-		return nil, err
+		return nil, busyAfter(r.Name(), dev, err)
 	}
 	out, err := r.p.Outcome(data, job.Benchmark, sc)
 	if err != nil {
