@@ -376,12 +376,12 @@ func (r *Room) Start(cmd *exec.Cmd) error {
 }
 
 // prepareNext starts the making of a warm room for the next job of the
-// room's Spec, once per room, when its job has started (not before: its
-// start then competes with no other sandbox's).
+// room's Spec, once per room, warmAfter after its job started.
 func (r *Room) prepareNext() {
-	if !r.prepared {
+	if !r.prepared && r.box.warmOn {
 		r.prepared = true
-		r.box.prepareWarm(r.spec)
+		spec := r.spec
+		time.AfterFunc(warmAfter, func() { r.box.prepareWarm(spec) })
 	}
 }
 
