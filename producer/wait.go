@@ -482,6 +482,9 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 	if err := w.scanResults(ctx, states, func(st *JobState, r *protocol.Result) { st.Result = r }); err != nil {
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
 	}
+	if w.JS == nil {
+		return states, nil // results only (NATS not reachable)
+	}
 	_, err := readStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, w.Ephemeral, func(m jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {
 			if st, ok := states[e.Job]; ok {
