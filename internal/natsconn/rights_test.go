@@ -21,7 +21,7 @@ func TestRightsMayPublish(t *testing.T) {
 		{producer, "$KV.bench-health.w1.d0", false},
 		{Rights{Known: true, deny: []string{"bench.>"}}, "bench.jobs.sim.low", false},
 		{Rights{Known: true, deny: []string{"bench.>"}}, "other", true}, // no allow list: all but the denied
-		{Rights{}, "$JS.API.STREAM.MSG.DELETE.BENCH_JOBS", true},           // unknown: try
+		{Rights{}, "$JS.API.STREAM.MSG.DELETE.BENCH_JOBS", true},        // unknown: try
 	} {
 		if got := c.r.MayPublish(c.subject); got != c.want {
 			t.Errorf("%s MayPublish(%q) = %v, want %v", c.r.User, c.subject, got, c.want)

@@ -67,9 +67,9 @@ const (
 	// stopped heartbeating: readers list a worker silent for over
 	// protocol.WorkerStaleAfter as lost, with what it was running. A
 	// worker that stops cleanly removes its record.
-	DefaultWorkerTTL = time.Hour
-	DefaultTimeout         = 30 * time.Second
-	DefaultCallTimeout     = 3 * time.Second
+	DefaultWorkerTTL   = time.Hour
+	DefaultTimeout     = 30 * time.Second
+	DefaultCallTimeout = 3 * time.Second
 	// MaxJobMsgBytes is the job stream's message size limit, a little over
 	// protocol.MaxJobBytes so that oversize jobs reach the worker and are
 	// dead-lettered with a reason instead of vanishing at publish.

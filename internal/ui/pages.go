@@ -72,10 +72,10 @@ type homeData struct {
 	// Lost counts the boards of lost workers (heartbeat lapsed).
 	Lost int
 	// Unread says which runs were not read within the page's budget.
-	Unread string
-	Queues               []queueRow
-	Active, Recent       []runView
-	Errors               []string
+	Unread         string
+	Queues         []queueRow
+	Active, Recent []runView
+	Errors         []string
 	// Window is the span the boards' done and failures cover ("24 h");
 	// Counted says where they come from.
 	Window, Counted string
@@ -316,16 +316,16 @@ func gateTxt(js *producer.JobState, v producer.Verdict, runOver bool) string {
 }
 
 type runData struct {
-	Manifest   *protocol.RunManifest
-	State      string
-	Cancelled  bool
+	Manifest  *protocol.RunManifest
+	State     string
+	Cancelled bool
 	// CanCancel: this dashboard's NATS user may cancel the run; else
 	// CancelNeeds says who may.
 	CanCancel   bool
 	CancelNeeds string
 	// Lost names the lost workers (heartbeat lapsed) some of whose jobs
 	// the run shows running: redelivered after the ack wait.
-	Lost []string
+	Lost       []string
 	Progress   producer.Progress
 	Done       int
 	Finished   bool
