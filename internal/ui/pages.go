@@ -670,6 +670,9 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 		return "", errors.New(why)
 	}
 	out, err := producer.CancelRun(r.Context(), s.cfg.JS, producer.CancelRequest{Run: run, Store: s.cfg.Store})
+	if c, ok := s.cfg.Topology.Runs.(*kvCache); ok {
+		c.forget(protocol.CancelKey(run)) // set through the run's own bucket handle
+	}
 	if err != nil {
 		return "", err
 	}
