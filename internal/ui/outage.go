@@ -77,8 +77,9 @@ type banner struct {
 
 type healthKey struct{}
 
-// probe checks NATS (the connection, then a JetStream call: with its
-// quorum lost a cluster answers no JetStream request) and the store (an
+// probe checks NATS (the connection, then the list of streams and the
+// info of the bench-runs stream, which only the cluster's leaders answer:
+// none while it has lost its quorum) and the store (an
 // existence query), at once and each within probeTimeout, records what it
 // found for the outage banners and returns it. It is the first thing a
 // page does; a page skips the reads of a source that did not answer.
@@ -108,7 +109,20 @@ func (s *Server) probeNATS(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if _, err := s.cfg.JS.AccountInfo(ctx); err != nil {
+	// The list of streams needs the cluster's meta leader, a stream's info
+	// its leader: while a cluster lacks its quorum there is neither (the
+	// account's info is answered anyway).
+	var merr, serr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		names := s.cfg.JS.StreamNames(ctx)
+		for range names.Name() {
+		}
+		merr = names.Err()
+	})
+	wg.Go(func() { _, serr = s.cfg.Topology.Runs.Status(ctx) })
+	wg.Wait()
+	if err := errors.Join(merr, serr); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 			strings.Contains(err.Error(), "temporarily unavailable") {
 			return fmt.Errorf("connected, but JetStream did not answer in %s: the cluster has no leader (an election, or a lost quorum)", probeTimeout)

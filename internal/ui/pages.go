@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,13 @@ type homeData struct {
 	Quarantined, Flagged int
 	// Lost counts the boards of lost workers (heartbeat lapsed).
 	Lost int
+	// NATSDown: NATS did not answer; the fleet, queues and runs are not
+	// known, and Stored lists the runs with results of the last day.
+	NATSDown bool
+	Stored   []storedRun
+	// StoreDown: the store did not answer; runs show their events'
+	// progress.
+	StoreDown bool
 	// Unread says which runs were not read within the page's budget.
 	Unread         string
 	Queues         []queueRow
@@ -112,6 +120,13 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	keepFleet(r, fleet)
 	producer.FlagBoards(fleet)
 	now := time.Now()
+	d.StoreDown = !h.Store
+	if d.NATSDown = !h.NATS; d.NATSDown && h.Store {
+		var err error
+		if d.Stored, err = storedRuns(ctx, s.cfg.Store, now, s.cfg.RecentRuns); err != nil {
+			d.Errors = append(d.Errors, err.Error())
+		}
+	}
 	var from time.Time // the oldest run still going: its results land in its date partition
 	for _, rs := range runs {
 		if rs.Progress != nil && (rs.State == producer.RunQueued || rs.State == producer.RunRunning) &&
@@ -316,6 +331,11 @@ func gateTxt(js *producer.JobState, v producer.Verdict, runOver bool) string {
 }
 
 type runData struct {
+	// Unknown counts the jobs whose state is not known: not ended in the
+	// store, and NATS (their events) not answering.
+	Unknown int
+	// Warn says what could not be read.
+	Warn      string
 	Manifest  *protocol.RunManifest
 	State     string
 	Cancelled bool
@@ -361,6 +381,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := s.watcher(m, h).Snapshot(ctx)
+	var warn string
+	if err != nil && h.NATS {
+		// The events could not be read (a cluster electing, or losing
+		// its quorum, before the probe saw it): the stored results alone.
+		warn = fmt.Sprintf("The run's events could not be read (%v): jobs without a stored result are not known.", err)
+		h.NATS = false
+		st, err = s.watcher(m, h).Snapshot(ctx)
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -369,11 +397,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if h.NATS {
 		_, cerr = s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
 	}
-	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: producer.ProgressOf(m, st), GateConfig: s.cfg.Gate.String()}
+	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: producer.ProgressOf(m, st), GateConfig: s.cfg.Gate.String(), Warn: warn}
 	if s.operator(r) {
 		d.CanCancel, d.CancelNeeds = s.mayCancel(ctx, m.Run)
 	}
 	d.State = producer.RunState(d.Progress, d.Cancelled)
+	if !h.NATS && !d.Progress.Ended() {
+		d.State = "not known"
+	}
 	d.Done = d.Progress.All.Done()
 	d.Finished = d.Progress.Ended()
 	rep, err := s.report(ctx, m, st)
@@ -403,6 +434,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		js := st[row.Job]
 		jr := jobRow{Row: row, State: js, Gate: &rep.Verdicts[i]}
 		jr.StatusTxt, jr.Class = statusOf(js)
+		if !h.NATS && !js.Terminal() {
+			jr.StatusTxt = "not known: no result stored, and NATS (its events) is not answering"
+			d.Unknown++
+		}
 		jr.GateTxt = gateTxt(js, jr.Gate.Verdict, d.Cancelled)
 		jr.Worker, jr.Board = js.Worker, js.Device
 		if js.Result != nil {
@@ -772,4 +807,45 @@ func lostOf(fleet []protocol.WorkerStatus, states map[string]*producer.JobState)
 		}
 	}
 	return out
+}
+
+// storedRun is a run as the store alone shows it: its results of the
+// last day (while NATS, which holds the runs, does not answer).
+type storedRun struct {
+	Run       string
+	CreatedAt time.Time
+	// Results counts its stored results; Passed and NotPassed of them.
+	Results, Passed, NotPassed int
+}
+
+// storedRuns are the runs with results created in the day before now,
+// newest first, at most n.
+func storedRuns(ctx context.Context, b storage.Bucket, now time.Time, n int) ([]storedRun, error) {
+	rs, _, err := storage.Query(ctx, b, storage.Filter{Since: now.Add(-24 * time.Hour)})
+	if err != nil {
+		return nil, fmt.Errorf("runs in the store: %w", err)
+	}
+	by := map[string]*storedRun{}
+	for _, r := range rs {
+		sr := by[r.Run]
+		if sr == nil {
+			sr = &storedRun{Run: r.Run, CreatedAt: r.RunCreatedAt}
+			by[r.Run] = sr
+		}
+		sr.Results++
+		if r.Status == protocol.StatusPassed {
+			sr.Passed++
+		} else {
+			sr.NotPassed++
+		}
+	}
+	out := make([]storedRun, 0, len(by))
+	for _, sr := range by {
+		out = append(out, *sr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
 }
