@@ -169,6 +169,7 @@ func (s *Server) pageHealth(r *http.Request) (context.Context, context.CancelFun
 	h := s.probe(ctx)
 	if ps, ok := r.Context().Value(healthKey{}).(*pageState); ok {
 		ps.h, ps.probed = h, true
+		ps.deadline, _ = ctx.Deadline()
 	}
 	return ctx, cancel, h
 }
@@ -222,6 +223,8 @@ func since(t, now time.Time) string {
 type pageState struct {
 	probed bool
 	h      health
+	// deadline ends the page's reads (PageBudget after its probe began).
+	deadline time.Time
 	// fleet is the fleet the page read (nil: not read).
 	fleet []protocol.WorkerStatus
 }
@@ -244,10 +247,13 @@ func (s *Server) pageBanners(r *http.Request) []banner {
 		ctx, cancel := context.WithTimeout(r.Context(), PageBudget)
 		defer cancel()
 		ps.h, ps.probed = s.probe(ctx), true
+		ps.deadline, _ = ctx.Deadline()
 	}
 	fleet := ps.fleet
-	if !ps.h.Store && ps.h.NATS && fleet == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), probeTimeout)
+	if !ps.h.Store && ps.h.NATS && fleet == nil && time.Until(ps.deadline) > 0 {
+		// What the workers have spooled, within what is left of the page's
+		// budget.
+		ctx, cancel := context.WithDeadline(r.Context(), ps.deadline)
 		defer cancel()
 		fleet, _ = producer.ReadFleet(ctx, s.cfg.Topology.Workers)
 	}
