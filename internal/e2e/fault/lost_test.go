@@ -79,7 +79,7 @@ func TestKilledWorkerIsListedLost(t *testing.T) {
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	for page, wants := range map[string][]string{
-		"/":             {`class="tag lost"`, `<span class="lost" id="lost-count">2 lost</span>`, "/runs/" + run + "/jobs/" + jobs[0].ID},
+		"/":            {`class="tag lost"`, `<span class="lost" id="lost-count">2 lost</span>`, "/runs/" + run + "/jobs/" + jobs[0].ID},
 		"/runs/" + run: {"Lost worker doomed on", "2 jobs, redelivered after the ack wait"},
 	} {
 		resp, err := http.Get(hs.URL + page)
