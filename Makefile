@@ -23,11 +23,24 @@ tools:
 	./scripts/install-bubblewrap.sh
 	./scripts/install-duckdb.sh
 
-build:
-	$(GO) build -o bin/benchfleet ./cmd/benchfleet
+# What `benchfleet version` names (and every worker's heartbeat, result and
+# /metrics): this tree's commit, read from git here because go's own VCS
+# stamp is missing in a git worktree and with -buildvcs=false. Outside a
+# checkout they are empty and the binary says "unknown".
+VERSION_PKG := github.com/benchfleet/benchfleet/internal/version
+LDFLAGS := -X $(VERSION_PKG).stampVersion=$(shell git describe --tags --dirty 2>/dev/null) \
+	-X $(VERSION_PKG).stampRevision=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).stampTime=$(shell git log -1 --format=%cI 2>/dev/null) \
+	-X $(VERSION_PKG).stampModified=$(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo true)
+BIN ?= bin/benchfleet
 
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/benchfleet
+
+# gofmt, go.mod and go.sum tidy (go mod tidy changes nothing), go vet.
 vet:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
 
 # The benchfleet binary the tests run, built once for the whole run
@@ -35,7 +48,7 @@ vet:
 TESTBIN := $(CURDIR)/.tools/test/benchfleet
 
 unit:
-	$(GO) build -o $(TESTBIN) ./cmd/benchfleet
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(TESTBIN) ./cmd/benchfleet
 	BENCHFLEET_TEST_BINARY=$(TESTBIN) BENCHFLEET_REQUIRE_S3=1 BENCHFLEET_REQUIRE_PYTEST=1 BENCHFLEET_REQUIRE_BOX=1 BENCHFLEET_REQUIRE_PYDANTIC=1 BENCHFLEET_REQUIRE_BROWSER=1 BENCHFLEET_REQUIRE_DUCKDB=1 AWS_EC2_METADATA_DISABLED=true $(GO) test -count=1 -timeout 20m ./...
 
 # The packages with the most concurrency, under the race detector.

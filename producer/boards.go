@@ -75,6 +75,9 @@ func FlagBoards(sts []protocol.WorkerStatus) {
 	type sum struct{ jobs, failures int }
 	pools := map[string]sum{}
 	for _, st := range sts {
+		if st.Lost {
+			continue
+		}
 		for _, d := range st.Devices {
 			if d.Health != nil {
 				p := pools[d.Pool]
@@ -85,6 +88,9 @@ func FlagBoards(sts []protocol.WorkerStatus) {
 		}
 	}
 	for i := range sts {
+		if sts[i].Lost {
+			continue
+		}
 		for j := range sts[i].Devices {
 			d := &sts[i].Devices[j]
 			h := d.Health

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -38,8 +39,11 @@ type CancelOutcome struct {
 	Finished bool
 	// Removed counts the queued jobs deleted from their stream.
 	Removed int
-	// Queued counts the queued jobs left in their stream (LeaveQueued):
-	// each is dropped, cancelled, when a worker claims it.
+	// Queued counts the queued jobs left in their stream (LeaveQueued, or
+	// a user that may not delete them, as deploy/nats's producer): each
+	// is dropped, cancelled, when a worker claims it. With a store, each
+	// has its cancelled result already (the run's views end it at once,
+	// and the worker that claims it finds the result and runs nothing).
 	Queued int
 	// Running counts the jobs running now on live workers, which stop
 	// them.
@@ -54,7 +58,11 @@ type CancelOutcome struct {
 // (workers stop the run's running jobs and drop any they claim later), then
 // deletes the run's jobs still waiting in BENCH_JOBS, including those of
 // pools no worker serves, and ends each with a cancelled event (and a
-// cancelled result when req.Store is set). A run whose jobs have all ended
+// cancelled result when req.Store is set). A user the server does not let
+// delete queued jobs (natsconn.Rights: deploy/nats's producer, whose
+// right would reach every run's jobs) leaves them queued instead, each
+// still ended with its cancelled result and event, and the worker that
+// claims one drops it (Queued). A run whose jobs have all ended
 // is left as it is (Finished). An unknown run is jetstream.ErrKeyNotFound.
 // It opens the topology and creates nothing.
 func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (*CancelOutcome, error) {
@@ -88,9 +96,9 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 	// untrusted run). A job of another run's name that the untrusted
 	// producer put on its stream is the worker's to refuse.
 	now := time.Now().UTC()
-	stream, trust := topo.Jobs, protocol.RunTrust(req.Run)
+	stream, name, trust := topo.Jobs, protocol.StreamJobs, protocol.RunTrust(req.Run)
 	if trust.Untrusted() {
-		stream = topo.Untrusted
+		stream, name = topo.Untrusted, protocol.StreamUntrusted
 	}
 	switch {
 	case req.LeaveQueued:
@@ -100,7 +108,10 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 			}
 		}
 	case stream != nil:
-		if err := removeQueued(ctx, js, stream, trust, req, m, states, now, out); err != nil {
+		// What the server lets this user do (unknown rights: try).
+		rights, _ := natsconn.ReadRights(ctx, js.Conn())
+		q := queued{del: rights.MayPublish("$JS.API.STREAM.MSG.DELETE." + name), events: rights.MayPublish(protocol.EventSubject(req.Run, "x"))}
+		if err := q.end(ctx, js, stream, trust, req, m, states, now, out); err != nil {
 			return nil, err
 		}
 	}
@@ -153,10 +164,15 @@ func nJobs(n int) string {
 	return fmt.Sprintf("%d jobs", n)
 }
 
-// removeQueued removes the queued jobs of req.Run from stream (one of the
-// job streams, of trust), each ended with a cancelled result (when req has
-// a store) and event.
-func removeQueued(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, trust protocol.Trust, req CancelRequest, m *protocol.RunManifest, states map[string]*JobState, now time.Time, out *CancelOutcome) error {
+// queued is what CancelRun may do to a run's queued jobs: delete them
+// (del) and publish their cancelled events (events).
+type queued struct{ del, events bool }
+
+// end ends the queued jobs of req.Run in stream (one of the job streams,
+// of trust): each removed (q.del; else left for the worker that claims it
+// to drop, counted in out.Queued) and ended with a cancelled result (when
+// req has a store) and event (q.events).
+func (q queued) end(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, trust protocol.Trust, req CancelRequest, m *protocol.RunManifest, states map[string]*JobState, now time.Time, out *CancelOutcome) error {
 	info, err := stream.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", req.Run, err)
@@ -177,16 +193,21 @@ func removeQueued(ctx context.Context, js jetstream.JetStream, stream jetstream.
 		if ok && st.OnBoard() {
 			continue // running: its worker stops it and records the result
 		}
-		if err := stream.DeleteMsg(ctx, seq); err != nil {
-			if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
-				// Claimed and acknowledged meanwhile (the server reports
-				// "no message found"); a worker that claims it drops it.
-				continue
+		why := "run cancelled before the job started (left in the queue: the worker that claims it drops it)"
+		if q.del {
+			if err := stream.DeleteMsg(ctx, seq); err != nil {
+				if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+					// Claimed and acknowledged meanwhile (the server reports
+					// "no message found"); a worker that claims it drops it.
+					continue
+				}
+				return fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
 			}
-			return fmt.Errorf("cancel %s: remove queued job %s: %w", req.Run, j.ID, err)
+			out.Removed++
+			why = "run cancelled before the job started (removed from the queue)"
+		} else {
+			out.Queued++
 		}
-		out.Removed++
-		const why = "run cancelled before the job started (removed from the queue)"
 		var key string
 		recordedElsewhere := false
 		if req.Store != nil && j.ID != "" {
@@ -205,7 +226,7 @@ func removeQueued(ctx context.Context, js jetstream.JetStream, stream jetstream.
 				recordedElsewhere = true
 			}
 		}
-		if recordedElsewhere {
+		if recordedElsewhere || !q.events {
 			continue
 		}
 		publishEvent(js, protocol.Event{Schema: protocol.SchemaEvent, Run: j.Run, Job: j.ID, Time: now,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -137,4 +138,27 @@ func RetryDead(ctx context.Context, js jetstream.JetStream, id string) (*Requeue
 		}
 	}
 	return &RequeuedJob{Job: job, Queue: q}, nil
+}
+
+// InvalidReasonPrefix begins the reason of every dead letter of a job a
+// worker found invalid (bad schema, unknown runner or model, a pool its
+// boards do not serve).
+const InvalidReasonPrefix = "invalid job:"
+
+// NotRetryable says why the dead letter's job is not worth re-queuing as
+// it is ("" when it is): a job dead-lettered as invalid, or whose payload
+// is not a valid job of its own id, would fail the same way. Submit a
+// corrected job instead.
+func (e DeadEntry) NotRetryable() string {
+	if strings.HasPrefix(e.Reason, InvalidReasonPrefix) {
+		return "an invalid job: re-queued as it is, it would fail the same way; submit a corrected job"
+	}
+	job, err := protocol.DecodeJob(e.Letter.Payload)
+	if err == nil {
+		err = job.CheckID()
+	}
+	if err != nil {
+		return "its payload is not a valid job of its id, so it cannot run again as it is"
+	}
+	return ""
 }

@@ -13,8 +13,11 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// ReadFleet returns the live workers' statuses (the bench-workers bucket;
-// a worker that stopped heartbeating has expired from it), sorted by id.
+// ReadFleet returns the workers' statuses in the bench-workers bucket,
+// sorted by id: the live ones, and those whose heartbeat lapsed (killed,
+// hung or cut off) marked Lost, with the devices and jobs of their last
+// heartbeat, until the bucket's TTL removes them. A worker that stopped
+// cleanly has removed its record.
 func ReadFleet(ctx context.Context, workers jetstream.KeyValue) ([]protocol.WorkerStatus, error) {
 	lister, err := workers.ListKeys(ctx)
 	if err != nil {
@@ -31,6 +34,7 @@ func ReadFleet(ctx context.Context, workers jetstream.KeyValue) ([]protocol.Work
 		}
 		var st protocol.WorkerStatus
 		if json.Unmarshal(e.Value(), &st) == nil {
+			st.Lost = !st.Live(time.Now())
 			out = append(out, st)
 		}
 	}
@@ -40,12 +44,12 @@ func ReadFleet(ctx context.Context, workers jetstream.KeyValue) ([]protocol.Work
 
 // UnservedPools returns the pools of jobs (sorted, each once) that no live
 // worker of fleet serves with a usable device: jobs for them wait in the
-// queue until such a worker starts. A draining worker and a quarantined
-// device serve nothing.
+// queue until such a worker starts. A draining or lost worker and a
+// quarantined device serve nothing.
 func UnservedPools(fleet []protocol.WorkerStatus, jobs []protocol.ManifestJob) []string {
 	served := map[string]bool{}
 	for _, w := range fleet {
-		if w.Draining {
+		if w.Draining || !w.Live(time.Now()) {
 			continue
 		}
 		for _, d := range w.Devices {

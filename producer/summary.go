@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,11 @@ type Row struct {
 	// judged on SamplesPerSec alone.
 	Median float64
 	Result *protocol.Result
+	// Activity is what a job that has not ended is doing (JobState.Activity:
+	// running, queued, ...), for views of a run in progress; "" in a
+	// waiter's summary, whose jobs not ended at its timeout are
+	// "unfinished".
+	Activity string
 	// Repeats are the job's confirmation repeats (protocol.ManifestJob
 	// Repeat and Of), in repeat order: attempts of this row, not rows.
 	Repeats []Attempt
@@ -102,6 +108,11 @@ func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
 			case len(res.Notes) > 0:
 				r.Reason = strings.Join(res.Notes, "; ")
 			}
+			if n := len(st.Retried); n > 0 {
+				// A board that hung and was reset shows on the job it
+				// held, also when a later attempt passed.
+				r.Reason = strings.TrimPrefix(r.Reason+"; ", "; ") + fmt.Sprintf("%s before: %s", plural(n, "1 retry", fmt.Sprintf("%d retries", n)), st.Retried[n-1])
+			}
 		case st.Terminal():
 			r.Reason = st.Message
 		case st.Reported() && st.Spooled:
@@ -147,7 +158,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		status := string(r.Status)
 		if status == "" {
-			status = "unfinished"
+			status = cmp.Or(r.Activity, "unfinished")
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Job, r.Model, r.Pool, r.BatchSize, r.DataFormat,
 			r.JudgedRate(), FmtPCC(r.PCC), status)

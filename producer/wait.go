@@ -34,6 +34,10 @@ type JobState struct {
 	// Result is the job's stored result, read from the store at the key the
 	// manifest gives (never at a key an event names); nil until found.
 	Result *protocol.Result
+	// Retried says why earlier attempts were handed back, oldest first:
+	// each retrying event's attempt, board and message (a hang, a board
+	// reset), also once the job has a result.
+	Retried []string
 	// requeuedAfter is the attempt of the dead letter's result a re-queue
 	// (`dlq retry`) set aside: that result, still in the store until the
 	// new attempt's replaces it, no longer ends the job (0: none).
@@ -328,6 +332,9 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 // apply records an event. Events move a job along (claimed, phases) and
 // may say it ended, but only a stored result or a dead letter ends it.
 func apply(st *JobState, e *protocol.Event) {
+	if e.Kind == protocol.EventRetrying && e.Message != "" {
+		st.Retried = append(st.Retried, fmt.Sprintf("attempt %d on %s/%s: %s", e.Attempt, e.Worker, e.Device, e.Message))
+	}
 	if st.Result != nil {
 		if !requeues(st.Result, e) {
 			return // the result is final (write-once)
@@ -474,6 +481,9 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 	states := w.initial()
 	if err := w.scanResults(ctx, states, func(st *JobState, r *protocol.Result) { st.Result = r }); err != nil {
 		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
+	}
+	if w.JS == nil {
+		return states, nil // results only (NATS not reachable)
 	}
 	_, err := readStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, w.Ephemeral, func(m jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {

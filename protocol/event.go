@@ -65,10 +65,13 @@ func DecodeEvent(data []byte) (*Event, error) {
 // WorkerStatus is a worker's heartbeat, kept in the bench-workers bucket
 // under the worker id with a TTL.
 type WorkerStatus struct {
-	Schema    string    `json:"schema"`
-	ID        string    `json:"id"`
-	Host      string    `json:"host"`
-	Version   string    `json:"version"`
+	Schema  string `json:"schema"`
+	ID      string `json:"id"`
+	Host    string `json:"host"`
+	Version string `json:"version"`
+	// Revision is the commit the worker was built from, as in
+	// WorkerRef.Revision; absent when unknown.
+	Revision  string    `json:"revision,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	Time      time.Time `json:"time"`
 	Draining  bool      `json:"draining,omitempty"`
@@ -86,6 +89,11 @@ type WorkerStatus struct {
 	// dead predecessor's record (that process is gone) from a live twin.
 	PID     int            `json:"pid,omitempty"`
 	Devices []DeviceStatus `json:"devices"`
+	// Lost is set by readers (producer.ReadFleet), never by the worker:
+	// its heartbeat is older than WorkerStaleAfter (killed, hung or cut
+	// off), so its record shows what it was doing when it was last heard
+	// of. A worker that stops cleanly removes its record instead.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // Device states in a WorkerStatus.

@@ -155,9 +155,16 @@ type ResultError struct {
 
 // WorkerRef names the worker that produced a result.
 type WorkerRef struct {
-	ID      string `json:"id"`
-	Host    string `json:"host"`
+	ID   string `json:"id"`
+	Host string `json:"host"`
+	// Version is the worker's benchfleet module version ("v1.4.0", a Go
+	// pseudo-version, or "devel" when its build recorded none; "dev" from
+	// workers older than Revision).
 	Version string `json:"version"`
+	// Revision is the commit the worker's benchfleet was built from (40
+	// hex digits, "+modified" appended when its tree had local changes);
+	// absent when its build recorded none, and from older workers.
+	Revision string `json:"revision,omitempty"`
 }
 
 // Board names the board a result ran on as Job.Avoid names it:

@@ -29,7 +29,8 @@ func (e *Event) Spooled() bool {
 // WorkerStaleAfter is how old a worker's heartbeat may be while the worker
 // is taken for alive: a worker writes its status at least every 10 s, so
 // one silent this long has missed two in a row (killed, hung or cut off).
-// Its record stays in bench-workers until the bucket's TTL removes it.
+// Its record stays in bench-workers until the bucket's TTL (an hour)
+// removes it; readers list it as lost meanwhile (WorkerStatus.Lost).
 const WorkerStaleAfter = 25 * time.Second
 
 // Live reports whether the heartbeat is fresh at now (not older than

@@ -20,6 +20,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/internal/version"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -64,8 +65,14 @@ const DefaultMaxLoopCount = 100_000
 type Config struct {
 	// ID names the worker in heartbeats and results (default: hostname).
 	ID string
-	// Version is reported in heartbeats and results (default "dev").
+	// Version is reported in heartbeats and results (default: the
+	// binary's module version, internal/version; "devel" when its build
+	// recorded none).
 	Version string
+	// Revision is the commit the worker was built from, reported in
+	// heartbeats and results (default: the binary's, with "+modified" for
+	// a tree with local changes; empty when its build recorded none).
+	Revision string
 	// Conn is the NATS connection (required).
 	Conn *nats.Conn
 	// Store is where results are checked for existence (required). Each
@@ -149,7 +156,10 @@ func (c *Config) fill() error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	if c.Version == "" {
-		c.Version = "dev"
+		c.Version = version.Get().Version
+	}
+	if c.Revision == "" {
+		c.Revision = version.Get().Ref()
 	}
 	if c.Sink == nil {
 		c.Sink = DirectSink{Bucket: c.Store}

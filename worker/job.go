@@ -450,7 +450,7 @@ func (a *attemptState) newResult(status protocol.Status, rerr *protocol.ResultEr
 		Schema: protocol.SchemaResult, Job: j.ID, Run: j.Run, RunCreatedAt: j.CreatedAt,
 		Pool: j.Pool, Runner: j.Runner, Status: status, Error: rerr, Attempt: a.attempt,
 		StartedAt: a.started, FinishedAt: time.Now().UTC(),
-		Worker:    protocol.WorkerRef{ID: s.w.cfg.ID, Host: s.w.host, Version: s.w.cfg.Version},
+		Worker:    protocol.WorkerRef{ID: s.w.cfg.ID, Host: s.w.host, Version: s.w.cfg.Version, Revision: s.w.cfg.Revision},
 		Device:    protocol.DeviceRef{ID: s.dev.ID, Pool: s.dev.Pool, Arch: s.dev.Arch, Chips: s.dev.Chips, Firmware: s.dev.Firmware},
 		Benchmark: j.Benchmark, Source: j.Source, Labels: j.Labels,
 		PCC: protocol.PCC{Min: j.Limits.PCCMin}, Notes: append([]string(nil), a.notes...),

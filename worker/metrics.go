@@ -34,6 +34,7 @@ const QueueDepthInterval = 5 * time.Second
 //	benchfleet_queue_depth{pool,priority}              gauge
 //	benchfleet_queue_in_flight{pool,priority}          gauge
 //	benchfleet_nats_connected                          gauge
+//	benchfleet_build_info{version,revision,goversion}  gauge (always 1)
 //	benchfleet_build_setups_total{result}              counter (BuildMetrics)
 //	benchfleet_build_cache_bytes                       gauge   (BuildMetrics)
 type Metrics struct {
@@ -110,6 +111,9 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*Metrics, error) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	if err := reg.Register(buildInfo(w.cfg)); err != nil {
+		return nil, err
 	}
 	// Zero series, so dashboards and rate() see them before the first event.
 	for _, s := range w.slots {

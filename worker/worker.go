@@ -297,6 +297,7 @@ func (w *Worker) Status() protocol.WorkerStatus {
 		ID:        w.cfg.ID,
 		Host:      w.host,
 		Version:   w.cfg.Version,
+		Revision:  w.cfg.Revision,
 		StartedAt: w.startAt,
 		Time:      time.Now().UTC(),
 		Draining:  w.draining.Load(),

@@ -63,9 +63,13 @@ const (
 	DefaultEventsMaxAge    = 7 * 24 * time.Hour
 	DefaultDeadMaxAge      = 90 * 24 * time.Hour
 	DefaultDuplicateWindow = 2 * time.Hour
-	DefaultWorkerTTL       = 30 * time.Second
-	DefaultTimeout         = 30 * time.Second
-	DefaultCallTimeout     = 3 * time.Second
+	// DefaultWorkerTTL keeps a worker's last heartbeat an hour after it
+	// stopped heartbeating: readers list a worker silent for over
+	// protocol.WorkerStaleAfter as lost, with what it was running. A
+	// worker that stops cleanly removes its record.
+	DefaultWorkerTTL   = time.Hour
+	DefaultTimeout     = 30 * time.Second
+	DefaultCallTimeout = 3 * time.Second
 	// MaxJobMsgBytes is the job stream's message size limit, a little over
 	// protocol.MaxJobBytes so that oversize jobs reach the worker and are
 	// dead-lettered with a reason instead of vanishing at publish.

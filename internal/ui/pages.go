@@ -8,8 +8,10 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -25,6 +27,8 @@ type workerView struct {
 	protocol.WorkerStatus
 	Age    string // since the last heartbeat
 	Boards []boardView
+	// Build is its version and revision (producer.WorkerVersion).
+	Build string
 }
 
 // boardView is one board of the home page: its heartbeat and what it
@@ -36,6 +40,10 @@ type boardView struct {
 	// heartbeat's own count since the worker started when the store
 	// could not be read).
 	Recorded, Failures int
+	// CanRelease: this dashboard's NATS user may release the board; else
+	// ReleaseNeeds says who may (for a quarantined board).
+	CanRelease   bool
+	ReleaseNeeds string
 }
 
 // runView is one run of the home page.
@@ -53,32 +61,71 @@ type queueRow struct {
 	Untrusted uint64
 	InFlight  uint64
 	Total     uint64
+	// Unserved says, when no live worker serves the pool with a board in
+	// service, why its jobs wait (producer.PoolService), as submit warns.
+	Unserved string
 }
 
 type homeData struct {
 	Workers              []workerView
 	Boards, Idle, Busy   int
 	Quarantined, Flagged int
-	Queues               []queueRow
-	Active, Recent       []runView
-	Errors               []string
+	// Lost counts the boards of lost workers (heartbeat lapsed).
+	Lost int
+	// NATSDown: NATS did not answer; the fleet, queues and runs are not
+	// known, and Stored lists the runs with results of the last day.
+	NATSDown bool
+	Stored   []storedRun
+	// StoreDown: the store did not answer; runs show their events'
+	// progress.
+	StoreDown bool
+	// Unread says which runs were not read within the page's budget.
+	Unread         string
+	Queues         []queueRow
+	Active, Recent []runView
+	Errors         []string
 	// Window is the span the boards' done and failures cover ("24 h");
 	// Counted says where they come from.
 	Window, Counted string
 }
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, cancel, h := s.pageHealth(r)
+	defer cancel()
 	var d homeData
-	fleet, err := producer.ReadFleet(ctx, s.cfg.Topology.Workers)
-	if err != nil {
-		d.Errors = append(d.Errors, err.Error())
+	var (
+		fleet            []protocol.WorkerStatus
+		runs             []producer.RunSummary
+		qs               []producer.QueueDepth
+		ferr, rerr, qerr error
+	)
+	if h.NATS {
+		// The reads of NATS at once, each within the page's budget. With
+		// the store down, runs show their events' progress.
+		var store storage.Bucket
+		if h.Store {
+			store = s.cfg.Store
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { fleet, ferr = producer.ReadFleet(ctx, s.cfg.Topology.Workers) })
+		wg.Go(func() { runs, rerr = producer.ListRuns(ctx, s.cfg.JS, s.cfg.Topology.Runs, store, s.cfg.RecentRuns) })
+		wg.Go(func() { qs, qerr = producer.ReadQueues(ctx, s.cfg.JS) })
+		wg.Wait()
+		for _, err := range []error{ferr, rerr, qerr} {
+			if err != nil {
+				d.Errors = append(d.Errors, err.Error())
+			}
+		}
 	}
+	keepFleet(r, fleet)
 	producer.FlagBoards(fleet)
 	now := time.Now()
-	runs, err := producer.ListRuns(ctx, s.cfg.JS, s.cfg.Topology.Runs, s.cfg.Store, s.cfg.RecentRuns)
-	if err != nil {
-		d.Errors = append(d.Errors, err.Error())
+	d.StoreDown = !h.Store
+	if d.NATSDown = !h.NATS; d.NATSDown && h.Store {
+		var err error
+		if d.Stored, err = storedRuns(ctx, s.cfg.Store, now, s.cfg.RecentRuns); err != nil {
+			d.Errors = append(d.Errors, err.Error())
+		}
 	}
 	var from time.Time // the oldest run still going: its results land in its date partition
 	for _, rs := range runs {
@@ -87,42 +134,49 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 			from = rs.Manifest.CreatedAt
 		}
 	}
-	counts, cerr := s.boards.count(ctx, s.cfg.Store, now, from)
+	var counts map[boardKey]boardCounts
+	cerr := errors.New("the store is not answering")
+	if h.Store {
+		counts, cerr = s.boards.count(ctx, s.cfg.Store, now, from)
+		if cerr != nil {
+			d.Errors = append(d.Errors, cerr.Error())
+		}
+	}
 	d.Window = fmt.Sprintf("%d h", int(boardWindow.Hours()))
 	d.Counted = "results of the last " + d.Window + ", from the store: a worker restart does not reset them"
 	if cerr != nil {
-		d.Errors = append(d.Errors, cerr.Error())
 		d.Counted = "since each worker started (the store could not be read)"
 	}
 	for _, st := range fleet {
-		wv := workerView{WorkerStatus: st, Age: ago(now, st.Time)}
+		wv := workerView{WorkerStatus: st, Age: ago(now, st.Time), Build: producer.WorkerVersion(st)}
 		for _, dev := range st.Devices {
 			bv := boardView{DeviceStatus: dev, Recorded: int(dev.Done)}
 			if cerr == nil {
 				c := counts[boardKey{st.ID, dev.ID}]
 				bv.Recorded, bv.Failures = c.Done, c.Failed
 			}
+			if dev.State == protocol.DeviceQuarantined && s.operator(r) {
+				bv.CanRelease, bv.ReleaseNeeds = s.mayRelease(ctx, st.ID, dev.ID)
+			}
 			wv.Boards = append(wv.Boards, bv)
 		}
 		d.Workers = append(d.Workers, wv)
 		for _, dev := range st.Devices {
 			d.Boards++
-			switch dev.State {
-			case protocol.DeviceIdle:
+			switch {
+			case st.Lost:
+				d.Lost++
+			case dev.State == protocol.DeviceIdle:
 				d.Idle++
-			case protocol.DeviceBusy:
+			case dev.State == protocol.DeviceBusy:
 				d.Busy++
-			case protocol.DeviceQuarantined:
+			case dev.State == protocol.DeviceQuarantined:
 				d.Quarantined++
 			}
 			if dev.Flag != "" {
 				d.Flagged++
 			}
 		}
-	}
-	qs, err := producer.ReadQueues(ctx, s.cfg.JS)
-	if err != nil {
-		d.Errors = append(d.Errors, err.Error())
 	}
 	byPool := map[string]*queueRow{}
 	for _, q := range qs {
@@ -145,12 +199,27 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		row.InFlight += q.InFlight
 		row.Total += q.Pending
 	}
+	var queued []string
 	for _, p := range protocol.Pools {
 		if row, ok := byPool[p]; ok && (row.Total > 0 || row.InFlight > 0) {
 			d.Queues = append(d.Queues, *row)
+			queued = append(queued, p)
 		}
 	}
-	for _, rs := range runs {
+	if ferr == nil && h.NATS {
+		for _, ps := range producer.PoolsService(fleet, queued, now) {
+			for i := range d.Queues {
+				if d.Queues[i].Pool == ps.Pool && !ps.InService {
+					d.Queues[i].Unserved = ps.String() + ": its jobs wait in the queue"
+				}
+			}
+		}
+	}
+	unread := 0
+	for i, rs := range runs {
+		if rs.Progress == nil && i < s.cfg.RecentRuns {
+			unread++
+		}
 		if rs.Progress == nil {
 			// Not looked at (past RecentRuns) or its state could not be
 			// read: one such run must not hide the runs after it.
@@ -158,19 +227,25 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		}
 		v := runView{RunSummary: rs, Done: rs.Progress.All.Done(), Total: rs.Progress.All.Total}
 		switch rs.State {
-		case producer.RunQueued, producer.RunRunning:
+		case producer.RunQueued, producer.RunRunning, producer.RunCancelling:
 			d.Active = append(d.Active, v)
 		default:
-			v.Verdict = s.finishedVerdict(ctx, rs)
+			v.Verdict = s.finishedVerdict(ctx, rs, h.Store)
 			d.Recent = append(d.Recent, v)
 		}
+	}
+	switch {
+	case unread > 0 && ctx.Err() != nil:
+		d.Unread = fmt.Sprintf("%s not read within %s: not shown (reload to try again)", plural(unread, "run"), PageBudget)
+	case unread > 0:
+		d.Unread = fmt.Sprintf("%s could not be read: not shown", plural(unread, "run"))
 	}
 	s.render(w, r, "home", "benchfleet", true, d)
 }
 
 // finishedVerdict is the word a finished run leads with: FAIL, CANCELLED,
 // or the gate's PASS / REGRESSION (cached: results are write-once).
-func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary) string {
+func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary, storeOK bool) string {
 	switch rs.State {
 	case producer.RunCancelled:
 		return "CANCELLED"
@@ -185,6 +260,9 @@ func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary) st
 	s.mu.Unlock()
 	if ok {
 		return v
+	}
+	if !storeOK {
+		return "?" // the verdict is the stored results'
 	}
 	rep, err := s.report(ctx, rs.Manifest, nil)
 	if err != nil {
@@ -253,9 +331,21 @@ func gateTxt(js *producer.JobState, v producer.Verdict, runOver bool) string {
 }
 
 type runData struct {
-	Manifest   *protocol.RunManifest
-	State      string
-	Cancelled  bool
+	// Unknown counts the jobs whose state is not known: not ended in the
+	// store, and NATS (their events) not answering.
+	Unknown int
+	// Warn says what could not be read.
+	Warn      string
+	Manifest  *protocol.RunManifest
+	State     string
+	Cancelled bool
+	// CanCancel: this dashboard's NATS user may cancel the run; else
+	// CancelNeeds says who may.
+	CanCancel   bool
+	CancelNeeds string
+	// Lost names the lost workers (heartbeat lapsed) some of whose jobs
+	// the run shows running: redelivered after the ack wait.
+	Lost       []string
 	Progress   producer.Progress
 	Done       int
 	Finished   bool
@@ -284,19 +374,37 @@ func (d runData) Untrusted() bool {
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	m, ok := s.manifest(w, r)
+	ctx, cancel, h := s.pageHealth(r)
+	defer cancel()
+	m, ok := s.manifest(ctx, w, r, h)
 	if !ok {
 		return
 	}
-	st, err := (&producer.Watcher{JS: s.cfg.JS, Manifest: m, Store: s.cfg.Store}).Snapshot(ctx)
+	st, err := s.watcher(m, h).Snapshot(ctx)
+	var warn string
+	if err != nil && h.NATS {
+		// The events could not be read (a cluster electing, or losing
+		// its quorum, before the probe saw it): the stored results alone.
+		warn = fmt.Sprintf("The run's events could not be read (%v): jobs without a stored result are not known.", err)
+		h.NATS = false
+		st, err = s.watcher(m, h).Snapshot(ctx)
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	_, cerr := s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
-	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: producer.ProgressOf(m, st), GateConfig: s.cfg.Gate.String()}
+	var cerr error = jetstream.ErrKeyNotFound
+	if h.NATS {
+		_, cerr = s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
+	}
+	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: producer.ProgressOf(m, st), GateConfig: s.cfg.Gate.String(), Warn: warn}
+	if s.operator(r) {
+		d.CanCancel, d.CancelNeeds = s.mayCancel(ctx, m.Run)
+	}
 	d.State = producer.RunState(d.Progress, d.Cancelled)
+	if !h.NATS && !d.Progress.Ended() {
+		d.State = "not known"
+	}
 	d.Done = d.Progress.All.Done()
 	d.Finished = d.Progress.Ended()
 	rep, err := s.report(ctx, m, st)
@@ -314,9 +422,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			// beside the banner says what the banner says.
 			d.State = "regression"
 		}
-	} else if fleet, err := producer.ReadFleet(ctx, s.cfg.Topology.Workers); err == nil {
+	} else if fleet, err := s.readFleet(ctx, h); err == nil {
+		keepFleet(r, fleet)
 		d.Unserved = producer.UnservedPools(fleet, m.Jobs)
 		d.Spooled = producer.SpooledNotes(d.Progress, fleet)
+		d.Lost = lostOf(fleet, st)
 	} else {
 		d.Spooled = producer.SpooledNotes(d.Progress, nil)
 	}
@@ -324,6 +434,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		js := st[row.Job]
 		jr := jobRow{Row: row, State: js, Gate: &rep.Verdicts[i]}
 		jr.StatusTxt, jr.Class = statusOf(js)
+		if !h.NATS && !js.Terminal() {
+			jr.StatusTxt = "not known: no result stored, and NATS (its events) is not answering"
+			d.Unknown++
+		}
 		jr.GateTxt = gateTxt(js, jr.Gate.Verdict, d.Cancelled)
 		jr.Worker, jr.Board = js.Worker, js.Device
 		if js.Result != nil {
@@ -346,22 +460,30 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 // whose results have no job markers.
 const runLookback = 90 * 24 * time.Hour
 
-// manifest reads the run named in the path; it has answered the request
-// when ok is false.
-func (s *Server) manifest(w http.ResponseWriter, r *http.Request) (*protocol.RunManifest, bool) {
+// manifest reads the run named in the path (from the store while NATS is
+// not answering, h); it has answered the request when ok is false.
+func (s *Server) manifest(ctx context.Context, w http.ResponseWriter, r *http.Request, h health) (*protocol.RunManifest, bool) {
 	run := r.PathValue("run")
 	if err := protocol.ValidID("run", run); err != nil {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return nil, false
 	}
-	m, err := producer.GetManifest(r.Context(), s.cfg.Topology.Runs, run)
+	if !h.NATS {
+		m, err := producer.StoredManifest(ctx, s.cfg.Store, run, nil)
+		if err != nil {
+			s.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("run %s: NATS is not answering and the store has no manifest of it: %w", run, err))
+			return nil, false
+		}
+		return m, true
+	}
+	m, err := producer.GetManifest(ctx, s.cfg.Topology.Runs, run)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		// A run older than the bucket's history: rebuild it from its results.
 		// Its job markers name its date; a run without them is looked
 		// for in the last runLookback only: a request for a name that
 		// was never a run must not scan every date.
-		since := storage.RunSince(r.Context(), s.cfg.Store, run, time.Now().Add(-runLookback))
-		rs, _, qerr := storage.Query(r.Context(), s.cfg.Store, storage.Filter{Run: run, Since: since})
+		since := storage.RunSince(ctx, s.cfg.Store, run, time.Now().Add(-runLookback))
+		rs, _, qerr := storage.Query(ctx, s.cfg.Store, storage.Filter{Run: run, Since: since})
 		if qerr != nil || len(rs) == 0 {
 			s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %q not found", run))
 			return nil, false
@@ -443,13 +565,14 @@ type jobData struct {
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	m, ok := s.manifest(w, r)
+	ctx, cancel, h := s.pageHealth(r)
+	defer cancel()
+	m, ok := s.manifest(ctx, w, r, h)
 	if !ok {
 		return
 	}
 	id := r.PathValue("job")
-	st, err := (&producer.Watcher{JS: s.cfg.JS, Manifest: m, Store: s.cfg.Store}).Snapshot(ctx)
+	st, err := s.watcher(m, h).Snapshot(ctx)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -474,7 +597,10 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	d := jobData{Run: m, Result: js.Result, Spec: specOf(m, js), Gate: s.cfg.Gate}
 	d.Row = jobRow{Row: rep.Rows[0], State: js, Gate: &rep.Verdicts[0], Worker: js.Worker, Board: js.Device}
 	d.Row.StatusTxt, d.Row.Class = statusOf(js)
-	_, cerr := s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
+	var cerr error = jetstream.ErrKeyNotFound
+	if h.NATS {
+		_, cerr = s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
+	}
 	d.Row.GateTxt = gateTxt(js, d.Row.Gate.Verdict, cerr == nil)
 	s0 := producer.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize, DataFormat: js.Job.DataFormat, Pool: js.Job.Pool, Runner: js.Job.Runner}
 	if js.Result != nil {
@@ -485,7 +611,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s0 = producer.SeriesOf(js.Result)
 	}
 	d.Row.SeriesURL = seriesURL(s0)
-	if m.Run != "" {
+	if m.Run != "" && h.NATS {
 		_, _ = producer.ReadStored(ctx, s.cfg.JS, protocol.StreamEvents, protocol.JobEventsFilters(m.Run, id), func(msg jetstream.Msg) {
 			if e, err := protocol.DecodeEvent(msg.Data()); err == nil && e.Kind != protocol.EventLog && protocol.TrustedEvent(msg.Subject(), e.Kind) {
 				d.Events = append(d.Events, e)
@@ -532,19 +658,42 @@ func (s *Server) artifact(w http.ResponseWriter, r *http.Request) {
 }
 
 type dlqData struct {
-	Entries []producer.DeadEntry
+	Entries []dlqRow
+	// Unread says why the dead letters could not be read ("": they were).
+	Unread string
+}
+
+// dlqRow is one dead letter of the page and whether it is offered for a
+// retry (CanRetry), or why not (NoRetry: an invalid job, or who may).
+type dlqRow struct {
+	producer.DeadEntry
+	CanRetry bool
+	NoRetry  string
+	// Invalid: the job itself is not worth a retry
+	// (producer.DeadEntry.NotRetryable), whoever asks.
+	Invalid bool
 }
 
 func (s *Server) dlq(w http.ResponseWriter, r *http.Request) {
-	es, err := producer.ReadDead(r.Context(), s.cfg.JS)
+	ctx, cancel, h := s.pageHealth(r)
+	defer cancel()
+	if !h.NATS {
+		s.render(w, r, "dlq", "dead letters", true, dlqData{Unread: "The dead letters live in NATS (BENCH_DEAD), which is not answering."})
+		return
+	}
+	es, err := producer.ReadDead(ctx, s.cfg.JS)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
-		es[i], es[j] = es[j], es[i] // newest first
+	d := dlqData{}
+	for i := len(es) - 1; i >= 0; i-- { // newest first
+		row := dlqRow{DeadEntry: es[i]}
+		row.CanRetry, row.NoRetry = s.mayRetry(ctx, es[i])
+		row.Invalid = es[i].NotRetryable() != ""
+		d.Entries = append(d.Entries, row)
 	}
-	s.render(w, r, "dlq", "dead letters", false, dlqData{Entries: es})
+	s.render(w, r, "dlq", "dead letters", false, d)
 }
 
 func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) {
@@ -552,7 +701,13 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 	if err := protocol.ValidID("run", run); err != nil {
 		return "", err
 	}
+	if ok, why := s.mayCancel(r.Context(), run); !ok {
+		return "", errors.New(why)
+	}
 	out, err := producer.CancelRun(r.Context(), s.cfg.JS, producer.CancelRequest{Run: run, Store: s.cfg.Store})
+	if c, ok := s.cfg.Topology.Runs.(*kvCache); ok {
+		c.forget(protocol.CancelKey(run)) // set through the run's own bucket handle
+	}
 	if err != nil {
 		return "", err
 	}
@@ -563,6 +718,18 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 }
 
 func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
+	es, err := producer.ReadDead(r.Context(), s.cfg.JS)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range es {
+		if e.ID != r.PathValue("id") {
+			continue
+		}
+		if ok, why := s.mayRetry(r.Context(), e); !ok {
+			return "", fmt.Errorf("dead letter %s: not re-queued: %s", e.ID, why)
+		}
+	}
 	job, err := producer.RetryDead(r.Context(), s.cfg.JS, r.PathValue("id"))
 	if err != nil {
 		return "", err
@@ -572,6 +739,9 @@ func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
 
 func (s *Server) release(_ http.ResponseWriter, r *http.Request) (string, error) {
 	wk, dev := r.PathValue("worker"), r.PathValue("device")
+	if ok, why := s.mayRelease(r.Context(), wk, dev); !ok {
+		return "", errors.New(why)
+	}
 	if _, err := producer.ReleaseBoard(r.Context(), s.cfg.Topology.Health, wk, dev); err != nil {
 		return "", err
 	}
@@ -595,4 +765,87 @@ func ago(now, t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// watcher reads run m's jobs: their events and their stored results, as
+// far as NATS and the store answer (h).
+func (s *Server) watcher(m *protocol.RunManifest, h health) *producer.Watcher {
+	w := &producer.Watcher{Manifest: m}
+	if h.NATS {
+		w.JS = s.cfg.JS
+	}
+	if h.Store {
+		w.Store = s.cfg.Store
+	}
+	return w
+}
+
+// readFleet reads the fleet while NATS answers (h).
+func (s *Server) readFleet(ctx context.Context, h health) ([]protocol.WorkerStatus, error) {
+	if !h.NATS {
+		return nil, errors.New("NATS is not answering")
+	}
+	return producer.ReadFleet(ctx, s.cfg.Topology.Workers)
+}
+
+// lostOf names the lost workers of fleet (heartbeat lapsed) that the
+// states show holding a job: "w1 (no heartbeat since 12:00:03Z: 2 jobs)".
+func lostOf(fleet []protocol.WorkerStatus, states map[string]*producer.JobState) []string {
+	var out []string
+	for _, w := range fleet {
+		if !w.Lost {
+			continue
+		}
+		n := 0
+		for _, st := range states {
+			if st.OnBoard() && st.Worker == w.ID {
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%s on %s (no heartbeat since %s: %s, redelivered after the ack wait)", w.ID, w.Host, w.Time.UTC().Format("15:04:05Z"), plural(n, "job")))
+		}
+	}
+	return out
+}
+
+// storedRun is a run as the store alone shows it: its results of the
+// last day (while NATS, which holds the runs, does not answer).
+type storedRun struct {
+	Run       string
+	CreatedAt time.Time
+	// Results counts its stored results; Passed and NotPassed of them.
+	Results, Passed, NotPassed int
+}
+
+// storedRuns are the runs with results created in the day before now,
+// newest first, at most n.
+func storedRuns(ctx context.Context, b storage.Bucket, now time.Time, n int) ([]storedRun, error) {
+	rs, _, err := storage.Query(ctx, b, storage.Filter{Since: now.Add(-24 * time.Hour)})
+	if err != nil {
+		return nil, fmt.Errorf("runs in the store: %w", err)
+	}
+	by := map[string]*storedRun{}
+	for _, r := range rs {
+		sr := by[r.Run]
+		if sr == nil {
+			sr = &storedRun{Run: r.Run, CreatedAt: r.RunCreatedAt}
+			by[r.Run] = sr
+		}
+		sr.Results++
+		if r.Status == protocol.StatusPassed {
+			sr.Passed++
+		} else {
+			sr.NotPassed++
+		}
+	}
+	out := make([]storedRun, 0, len(by))
+	for _, sr := range by {
+		out = append(out, *sr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
 }

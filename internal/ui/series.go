@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -90,6 +91,13 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		days = n
+	}
+	if _, cancel, h := s.pageHealth(r); !h.Store {
+		cancel()
+		s.fail(w, r, http.StatusServiceUnavailable, errors.New("a series is read from the result store, which is not answering"))
+		return
+	} else {
+		cancel()
 	}
 	start := time.Now()
 	rs, _, err := storage.Query(r.Context(), s.cfg.Store, storage.Filter{Model: ser.Model, Pool: ser.Pool,

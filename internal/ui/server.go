@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/internal/version"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -108,6 +109,12 @@ type Server struct {
 	limit *loginLimiter
 	// secureCookie: Config.PublicURL is https.
 	secureCookie bool
+	// out tracks the outages of NATS and the store (outage.go).
+	out outages
+	// rights are what the NATS user may do (actions.go).
+	rights rightsCache
+	// version is this binary's (internal/version), shown in the header.
+	version version.Info
 }
 
 // New checks cfg, fills its defaults and parses the embedded templates.
@@ -154,7 +161,7 @@ func New(cfg Config) (*Server, error) {
 	case cfg.Gate.Repeats < 0:
 		cfg.Gate.Repeats = 0
 	}
-	s := &Server{cfg: cfg, verdicts: map[string]string{}, limit: newLoginLimiter(lim, time.Now), secureCookie: secure}
+	s := &Server{cfg: cfg, verdicts: map[string]string{}, limit: newLoginLimiter(lim, time.Now), secureCookie: secure, version: version.Get()}
 	g, err := producer.NewGate(cfg.Gate, s.history) // validates cfg.Gate, fills its defaults
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
@@ -172,6 +179,8 @@ func New(cfg Config) (*Server, error) {
 	m := http.NewServeMux()
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /{$}", s.home)
+	m.HandleFunc("GET /fleet", s.toHome)
+	m.HandleFunc("GET /runs", s.toHome)
 	m.HandleFunc("GET /", s.notFound)
 	m.HandleFunc("GET /runs/{run}", s.run)
 	m.HandleFunc("GET /runs/{run}/jobs/{job}", s.job)
@@ -208,13 +217,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), bearerKey{}, true))
 	}
+	// What the page's probe finds (pageHealth), for its banners (render).
+	r = r.WithContext(context.WithValue(r.Context(), healthKey{}, &pageState{}))
 	s.mux.ServeHTTP(w, r)
 }
 
 // Serve serves the dashboard on ln until ctx ends, then shuts down
-// gracefully (at most 5 s).
+// gracefully (at most 5 s). Meanwhile it checks NATS and the store every
+// 2 s, so an outage's banner says when it began.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := s.httpServer()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go s.watchOutages(wctx)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -244,12 +259,17 @@ type page struct {
 	Login   bool // actions on, no operator logged in: a link to /login
 	CSRF    string
 	Flash   string
+	// Outages are the banners of what the page could not reach.
+	Outages []banner
+	// Version is this dashboard's (version.Info.String()).
+	Version string
 	Data    any
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title string, live bool, data any) {
 	op := s.operator(r)
-	p := page{Title: title, Actions: op, Login: s.cfg.Actions && !op, CSRF: s.csrf, Flash: r.URL.Query().Get("flash"), Data: data}
+	p := page{Title: title, Actions: op, Login: s.cfg.Actions && !op, CSRF: s.csrf, Flash: r.URL.Query().Get("flash"), Data: data,
+		Outages: s.pageBanners(r), Version: s.version.String()}
 	if live && s.cfg.Refresh > 0 {
 		p.Refresh = max(1, int(s.cfg.Refresh/time.Second))
 	}
@@ -286,7 +306,7 @@ func (s *Server) failBack(w http.ResponseWriter, r *http.Request, code int, err 
 	}
 	var b strings.Builder
 	op := s.operator(r)
-	p := page{Title: d.Heading, Actions: op, Login: s.cfg.Actions && !op, CSRF: s.csrf, Data: d}
+	p := page{Title: d.Heading, Actions: op, Login: s.cfg.Actions && !op, CSRF: s.csrf, Data: d, Outages: s.pageBanners(r), Version: s.version.String()}
 	if terr := s.tpl["error"].ExecuteTemplate(&b, "layout", p); terr != nil {
 		http.Error(w, err.Error(), code)
 		return
@@ -296,6 +316,12 @@ func (s *Server) failBack(w http.ResponseWriter, r *http.Request, code int, err 
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// toHome sends /fleet and /runs, which the navigation's "fleet & runs"
+// suggests, to the home page's section.
+func (s *Server) toHome(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/#"+strings.TrimPrefix(r.URL.Path, "/"), http.StatusFound)
 }
 
 // notFound answers a path the dashboard does not serve.

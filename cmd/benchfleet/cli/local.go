@@ -34,7 +34,7 @@ func (a *app) startLocal(ctx context.Context, o localOptions) (*localFleet, erro
 			return a.dial("benchfleet-local-worker")(ctx)
 		},
 		Options: process.Options{StoreURL: a.storeURL, Slots: o.slots, MetricsListen: o.metrics, Out: a.stderr,
-			Worker: worker.Config{ID: "local", Version: Version, AckWait: tc.AckWait, Replicas: tc.Replicas, MaxDeliver: a.maxDeliver,
+			Worker: worker.Config{ID: "local", AckWait: tc.AckWait, Replicas: tc.Replicas, MaxDeliver: a.maxDeliver,
 				Heartbeat: a.heartbeat, WorkDir: o.workDir, DrainTimeout: time.Minute}},
 	}, a.log)
 	if err != nil {

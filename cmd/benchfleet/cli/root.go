@@ -24,12 +24,9 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
+	"github.com/benchfleet/benchfleet/internal/version"
 	"github.com/benchfleet/benchfleet/storage"
 )
-
-// Version is the benchfleet version, set at build time with
-// -ldflags "-X github.com/benchfleet/benchfleet/cmd/benchfleet/cli.Version=v1.2.3".
-var Version = "dev"
 
 // Exit codes (the README's table).
 const (
@@ -149,13 +146,14 @@ func isUsage(err error) bool {
 }
 
 func (a *app) rootCmd() *cobra.Command {
+	info := version.Get() // what `version` and --version print
 	root := &cobra.Command{
 		Use:           "benchfleet",
 		Short:         "Run accelerator benchmarks across a farm of device hosts",
 		Long:          longHelp("benchfleet"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       info.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			// The demo shows its own progress; worker logs only when asked.
 			if cmd.Name() == "demo" && !cmd.Flags().Changed("log-level") && os.Getenv("BENCHFLEET_LOG_LEVEL") == "" {
@@ -164,6 +162,7 @@ func (a *app) rootCmd() *cobra.Command {
 			return a.setup()
 		},
 	}
+	root.SetVersionTemplate(info.Long())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr("%v%s", err, flagHint(c, err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.natsURL, "nats", os.Getenv("NATS_URL"), "NATS server URL(s), comma-separated (env NATS_URL)")
@@ -190,6 +189,8 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(
 		a.demoCmd(), a.devCmd(), a.workerCmd(), a.submitCmd(), a.runsCmd(), a.resultsCmd(),
 		a.fleetCmd(), a.dlqCmd(), a.devicesCmd(), a.benchCmd(), a.topologyCmd(), a.serveCmd(), a.spoolCmd(),
+		&cobra.Command{Use: "version", Short: "Print the module version and the commit this binary was built from", Args: cobra.NoArgs,
+			Run: func(*cobra.Command, []string) { fmt.Fprint(a.stdout, info.Long()) }},
 	)
 	for _, c := range root.Commands() { // a group (runs, dlq, ...) given an unknown subcommand: a usage error, not its help
 		if c.HasSubCommands() && c.RunE == nil {

@@ -90,23 +90,14 @@ func (a *app) runsCmd() *cobra.Command {
 			if showFormat == "json" {
 				return writeJSON(a.stdout, m)
 			}
-			fmt.Fprintf(a.stdout, "run %s: %s, created %s by %s, priority %s\n", m.Run, jobCount(producer.RunJobs(m)),
-				m.CreatedAt.Format(time.RFC3339), m.Submitter, m.Priority)
-			if m.Source.Commit != "" {
-				fmt.Fprintf(a.stdout, "source: %s %s@%s\n", m.Source.Repo, m.Source.Branch, m.Source.Commit)
-			}
 			states, err := (&producer.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}).Snapshot(ctx)
-			if err != nil {
-				return err
+			if err == nil {
+				err = producer.WriteRunShow(a.stdout, m, states)
 			}
-			rows := producer.Rows(m, states)
-			if err := producer.WriteTable(a.stdout, rows); err != nil {
-				return err
+			if err == nil {
+				a.printSpooled(producer.SpooledReport(ctx, s.JS, producer.RunProgress(m, states)))
 			}
-			p := producer.RunProgress(m, states)
-			fmt.Fprintln(a.stdout, p.String())
-			a.printSpooled(producer.SpooledReport(ctx, s.JS, p))
-			return nil
+			return err
 		},
 	}
 	show.Flags().StringVar(&showFormat, "format", "table", "table or json (the manifest)")

@@ -47,7 +47,7 @@ func (a *app) workerCmd() *cobra.Command {
 
 func (a *app) runWorker(cmd *cobra.Command, o process.Options) error {
 	ctx := cmd.Context()
-	o.StoreURL, o.Worker.Version, o.Worker.MaxDeliver, o.Worker.Heartbeat = a.storeURL, Version, a.maxDeliver, a.heartbeat
+	o.StoreURL, o.Worker.MaxDeliver, o.Worker.Heartbeat = a.storeURL, a.maxDeliver, a.heartbeat
 	if o.ConfigPath != "" {
 		wf, err := worker.LoadFile(o.ConfigPath)
 		if err == nil {
