@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/storage"
@@ -25,6 +26,18 @@ const (
 	// a JetStream request (a consumer made, its info).
 	CallTimeout = 10 * time.Second
 )
+
+// jsCallTimeout bounds one JetStream request of jsCall.
+const jsCallTimeout = 5 * time.Second
+
+// jsCall makes a JetStream request (fn) with its own deadline
+// (jsCallTimeout), again while JetStream does not answer (a leader
+// election, a lost quorum: topology.Retry), until ctx's deadline, or 30 s
+// from now without one (then the error Is topology.ErrUnavailable). An
+// answer, error or not, ends it. object names what is asked for.
+func jsCall(ctx context.Context, object string, fn func(context.Context) error) error {
+	return topology.Retry(ctx, topology.Config{CallTimeout: jsCallTimeout}, object, fn)
+}
 
 // callCtx is ctx bounded by d for one call.
 func callCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
@@ -217,4 +230,14 @@ func WriteTimedOut(w io.Writer, warnings []string, timeout time.Duration, p Prog
 		fmt.Fprintf(w, "\nwarning: %s", note)
 	}
 	fmt.Fprintf(w, "\ntimed out after %s waiting for run %s: %s unfinished; the run goes on\n", timeout, p.Run, Count(p.Unfinished(), "job"))
+}
+
+// getKey reads key from kv with jsCall's deadline and retries.
+func getKey(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
+	var e jetstream.KeyValueEntry
+	err := jsCall(ctx, "bucket "+kv.Bucket(), func(ctx context.Context) (err error) {
+		e, err = kv.Get(ctx, key)
+		return err
+	})
+	return e, err
 }

@@ -4,12 +4,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -178,8 +175,8 @@ func TestWheelStoreFrozenMidDownloadFreesSlots(t *testing.T) {
 	t.Parallel()
 	buildtest.Python(t)
 	s3 := s3test.Start(t)
-	proxy := startStallProxy(t, strings.TrimPrefix(s3.Endpoint, "http://"))
-	bucket := s3BucketAt(t, s3, "http://"+proxy.addr())
+	proxy := fleettest.StartProxy(t, strings.TrimPrefix(s3.Endpoint, "http://"))
+	bucket := s3BucketAt(t, s3, "http://"+proxy.Addr())
 	f := &ttFleet{Fleet: fleettest.New(t, fleettest.Options{AckWait: 10 * time.Second, Store: bucket})}
 	f.srv, f.js, f.topo, f.tc, f.store = f.URL, f.JS, f.Topo, f.Topology, f.Store
 	repo, commits := buildtest.Repo(t, harnesstest.Files(t, protocol.RunnerForge, "checkout"))
@@ -197,12 +194,12 @@ func TestWheelStoreFrozenMidDownloadFreesSlots(t *testing.T) {
 	host := storeBuildHost(t, bucket, map[string]string{forgeRepoName: repo}, 4, fetchTimeout, time.Second)
 	w := spooledWorker(t, f, "tt-wheel-frozen", host.slots)
 
-	proxy.stallAfter(1 << 20)
+	proxy.FreezeAfter(1 << 20)
 	const run, n = "wheel-store-frozen", 4
 	jobs := wheelJobs(t, run, commits[0], wheels, n)
 	fleettest.Submit(t, f.js, f.topo, nil, run, protocol.PriorityNormal, jobs)
 	select {
-	case <-proxy.stalled:
+	case <-proxy.Frozen():
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the wheel's download never got under way")
 	}
@@ -227,7 +224,7 @@ func TestWheelStoreFrozenMidDownloadFreesSlots(t *testing.T) {
 	if code, body := healthz(t, w); !strings.Contains(body, "store not answering") {
 		t.Errorf("/healthz: %d %q, want it to say the store is not answering", code, body)
 	}
-	proxy.thaw()
+	proxy.Thaw()
 	results := f.results(t, run, n)
 	for _, j := range jobs {
 		if r := results[j.ID]; r == nil || r.Status != protocol.StatusPassed {
@@ -246,124 +243,4 @@ func randomBytes(t *testing.T, n int) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// stallProxy forwards loopback TCP connections to target until it
-// stalls: once armed (stallAfter) and one connection has sent that many
-// bytes to its client, it forwards nothing more on any connection, old
-// or new (a store frozen mid-download), until thaw.
-type stallProxy struct {
-	l       net.Listener
-	target  string
-	stalled chan struct{} // closed when it stalls
-
-	mu      sync.Mutex
-	limit   int64         // 0: not armed
-	held    bool          // stalled and not thawed
-	resumed chan struct{} // closed at thaw
-	conns   []net.Conn
-}
-
-func startStallProxy(t *testing.T, target string) *stallProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &stallProxy{l: l, target: target, stalled: make(chan struct{}), resumed: make(chan struct{})}
-	go p.serve()
-	t.Cleanup(func() {
-		l.Close()
-		p.thaw()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-	})
-	return p
-}
-
-func (p *stallProxy) addr() string { return p.l.Addr().String() }
-
-// stallAfter arms the proxy: it stalls once a connection has sent n bytes
-// to its client.
-func (p *stallProxy) stallAfter(n int64) {
-	p.mu.Lock()
-	p.limit = n
-	p.mu.Unlock()
-}
-
-// thaw forwards again.
-func (p *stallProxy) thaw() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.limit = 0
-	if p.held {
-		p.held = false
-		close(p.resumed)
-		p.resumed = make(chan struct{})
-	}
-}
-
-// wait blocks while the proxy is stalled.
-func (p *stallProxy) wait() {
-	p.mu.Lock()
-	held, resumed := p.held, p.resumed
-	p.mu.Unlock()
-	if held {
-		<-resumed
-	}
-}
-
-func (p *stallProxy) serve() {
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *stallProxy) forward(c net.Conn) {
-	s, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns = append(p.conns, c, s)
-	p.mu.Unlock()
-	go func() {
-		_, _ = io.Copy(&stallWriter{p: p, w: s}, c)
-		s.Close()
-	}()
-	_, _ = io.Copy(&stallWriter{p: p, w: c, count: true}, s)
-	c.Close()
-}
-
-// stallWriter writes to w unless the proxy is stalled; with count, what
-// it writes can trip the stall.
-type stallWriter struct {
-	p     *stallProxy
-	w     io.Writer
-	count bool
-	n     int64
-}
-
-func (sw *stallWriter) Write(b []byte) (int, error) {
-	sw.p.wait()
-	n, err := sw.w.Write(b)
-	if sw.count {
-		sw.n += int64(n)
-		p := sw.p
-		p.mu.Lock()
-		if p.limit > 0 && sw.n >= p.limit && !p.held {
-			p.held, p.limit = true, 0
-			close(p.stalled)
-		}
-		p.mu.Unlock()
-	}
-	return n, err
 }
