@@ -293,6 +293,9 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 					lookup(st)
 				}
 			}
+			if onUpdate != nil && live {
+				onUpdate(progress(run, states, nil))
+			}
 		}
 		return nil
 	}
@@ -328,9 +331,6 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 			}
 			if out.cur.Store == "" {
 				missing.check(time.Now())
-			}
-			if onUpdate != nil && !f.replayed {
-				onUpdate(progress(run, states, nil))
 			}
 		case e := <-f.events:
 			st, ok := states[e.Job]
