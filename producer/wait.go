@@ -523,7 +523,10 @@ func ProgressOf(m *protocol.RunManifest, states map[string]*JobState) Progress {
 // then watches in a goroutine that stop ends and waits for. A fleet that
 // cannot be opened is no watch (it is a hint): stop does nothing then.
 func WatchService(ctx context.Context, js jetstream.JetStream, sw *ServiceWatch) (stop func()) {
-	topo, err := topology.Open(ctx, js)
+	// A JetStream that does not answer soon is no watch: the wait goes on.
+	octx, cancelOpen := callCtx(ctx, CallTimeout)
+	topo, err := topology.Open(octx, js)
+	cancelOpen()
 	if err != nil {
 		return func() {}
 	}
