@@ -69,7 +69,11 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 		return nil, 0, fmt.Errorf("confirm: %d repeats: at most %d", c.Repeats, protocol.MaxRepeat)
 	}
 	run := rep.Manifest.Run
-	runs, err := c.JS.KeyValue(ctx, protocol.BucketRuns)
+	var runs jetstream.KeyValue
+	err := jsCall(ctx, "bucket "+protocol.BucketRuns, func(ctx context.Context) (err error) {
+		runs, err = c.JS.KeyValue(ctx, protocol.BucketRuns)
+		return err
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("confirm: %w", err)
 	}
@@ -77,7 +81,12 @@ func (c *Confirmer) Requeue(ctx context.Context, rep *RunReport) (*protocol.RunM
 	// repeat ids are predictable.
 	// An untrusted run's repeats go to its stream (protocol.RunTrust).
 	pub := &Submitter{JS: c.JS, Runs: runs, Log: c.Log}
-	stream, err := c.JS.Stream(ctx, protocol.QueueOf(run, "", "").Stream())
+	var stream jetstream.Stream
+	name := protocol.QueueOf(run, "", "").Stream()
+	err = jsCall(ctx, "stream "+name, func(ctx context.Context) (err error) {
+		stream, err = c.JS.Stream(ctx, name)
+		return err
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("confirm: %w", err)
 	}
@@ -122,7 +131,7 @@ type manifestUpdate struct {
 // plan reads the run's manifest and adds the repeats of suspects that it
 // lacks.
 func (c *Confirmer) plan(ctx context.Context, runs jetstream.KeyValue, run string, suspects []Row) (*manifestUpdate, error) {
-	head, err := runs.Get(ctx, protocol.ManifestKey(run))
+	head, err := getKey(ctx, runs, protocol.ManifestKey(run))
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +180,13 @@ func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, up *man
 	if err := rec.prepare(ctx, runs, up.man, false, up.kept); err != nil {
 		return err
 	}
-	if _, err := runs.Update(ctx, protocol.ManifestKey(run), rec.head, up.head.Revision()); err != nil {
+	// An update applied whose answer was lost fails its retry on the
+	// revision: Requeue then reads the manifest again and finds it done.
+	err := jsCall(ctx, "bucket "+protocol.BucketRuns, func(ctx context.Context) error {
+		_, err := runs.Update(ctx, protocol.ManifestKey(run), rec.head, up.head.Revision())
+		return err
+	})
+	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
 			return fmt.Errorf("%w: %v", jetstream.ErrKeyExists, err)

@@ -10,19 +10,40 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 )
+
+// fleetCallTimeout bounds one read of the whole fleet (ReadFleet).
+const fleetCallTimeout = 10 * time.Second
 
 // ReadFleet returns the workers' statuses in the bench-workers bucket,
 // sorted by id: the live ones, and those whose heartbeat lapsed (killed,
 // hung or cut off) marked Lost, with the devices and jobs of their last
 // heartbeat, until the bucket's TTL removes them. A worker that stopped
-// cleanly has removed its record.
+// cleanly has removed its record. Each read has 10 s and is tried again
+// while JetStream does not answer (a leader election, a lost quorum),
+// until ctx's deadline or, without one, topology.DefaultTimeout (30 s):
+// then the error Is topology.ErrUnavailable (the command line's exit 69).
 func ReadFleet(ctx context.Context, workers jetstream.KeyValue) ([]protocol.WorkerStatus, error) {
-	lister, err := workers.ListKeys(ctx)
+	var out []protocol.WorkerStatus
+	err := topology.Retry(ctx, topology.Config{CallTimeout: fleetCallTimeout}, "bucket "+protocol.BucketWorkers, func(ctx context.Context) (err error) {
+		out, err = readFleet(ctx, workers)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet status: %w", err)
 	}
+	return out, nil
+}
+
+// readFleet is one read of ReadFleet.
+func readFleet(ctx context.Context, workers jetstream.KeyValue) ([]protocol.WorkerStatus, error) {
+	lister, err := workers.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer lister.Stop()
 	out := []protocol.WorkerStatus{}
 	for k := range lister.Keys() {
 		e, err := workers.Get(ctx, k)
@@ -30,7 +51,7 @@ func ReadFleet(ctx context.Context, workers jetstream.KeyValue) ([]protocol.Work
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("fleet status %s: %w", k, err)
+			return nil, fmt.Errorf("worker %s: %w", k, err)
 		}
 		var st protocol.WorkerStatus
 		if json.Unmarshal(e.Value(), &st) == nil {

@@ -169,3 +169,11 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// Count is "1 noun" or "n nouns".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -156,7 +156,10 @@ func (w *ServiceWatch) Check(ctx context.Context) {
 			}
 		}
 	}
-	fleet, err := ReadFleet(ctx, w.Workers)
+	// A fleet that does not answer soon is skipped: the wait goes on.
+	cctx, cancel := callCtx(ctx, CallTimeout)
+	fleet, err := ReadFleet(cctx, w.Workers)
+	cancel()
 	if err != nil {
 		return
 	}

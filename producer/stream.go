@@ -12,21 +12,30 @@ import (
 // filters, when given), oldest first, and returns when it has seen the
 // messages that were there when it started; it does not wait for more. It
 // returns the stream sequence of the last message read (0 when none).
+// Each request has its own deadline (CallTimeout; a fetch 5 s), so a
+// server that stops answering fails it rather than holding it until ctx
+// ends.
 func ReadStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(jetstream.Msg)) (uint64, error) {
-	return readStored(ctx, js, stream, filters, false, fn)
+	return readStored(ctx, js, stream, filters, 1, false, fn)
 }
 
-// readStored is ReadStored, through an ephemeralConsumer with ephemeral.
-func readStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, ephemeral bool, fn func(jetstream.Msg)) (uint64, error) {
-	cons, err := readConsumer(ctx, js, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	}, ephemeral)
+// readStored is ReadStored from the stream sequence from on (1: all),
+// through an ephemeralConsumer with ephemeral. The sequence returned is
+// that of the last message read, also when it fails half way (0 when
+// none was).
+func readStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from uint64, ephemeral bool, fn func(jetstream.Msg)) (uint64, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cctx, cancel := callCtx(ctx, CallTimeout)
+	defer cancel()
+	cons, err := readConsumer(cctx, js, stream, cfg, ephemeral)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", stream, err)
 	}
 	var last uint64
-	info, err := cons.Info(ctx)
+	info, err := cons.Info(cctx)
 	if err != nil {
 		return last, fmt.Errorf("read %s: %w", stream, err)
 	}

@@ -325,7 +325,7 @@ func (r *manifestRecord) commit(ctx context.Context, runs jetstream.KeyValue, ru
 // header does not name yet (Confirmer.Requeue's) and are not read;
 // a missing run is jetstream.ErrKeyNotFound.
 func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*protocol.RunManifest, error) {
-	e, err := runs.Get(ctx, protocol.ManifestKey(run))
+	e, err := getKey(ctx, runs, protocol.ManifestKey(run))
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +342,7 @@ func GetManifest(ctx context.Context, runs jetstream.KeyValue, run string) (*pro
 		return &m, nil
 	}
 	for i := 0; i < m.Chunks; i++ {
-		ce, err := runs.Get(ctx, protocol.ManifestChunkKey(run, i))
+		ce, err := getKey(ctx, runs, protocol.ManifestChunkKey(run, i))
 		if err != nil {
 			return nil, fmt.Errorf("run %s: manifest chunk %d: %w", run, i, err)
 		}

@@ -146,6 +146,10 @@ type Watcher struct {
 	// most often the worker writes to another store than this one
 	// (MissingResultNote says so). Wait goes on waiting.
 	OnMissing func(st *JobState, after time.Duration)
+	// OnOutage, if not nil, is called by Wait when the store or NATS
+	// stops or starts answering it (Outage.String says it in one line).
+	// Wait goes on waiting.
+	OnOutage func(Outage)
 }
 
 // initial is the state of every job before any event is read.
@@ -211,7 +215,16 @@ func (w *Watcher) scanResults(ctx context.Context, states map[string]*JobState, 
 // result is stored, or it was dead-lettered) or ctx ends (then it returns
 // the states so far and ctx's error). onUpdate, if not nil, is called after
 // each change with the new progress.
+//
+// An outage does not end the wait: each call to the store or NATS has its
+// own deadline (ScanTimeout, CallTimeout), and while the store or NATS
+// does not answer Wait keeps waiting, tells OnOutage when what does not
+// answer changes, and asks again every Poll. The run's stored events are
+// read to their end (after an outage, from where the reading stopped)
+// before Wait judges the run ended. When ctx's deadline passes during an
+// outage, the error is an *OutageError (it Is ErrUnreachable), not ctx's.
 func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string]*JobState, error) {
+	run := w.Manifest.Run
 	states := w.initial()
 	remaining := len(states)
 	// live: the stored results and events have been read, so progress
@@ -229,71 +242,76 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 			remaining++ // a dead job re-queued by dlq retry
 		}
 		if onUpdate != nil && live {
-			onUpdate(progress(w.Manifest.Run, states, st))
+			onUpdate(progress(run, states, st))
 		}
 	}
 	setResult := func(st *JobState, r *protocol.Result) { change(st, func() { st.Result = r }) }
-	if err := w.scanResults(ctx, states, setResult); err != nil {
-		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
+	out := &outageTracker{on: w.OnOutage}
+	// scan lists the run's results once; a failure that is not an outage
+	// is returned.
+	scan := func() error {
+		cctx, cancel := callCtx(ctx, ScanTimeout)
+		err := w.scanResults(cctx, states, setResult)
+		cancel()
+		out.store(ctx, err)
+		if storageOutage(ctx, err) {
+			return nil
+		}
+		return err
 	}
-	// Replay every stored event first, and only then judge whether the run
-	// has ended: a job dead-lettered and later re-queued by `dlq retry` is
-	// terminal half way through the replay.
-	last, err := readStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, w.Ephemeral, func(m jetstream.Msg) {
-		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {
-			if st, ok := states[e.Job]; ok {
-				was := st.Terminal()
-				apply(st, e)
-				if was != st.Terminal() {
-					if was {
-						remaining++
-					} else {
-						remaining--
-					}
+	// lookup reads the result of a job reported ended.
+	lookup := func(st *JobState) {
+		cctx, cancel := callCtx(ctx, CallTimeout)
+		r, err := w.readResult(cctx, st.Job.ID)
+		cancel()
+		out.store(ctx, err)
+		if err == nil && st.accepts(r) {
+			setResult(st, r)
+		}
+	}
+	if err := scan(); err != nil {
+		if ctx.Err() != nil {
+			return states, out.timedOut(ctx, run)
+		}
+		return states, fmt.Errorf("watch run %s: %w", run, err)
+	}
+	f := &eventFeed{w: w, states: states, events: make(chan *protocol.Event, 256)}
+	defer f.stop()
+	// follow replays the stored events and starts following new ones,
+	// unless it has; a failure that is not an outage is returned.
+	follow := func() error {
+		if f.following() {
+			return nil
+		}
+		replayedBefore := f.replayed
+		err := f.start(ctx, &remaining)
+		out.nats(ctx, natsWhy(ctx, err))
+		if err != nil && !natsOutage(ctx, err) {
+			return err
+		}
+		if f.replayed && !replayedBefore {
+			// Jobs reported ended by the replayed events: look for
+			// their results.
+			for _, st := range states {
+				if st.Reported() {
+					lookup(st)
 				}
 			}
-		}
-	})
-	if err != nil {
-		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
-	}
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{protocol.RunEventsFilter(w.Manifest.Run)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	}
-	if last > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
-	}
-	cons, err := readConsumer(ctx, w.JS, protocol.StreamEvents, cfg, w.Ephemeral)
-	if err != nil {
-		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
-	}
-	events := make(chan *protocol.Event, 256)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		e, err := protocol.DecodeEvent(m.Data())
-		if err != nil || !protocol.TrustedEvent(m.Subject(), e.Kind) {
-			return // a worker's kind of event from a producer is forged
-		}
-		select {
-		case events <- e:
-		case <-ctx.Done():
-		}
-	})
-	if err != nil {
-		return states, fmt.Errorf("watch run %s: %w", w.Manifest.Run, err)
-	}
-	defer cc.Stop()
-	// Jobs reported ended by the replayed events: look for their results.
-	for _, st := range states {
-		if st.Reported() {
-			if r, err := w.readResult(ctx, st.Job.ID); err == nil && st.accepts(r) {
-				setResult(st, r)
+			if onUpdate != nil && live {
+				onUpdate(progress(run, states, nil))
 			}
 		}
+		return nil
+	}
+	if err := follow(); err != nil {
+		if ctx.Err() != nil {
+			return states, out.timedOut(ctx, run)
+		}
+		return states, fmt.Errorf("watch run %s: %w", run, err)
 	}
 	live = true
 	if onUpdate != nil {
-		onUpdate(progress(w.Manifest.Run, states, nil))
+		onUpdate(progress(run, states, nil))
 	}
 	poll := w.Poll
 	if poll <= 0 {
@@ -302,16 +320,23 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	missing := w.missingResults(states)
-	for remaining > 0 {
+	for !f.replayed || remaining > 0 {
 		select {
 		case <-ctx.Done():
-			return states, ctx.Err()
+			return states, out.timedOut(ctx, run)
 		case <-tick.C:
-			// The store is the truth; a failed listing is tried again on
-			// the next tick.
-			_ = w.scanResults(ctx, states, setResult)
-			missing.check(time.Now())
-		case e := <-events:
+			// The store is the truth; a listing that fails is tried again
+			// on the next tick.
+			_ = scan()
+			if f.following() {
+				out.nats(ctx, f.health(ctx, out.cur.NATS != ""))
+			} else {
+				_ = follow() // a refusal now: events are progress, the wait goes on
+			}
+			if out.cur.Store == "" {
+				missing.check(time.Now())
+			}
+		case e := <-f.events:
 			st, ok := states[e.Job]
 			if !ok {
 				continue
@@ -319,9 +344,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(Progress)) (map[string
 			change(st, func() { apply(st, e) })
 			if st.Reported() {
 				// The worker stores the result before its terminal event.
-				if r, err := w.readResult(ctx, st.Job.ID); err == nil && st.accepts(r) {
-					setResult(st, r)
-				}
+				lookup(st)
 			}
 			missing.seen(st, time.Now())
 		}
@@ -485,7 +508,7 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*JobState, error) {
 	if w.JS == nil {
 		return states, nil // results only (NATS not reachable)
 	}
-	_, err := readStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, w.Ephemeral, func(m jetstream.Msg) {
+	_, err := readStored(ctx, w.JS, protocol.StreamEvents, []string{protocol.RunEventsFilter(w.Manifest.Run)}, 1, w.Ephemeral, func(m jetstream.Msg) {
 		if e, err := protocol.DecodeEvent(m.Data()); err == nil && protocol.TrustedEvent(m.Subject(), e.Kind) {
 			if st, ok := states[e.Job]; ok {
 				apply(st, e)
@@ -510,7 +533,10 @@ func ProgressOf(m *protocol.RunManifest, states map[string]*JobState) Progress {
 // then watches in a goroutine that stop ends and waits for. A fleet that
 // cannot be opened is no watch (it is a hint): stop does nothing then.
 func WatchService(ctx context.Context, js jetstream.JetStream, sw *ServiceWatch) (stop func()) {
-	topo, err := topology.Open(ctx, js)
+	// A JetStream that does not answer soon is no watch: the wait goes on.
+	octx, cancelOpen := callCtx(ctx, CallTimeout)
+	topo, err := topology.Open(octx, js)
+	cancelOpen()
 	if err != nil {
 		return func() {}
 	}

@@ -92,7 +92,9 @@ func TestBuildCacheFaultPausesTheHost(t *testing.T) {
 }
 
 // The store failing to serve a wheel is no fault of the board: the job
-// is retried and passes, the board is neither reset nor blamed.
+// is retried and passes, the board is neither reset nor blamed. (The
+// worker, without a spool, takes the store for down until its probe finds
+// it answering, so a second delivery may be handed back meanwhile.)
 func TestBuildStoreFailureIsNotTheBoards(t *testing.T) {
 	t.Parallel()
 	buildtest.Python(t)
@@ -112,8 +114,8 @@ func TestBuildStoreFailureIsNotTheBoards(t *testing.T) {
 	j.ID = protocol.JobID(j.Run, j.Cell())
 	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
 	r := f.results(t, run, 1)[j.ID]
-	if r.Status != protocol.StatusPassed || r.Attempt != 2 || r.Build == nil || r.Build.Cache != protocol.CacheMiss {
-		t.Fatalf("result: %s attempt %d build %+v (%+v), want passed at attempt 2 on a build made then", r.Status, r.Attempt, r.Build, r.Error)
+	if r.Status != protocol.StatusPassed || r.Attempt < 2 || r.Build == nil || r.Build.Cache != protocol.CacheMiss {
+		t.Fatalf("result: %s attempt %d build %+v (%+v), want passed at a later attempt on a build made then", r.Status, r.Attempt, r.Build, r.Error)
 	}
 	if slices.Contains(host.Calls(t), "tt-smi -r "+bdf0) {
 		t.Fatalf("the board was reset for the store's failure: %q", host.Calls(t))

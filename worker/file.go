@@ -68,6 +68,31 @@ type BuildsSpec struct {
 	// a git URL or a local mirror its test trees are fetched from; a job
 	// of another repo is invalid here.
 	Repos map[string]string `yaml:"repos"`
+	// FetchTimeout is how long the store has to answer a wheel's fetch
+	// and, while it streams, to send its next bytes (e.g. 30s, the
+	// default: build.DefaultFetchTimeout); FetchPerMiB what each MiB of
+	// a wheel adds to the fetch's whole deadline (default 1s). A store
+	// past either is taken for down: the job goes back to the queue
+	// without using a delivery.
+	FetchTimeout string `yaml:"fetch_timeout"`
+	FetchPerMiB  string `yaml:"fetch_per_mib"`
+}
+
+// FetchDeadlines returns FetchTimeout and FetchPerMiB (0 when not set:
+// the cache's defaults).
+func (b BuildsSpec) FetchDeadlines() (timeout, perMiB time.Duration, err error) {
+	for _, f := range []struct {
+		key, v string
+		d      *time.Duration
+	}{{"fetch_timeout", b.FetchTimeout, &timeout}, {"fetch_per_mib", b.FetchPerMiB, &perMiB}} {
+		if f.v == "" {
+			continue
+		}
+		if *f.d, err = time.ParseDuration(f.v); err != nil || *f.d <= 0 {
+			return 0, 0, configErr("config builds.%s %q: want a positive duration like 30s", f.key, f.v)
+		}
+	}
+	return timeout, perMiB, nil
 }
 
 // Limits returns the cache directory (under workDir by default) and its

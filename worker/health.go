@@ -40,7 +40,9 @@ const healthProbeKey = "healthz/probe"
 const healthTimeout = 3 * time.Second
 
 // Healthy reports nil while the worker can do its work: it has started and
-// not stopped, its NATS connection is up, it is not blocked for want of a
+// not stopped, its NATS connection is up and JetStream answers it (its
+// last fetch and heartbeat were answered: a cluster that lost its quorum
+// answers neither), it is not blocked for want of a
 // place to record results, and its sink can take a result (the spool's
 // directory, or the store without a spool). The error says what is wrong.
 // A store that does not answer while the spool takes the results is not
@@ -56,6 +58,9 @@ func (w *Worker) Healthy(ctx context.Context) error {
 	}
 	if !w.cfg.Conn.IsConnected() {
 		return fmt.Errorf("nats: %s", w.cfg.Conn.Status())
+	}
+	if down := w.jsGate.down(); down != "" {
+		return errors.New(down)
 	}
 	if why, _ := w.rec.blockedBy(); why != nil {
 		return errors.New(w.rec.describe())

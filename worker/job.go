@@ -351,6 +351,9 @@ func (a *attemptState) run(ctx context.Context) outcome {
 		}
 		a.log.Warn().Err(berr).Str("reason", jf.Reason).Msg("the job ended by itself and the board fails afterwards: the board's fault")
 		err = device.Infra("%v; afterwards %v", jf, berr)
+	case runStoreDown:
+		// The board ran nothing: a setup failure, which slot.after leaves be.
+		return outcome{act: actStoreDown, cause: err, failure: &device.InfraError{Err: err, Setup: true}, cleanup: cleanup}
 	case runHostFault:
 		var host *device.HostError
 		errors.As(err, &host)

@@ -35,6 +35,8 @@ const QueueDepthInterval = 5 * time.Second
 //	benchfleet_queue_in_flight{pool,priority}          gauge
 //	benchfleet_nats_connected                          gauge
 //	benchfleet_build_info{version,revision,goversion}  gauge (always 1)
+//	benchfleet_jetstream_available                     gauge
+//	benchfleet_store_available                         gauge
 //	benchfleet_build_setups_total{result}              counter (BuildMetrics)
 //	benchfleet_build_cache_bytes                       gauge   (BuildMetrics)
 type Metrics struct {
@@ -242,7 +244,8 @@ func (m *Metrics) queueDepthLoop(ctx context.Context, stop <-chan struct{}, pool
 }
 
 // stateCollector reports the gauges read at scrape time: devices per pool
-// and state, spool entries, and the NATS connection.
+// and state, spool entries, the NATS connection, whether JetStream and the
+// store answer.
 type stateCollector struct{ w *Worker }
 
 var (
@@ -252,6 +255,10 @@ var (
 		"Results waiting in the local spool for the store (0 without a spool).", nil, nil)
 	connectedDesc = prometheus.NewDesc("benchfleet_nats_connected",
 		"1 while the worker's NATS connection is up, else 0.", nil, nil)
+	jetStreamDesc = prometheus.NewDesc("benchfleet_jetstream_available",
+		"1 while JetStream answers the worker (its fetches and heartbeats), else 0: the connection is down, or the cluster has lost its quorum.", nil, nil)
+	storeDesc = prometheus.NewDesc("benchfleet_store_available",
+		"1 while the result store answers the worker, else 0 (results go to the spool, if there is one; jobs whose wheels it does not serve go back to the queue).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -259,6 +266,8 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- devicesDesc
 	ch <- spoolDesc
 	ch <- connectedDesc
+	ch <- jetStreamDesc
+	ch <- storeDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -284,6 +293,16 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		connected = 1
 	}
 	ch <- prometheus.MustNewConstMetric(connectedDesc, prometheus.GaugeValue, connected)
+	ch <- prometheus.MustNewConstMetric(jetStreamDesc, prometheus.GaugeValue, boolGauge(connected == 1 && c.w.jsGate.down() == ""))
+	ch <- prometheus.MustNewConstMetric(storeDesc, prometheus.GaugeValue, boolGauge(c.w.rec.storeDown() == nil))
+}
+
+// boolGauge is 1 for true, 0 for false.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // The spool reports its entries (benchfleet_spool_entries) and whether it

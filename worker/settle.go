@@ -42,6 +42,10 @@ const (
 	// actUnrecordable hands the job back: this host cannot record results
 	// now, which is not the job's fault.
 	actUnrecordable
+	// actStoreDown hands the job back: the store did not serve what it
+	// needs before it can run (a wheel of its build), which is not the
+	// job's fault.
+	actStoreDown
 	// actHandBack hands the job back at once: the worker is stopping hard.
 	actHandBack
 	// actPass hands the job back after a short delay, for a board of
@@ -92,6 +96,7 @@ const (
 	runBenchmark                 // the benchmark failed (device.BenchmarkError)
 	runJobFault                  // the job crashed or hit a box limit (device.JobError): the board is checked before it is blamed
 	runHostFault                 // the host cannot run the harness (device.HostError)
+	runStoreDown                 // the store did not serve what the job needs (device.StoreError): handed back, excused
 	runInfra                     // an infrastructure failure: retried
 )
 
@@ -125,6 +130,8 @@ func classifyRun(out *device.Outcome, runErr, cause error, stopping bool) (runCl
 		return runJobFault, runErr
 	case errors.As(runErr, &host):
 		return runHostFault, runErr
+	case device.IsStore(runErr):
+		return runStoreDown, runErr
 	}
 	return runInfra, runErr
 }
@@ -285,6 +292,8 @@ func (a *attemptState) settle(ctx context.Context, o outcome) {
 		a.term(o.reason)
 	case actUnrecordable:
 		a.handBackUnrecorded(ctx, o.cause)
+	case actStoreDown:
+		a.handBackStoreDown(ctx, o.cause)
 	case actHandBack:
 		a.log.Warn().Msg("worker stopping: job handed back for redelivery")
 		a.nak()
@@ -412,6 +421,23 @@ func (a *attemptState) handBackUnrecorded(ctx context.Context, cause error) {
 	delay := s.w.cfg.Backoff
 	a.log.Error().Err(cause).Dur("delay", delay).Msg("this worker cannot record results now: job handed back, no dead letter")
 	a.retrying(ctx, fmt.Sprintf("%v: this worker cannot record results now and claims nothing until it can; the job is handed back (retry in %s)", cause, delay), delay)
+}
+
+// handBackStoreDown hands back a job whose build the store did not serve
+// (a wheel it refused, failed or hung on): the store's fault, not the
+// job's nor the board's. As with a result that cannot be recorded
+// (handBackUnrecorded), no dead letter is written and the delivery does
+// not count against MaxDeliver here; the store is marked not answering
+// (status, /healthz, the store gauge) until the worker's probe finds it
+// answering. The job comes back after a backoff that grows with the
+// deliveries so excused.
+func (a *attemptState) handBackStoreDown(ctx context.Context, cause error) {
+	s := a.s
+	s.w.rec.observe(fmt.Errorf("%w: %v", storage.ErrUnavailable, cause))
+	s.w.excused.add(a.job.ID)
+	delay := s.w.cfg.backoff(a.excused + 1)
+	a.log.Warn().Err(cause).Dur("delay", delay).Msg("the store did not serve the job's build: job handed back, its delivery not counted")
+	a.retrying(ctx, fmt.Sprintf("%v: the store's fault, not the job's; handed back without using a delivery (retry in %s)", cause, delay), delay)
 }
 
 // retrying hands the job back for redelivery after delay, with a retrying

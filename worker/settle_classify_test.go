@@ -52,6 +52,9 @@ func TestClassifyRun(t *testing.T) {
 		{name: "infra", runErr: device.Infra("crashed"), want: runInfra, msg: "crashed"},
 		{name: "setup", runErr: device.SetupFailed("no wheel"), want: runInfra, msg: "no wheel"},
 		{name: "untyped error is infra", runErr: errors.New("boom"), want: runInfra, msg: "boom"},
+		{name: "the store did not serve a wheel", runErr: &device.InfraError{Err: fmt.Errorf("forge: %w", device.StoreDown("wheel x: nothing for 30s")), Setup: true},
+			want: runStoreDown, msg: "nothing for 30s"},
+		{name: "a store outage that timed out is a hang", runErr: fmt.Errorf("%w: %w", device.StoreDown("x"), context.DeadlineExceeded), cause: timedOut, want: runInfra, hang: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := classifyRun(tc.out, tc.runErr, tc.cause, tc.stopping)

@@ -157,6 +157,9 @@ func (s *slot) loop() {
 		case msg = <-s.handoff:
 		default:
 			msg, err = s.next(claim)
+			if claim.Err() == nil {
+				s.w.jsGate.observe(jsFetch, err)
+			}
 		}
 		// The next job is claimed (or none is queued): the last job's
 		// settle goes now, no longer sharing the moment with the claim.
@@ -165,7 +168,7 @@ func (s *slot) loop() {
 			if claim.Err() != nil {
 				return
 			}
-			s.log.Warn().Err(err).Msg("fetch failed; retrying")
+			s.log.Debug().Err(err).Msg("fetch failed; retrying")
 			sleepCtx(claim, time.Second)
 			continue
 		}

@@ -197,15 +197,28 @@ func (g *recordGate) startProbe() {
 	}
 }
 
+// storeCheckEvery is how often, while the store answers, the worker asks
+// it whether it still does: an idle worker, or one whose results all go
+// to the spool, then still says when the store went away (its status,
+// /healthz, benchfleet_store_available).
+const storeCheckEvery = 30 * time.Second
+
 // run probes the store every storeProbeEvery while it does not answer or
-// recording is blocked, until ctx ends. A store that answers ends both; a
-// spool that takes a file again ends the block.
+// recording is blocked, and every storeCheckEvery while it answers, until
+// ctx ends. A store that answers ends both; a spool that takes a file
+// again ends the block.
 func (g *recordGate) run(ctx context.Context) {
+	check := time.NewTicker(storeCheckEvery)
+	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.wake:
+		case <-check.C:
+			if g.storeDown() == nil {
+				g.probe(ctx)
+			}
 		}
 		for {
 			blocked, _ := g.blockedBy()

@@ -34,6 +34,7 @@ type Worker struct {
 	excused *excusedDeliveries
 	streaks *hostStreaks
 	rec     *recordGate
+	jsGate  *jetStreamGate
 	metrics *Metrics
 
 	// claimCtx ends when the worker stops claiming (drain); runCtx ends when
@@ -84,6 +85,7 @@ func New(cfg Config) (*Worker, error) {
 		streaks:    newHostStreaks(),
 	}
 	w.rec = newRecordGate(cfg.Store, cfg.Sink, w.log, w.kickStatus)
+	w.jsGate = newJetStreamGate(w.log, w.kickStatus)
 	w.events = newEventPublisher(js, w.log)
 	for i := range cfg.Slots {
 		w.slots = append(w.slots, newSlot(w, cfg.Slots[i]))
@@ -365,8 +367,12 @@ func (w *Worker) putStatus() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := w.topo.Workers.Put(ctx, w.cfg.ID, data); err != nil {
+	_, err = w.topo.Workers.Put(ctx, w.cfg.ID, data)
+	if err != nil {
 		w.metrics.heartbeatFailed(HeartbeatStatus)
 		w.log.Debug().Err(err).Msg("heartbeat not written")
+	}
+	if w.runCtx.Err() == nil {
+		w.jsGate.observe(jsStatus, err)
 	}
 }

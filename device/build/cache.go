@@ -126,6 +126,17 @@ type Config struct {
 	// NotFound reports whether an error of Fetch means the key is not in
 	// the store (required): errors.Is(err, storage.ErrNotFound).
 	NotFound func(error) bool
+	// Unavailable reports whether an error of Fetch means the store could
+	// not be reached (errors.Is(err, storage.ErrUnavailable)): the fetch
+	// fails with a *device.StoreError. Default nil: every error of Fetch
+	// but NotFound's is the store's.
+	Unavailable func(error) bool
+	// FetchTimeout is how long the store has to answer a wheel's fetch
+	// and, while the wheel streams, to send its next bytes (default
+	// DefaultFetchTimeout, 30s); FetchPerMiB is what each MiB of a wheel
+	// adds to the whole fetch's deadline (default DefaultFetchPerMiB, 1s;
+	// see FetchDeadline). A fetch past either is a *device.StoreError.
+	FetchTimeout, FetchPerMiB time.Duration
 	// Git is the git program (default "git", from PATH).
 	Git string
 	// Log receives the cache's own log (default: none).
@@ -142,10 +153,13 @@ type Cache struct {
 	repos    map[string]string
 	fetchFn  func(context.Context, string) (io.ReadCloser, error)
 	notFound func(error) bool
-	gitPath  string
-	log      zerolog.Logger
-	onSetup  func(string, time.Duration)
-	lock     *dirlock.Lock
+	// unavailableFn is Config.Unavailable.
+	unavailableFn             func(error) bool
+	fetchTimeout, fetchPerMiB time.Duration
+	gitPath                   string
+	log                       zerolog.Logger
+	onSetup                   func(string, time.Duration)
+	lock                      *dirlock.Lock
 
 	mu          sync.Mutex
 	entries     map[string]*entry        // by rel
@@ -167,6 +181,15 @@ func New(cfg Config) (*Cache, error) {
 	}
 	if cfg.Fetch == nil || cfg.NotFound == nil {
 		return nil, errors.New("build: Config.Fetch and Config.NotFound are required (the store's Get and its not-found test)")
+	}
+	if cfg.FetchTimeout < 0 || cfg.FetchPerMiB < 0 {
+		return nil, fmt.Errorf("build: Config.FetchTimeout (%s) and Config.FetchPerMiB (%s) must be 0 (the default) or positive", cfg.FetchTimeout, cfg.FetchPerMiB)
+	}
+	if cfg.FetchTimeout == 0 {
+		cfg.FetchTimeout = DefaultFetchTimeout
+	}
+	if cfg.FetchPerMiB == 0 {
+		cfg.FetchPerMiB = DefaultFetchPerMiB
 	}
 	if cfg.MaxBytes < 0 {
 		return nil, fmt.Errorf("build: Config.MaxBytes must be 0 (unbounded) or positive (got %d)", cfg.MaxBytes)
@@ -197,7 +220,8 @@ func New(cfg Config) (*Cache, error) {
 	}
 	c := &Cache{
 		dir: dir, maxBytes: cfg.MaxBytes, repos: maps.Clone(cfg.Repos),
-		fetchFn: cfg.Fetch, notFound: cfg.NotFound, gitPath: cfg.Git,
+		fetchFn: cfg.Fetch, notFound: cfg.NotFound, unavailableFn: cfg.Unavailable, gitPath: cfg.Git,
+		fetchTimeout: cfg.FetchTimeout, fetchPerMiB: cfg.FetchPerMiB,
 		log: cfg.Log.With().Str("component", "build").Logger(), onSetup: cfg.OnSetup, lock: lock,
 		entries: map[string]*entry{}, mirrors: map[string]int64{}, flights: map[string]*flight{},
 		mirrorLocks: map[string]chan struct{}{}, probes: map[string]probed{},

@@ -138,18 +138,35 @@ func (c *Cache) fetchWheels(ctx context.Context, wheels []protocol.Wheel, log io
 }
 
 // fetchWheel downloads w from the store into dir, verifying its sha256
-// as it streams.
+// as it streams. The fetch has deadlines of its own (fetchGuard), whatever
+// ctx allows: a store that does not answer in time, or fails, is a
+// *device.StoreError (unless the store is asked for a wheel it says it
+// does not have, which is the job's fault), not a stall of the job.
 func (c *Cache) fetchWheel(ctx context.Context, w protocol.Wheel, dir string, log io.Writer) error {
 	logf(log, "fetching wheel %s from the store", w.Name())
-	rc, err := c.fetchFn(ctx, w.URL)
-	if err != nil {
-		switch {
-		case c.notFound(err):
-			return device.Invalid("wheel %s is not in the store at %s", w.Name(), w.URL)
-		case ctxErr(err) && ctx.Err() != nil:
+	gctx, guard := guardFetch(ctx, c.fetchTimeout, c.fetchPerMiB)
+	defer guard.stop()
+	// storeErr is the error of a fetch that failed on the store's side.
+	storeErr := func(err error) error {
+		if why := guard.ended(gctx); why != "" && ctx.Err() == nil {
+			// Not wrapped: a ctx error in the chain would make the
+			// slots waiting for this wheel each try again in turn.
+			return device.StoreDown("fetch wheel %s: %s", w.Name(), why)
+		}
+		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
+		if c.unavailable(err) {
+			return &device.StoreError{Err: fmt.Errorf("fetch wheel %s: %w", w.Name(), err)}
+		}
 		return fmt.Errorf("build: fetch wheel %s from the store: %w", w.Name(), err)
+	}
+	rc, err := c.fetchFn(gctx, w.URL)
+	if err != nil {
+		if c.notFound(err) {
+			return device.Invalid("wheel %s is not in the store at %s", w.Name(), w.URL)
+		}
+		return storeErr(err)
 	}
 	defer rc.Close()
 	f, err := os.OpenFile(filepath.Join(dir, w.Name()), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -159,14 +176,12 @@ func (c *Cache) fetchWheel(ctx context.Context, w protocol.Wheel, dir string, lo
 	defer f.Close()
 	h := sha256.New()
 	fw := &errWriter{w: f}
-	n, err := io.Copy(io.MultiWriter(fw, h), io.LimitReader(rc, MaxWheelBytes+1))
+	n, err := io.Copy(io.MultiWriter(fw, h), guard.reader(io.LimitReader(rc, MaxWheelBytes+1)))
 	switch {
 	case fw.err != nil:
 		return c.hostIO("write wheel "+w.Name(), fw.err)
-	case err != nil && ctx.Err() != nil:
-		return context.Cause(ctx)
 	case err != nil:
-		return fmt.Errorf("build: fetch wheel %s from the store: %w", w.Name(), err)
+		return storeErr(err)
 	case n > MaxWheelBytes:
 		return device.Invalid("wheel %s at %s is larger than %d bytes", w.Name(), w.URL, int64(MaxWheelBytes))
 	}

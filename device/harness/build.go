@@ -58,6 +58,10 @@ func (r *Runner) provision(ctx context.Context, job *protocol.Job, rec device.Re
 			return "", "", nil, &device.HostError{Reason: "build cache: " + host.Reason, Found: true}
 		case errors.As(err, &inv), errors.As(err, &bench):
 			return "", "", nil, err
+		case device.IsStore(err):
+			// The store did not serve a wheel: the worker hands the job
+			// back without using a delivery; the board ran nothing.
+			return "", "", nil, &device.InfraError{Err: fmt.Errorf("%s: making the job's build: %w", r.Name(), err), Setup: true}
 		default:
 			// The store failing to serve a wheel: worth a retry, and not
 			// the board's failure.

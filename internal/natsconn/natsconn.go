@@ -47,6 +47,31 @@ type Options struct {
 	// servers do not answer in time; a refusal (nothing listens), refused
 	// credentials and TLS failures end it at once.
 	ConnectTimeout time.Duration
+	// PingInterval is how often the client pings its server (default
+	// DefaultPingInterval). With MaxPingsOut unanswered pings allowed, a
+	// connection that stopped answering (a half-open TCP connection, a
+	// frozen server) is dropped and reconnected within StaleAfter.
+	PingInterval time.Duration
+}
+
+// DefaultPingInterval is how often a connection pings its server, and
+// MaxPingsOut how many pings may go unanswered: the next ping after them
+// finds the connection stale, so a half-open connection is found within
+// StaleAfter(DefaultPingInterval) = 30 s. That is well within the job
+// consumers' default ack wait (60 s): a worker whose connection went
+// half-open reconnects and sends its next InProgress (every ack wait / 3)
+// before its claims lapse (30 s + 20 s < 60 s). nats.go's own default is
+// 2 minutes, which let a claim lapse and its job run twice.
+const (
+	DefaultPingInterval = 10 * time.Second
+	MaxPingsOut         = 2
+)
+
+// StaleAfter is the longest a connection that pings every interval keeps
+// a server that stopped answering: MaxPingsOut pings unanswered, and the
+// one after finds it stale.
+func StaleAfter(interval time.Duration) time.Duration {
+	return time.Duration(MaxPingsOut+1) * interval
 }
 
 // Connect dials NATS, trying every URL. It retries the first connection
@@ -67,8 +92,14 @@ func Connect(ctx context.Context, o Options, log zerolog.Logger) (*nats.Conn, er
 	if hasUserinfo(o.URL) {
 		log.Warn().Str("url", Redact(o.URL)).Msg(urlWarning)
 	}
+	ping := o.PingInterval
+	if ping <= 0 {
+		ping = DefaultPingInterval
+	}
 	opts := []nats.Option{
 		nats.Name(name),
+		nats.PingInterval(ping),
+		nats.MaxPingsOutstanding(MaxPingsOut),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),

@@ -450,6 +450,18 @@ func classify(ctx context.Context, err error) unavailability {
 			return noLeader
 		}
 	}
+	// The KV watchers (ListKeys) still report the older API's error type.
+	var legacy *nats.APIError
+	if errors.As(err, &legacy) {
+		switch jetstream.ErrorCode(legacy.ErrorCode) {
+		case errCodeClusterIncomplete, errCodeNoPeers, errCodeClusterNotAvail, errCodeClusterNotLeader,
+			errCodeStreamOffline, errCodeConsumerOffline:
+			return noLeader
+		}
+		if legacy.Code == 503 || legacy.Code == 500 {
+			return noLeader
+		}
+	}
 	return available
 }
 

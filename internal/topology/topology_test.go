@@ -135,6 +135,9 @@ func TestClassify(t *testing.T) {
 		{context.Background(), jetstream.ErrJetStreamNotEnabledForAccount, available},
 		{context.Background(), jetstream.ErrStreamNotFound, available},
 		{context.Background(), &jetstream.APIError{Code: 400, ErrorCode: 10058}, available},
+		// A KV watch (ListKeys) on a cluster without quorum.
+		{context.Background(), &nats.APIError{Code: 503, ErrorCode: nats.ErrorCode(errCodeClusterNotAvail), Description: "JetStream system temporarily unavailable"}, noLeader},
+		{context.Background(), &nats.APIError{Code: 404, ErrorCode: 10059}, available},
 		{done, context.DeadlineExceeded, available}, // the caller's own ctx ended
 	} {
 		if got := classify(c.ctx, c.err); got != c.want {

@@ -43,6 +43,10 @@ func buildCache(wf *worker.File, workDir string, store *storeRef, reg prometheus
 	if err != nil {
 		return nil, err
 	}
+	fetchTimeout, fetchPerMiB, err := wf.Builds.FetchDeadlines()
+	if err != nil {
+		return nil, err
+	}
 	var cache atomic.Pointer[build.Cache]
 	m, err := worker.NewBuildMetrics(reg, func() int64 {
 		if c := cache.Load(); c != nil {
@@ -54,8 +58,10 @@ func buildCache(wf *worker.File, workDir string, store *storeRef, reg prometheus
 		return nil, err
 	}
 	c, err := build.New(build.Config{Dir: dir, MaxBytes: maxBytes, Repos: wf.Builds.Repos, Fetch: store.get,
-		NotFound: func(err error) bool { return errors.Is(err, storage.ErrNotFound) },
-		Log:      log, OnSetup: m.Setup})
+		NotFound:     func(err error) bool { return errors.Is(err, storage.ErrNotFound) },
+		Unavailable:  func(err error) bool { return errors.Is(err, storage.ErrUnavailable) },
+		FetchTimeout: fetchTimeout, FetchPerMiB: fetchPerMiB,
+		Log: log, OnSetup: m.Setup})
 	if err != nil {
 		return nil, &OptionError{Option: "config builds", Err: err}
 	}

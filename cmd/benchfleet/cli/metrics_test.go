@@ -138,6 +138,8 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 		"benchfleet_queue_depth":              dto.MetricType_GAUGE,
 		"benchfleet_queue_in_flight":          dto.MetricType_GAUGE,
 		"benchfleet_nats_connected":           dto.MetricType_GAUGE,
+		"benchfleet_jetstream_available":      dto.MetricType_GAUGE,
+		"benchfleet_store_available":          dto.MetricType_GAUGE,
 		"go_goroutines":                       dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -55,6 +57,7 @@ func (a *app) resultsGateCmd() *cobra.Command {
 		nf                     notifyFlags
 		run, format            string
 		junitPath, summaryPath string
+		timeout                time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "gate --run RUN",
@@ -90,13 +93,15 @@ so only --store is needed; without a manifest the run's results are used.
 			if err := nf.check(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
 			b, err := a.openStoreRead(ctx)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			v, err := producer.JudgeStored(ctx, producer.StoredJudge{Run: run, Store: b, Query: a.historyFrom(b), Gate: true, GateConfig: cfg})
+			v, err := producer.JudgeStoredWaiting(ctx, producer.StoredJudge{Run: run, Store: b, Query: a.historyFrom(b), Gate: true, GateConfig: cfg},
+				func(o producer.Outage) { fmt.Fprintf(a.stderr, "warning: %s\n", o) })
 			switch {
 			case errors.Is(err, producer.ErrNoRun), errors.Is(err, producer.ErrGateConfig):
 				return usageErr("%v", err)
@@ -125,6 +130,7 @@ so only --store is needed; without a manifest the run's results are used.
 	fl := cmd.Flags()
 	fl.StringVar(&run, "run", "", "the run to gate (required)")
 	fl.StringVar(&format, "format", "table", "table or json")
+	fl.DurationVar(&timeout, "timeout", 30*time.Minute, "while the store does not answer, keep trying this long (then exit 69)")
 	fl.StringVar(&junitPath, "junit", "", "also write a JUnit XML report here")
 	fl.StringVar(&summaryPath, "summary-md", "", "also append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
 	gf.register(fl)

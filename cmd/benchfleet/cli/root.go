@@ -25,6 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/version"
+	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -37,8 +38,9 @@ const (
 	ExitUsage   = 64
 	// ExitUnavailable: NATS or JetStream could not be reached (no server
 	// answered, or the cluster had no leader until the deadline: an
-	// election that did not end, a lost quorum), as sysexits'
-	// EX_UNAVAILABLE. Nothing was submitted or run; try again.
+	// election that did not end, a lost quorum), or a wait's timeout
+	// passed while the store or NATS did not answer, as sysexits'
+	// EX_UNAVAILABLE. No job failed; try again.
 	ExitUnavailable = 69
 	ExitInternal    = 70
 	// ExitInterrupted: Ctrl-C (SIGINT) or SIGTERM while waiting.
@@ -112,7 +114,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // exitStatus prints a command's error (if any) to stderr and returns its
 // exit code: the code an exitError carries, 64 for cobra's usage errors,
-// 69 when NATS or JetStream could not be reached, else 1.
+// 69 when NATS, JetStream or (waiting) the store could not be reached, else 1.
 func exitStatus(err error, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
@@ -128,7 +130,7 @@ func exitStatus(err error, stderr io.Writer) int {
 	switch {
 	case isUsage(err):
 		return ExitUsage
-	case errors.Is(err, topology.ErrUnavailable):
+	case errors.Is(err, topology.ErrUnavailable), errors.Is(err, producer.ErrUnreachable):
 		return ExitUnavailable
 	}
 	return ExitFailed

@@ -193,9 +193,4 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 func jobCount(n int) string { return count(n, "job") }
 
 // count is "1 noun" or "n nouns".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+func count(n int, noun string) string { return producer.Count(n, noun) }

@@ -74,6 +74,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	w.OnMissing = func(st *producer.JobState, after time.Duration) {
 		warn(producer.MissingResultNote(st, storage.Redact(a.storeURL), after))
 	}
+	w.OnOutage = func(o producer.Outage) { warn(o.String()) } // exit 69 (producer.ErrUnreachable) if it outlasts the timeout
 	// A pool whose every board is out of service keeps its jobs queued:
 	// say so at once and while waiting, naming the boards and why.
 	stopWatch := producer.WatchService(wctx, w.JS, &producer.ServiceWatch{Pools: producer.RunPools(w.Manifest.Jobs),
@@ -138,11 +139,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	if o.timedOut {
 		p := producer.ProgressOf(m, states)
 		a.printSpooled(producer.SpooledReport(ctx, w.JS, p))
-		for _, w := range o.warnings {
-			fmt.Fprintf(a.stdout, "\nwarning: %s", w)
-		}
-		fmt.Fprintf(a.stdout, "\ntimed out after %s waiting for run %s: %s unfinished; the run goes on\n", o.timeout, m.Run,
-			jobCount(p.Unfinished()))
+		producer.WriteTimedOut(a.stdout, o.warnings, o.timeout, p)
 		return exitCode(ExitTimeout)
 	}
 	if code != ExitOK {
