@@ -571,6 +571,9 @@ func (r *Room) DropOut() error {
 func (r *Room) Remove() error {
 	err := r.Close()
 	remove := func() error {
+		// The record stays locked until the room is gone: a worker that
+		// starts meanwhile sweeps no room this one still tidies.
+		defer r.hold.release()
 		if err := RemoveRoom(r.Dir); err != nil {
 			return fmt.Errorf("box: job %s: %w", r.job, err)
 		}
@@ -579,7 +582,6 @@ func (r *Room) Remove() error {
 	if !r.box.later(remove) {
 		err = errors.Join(err, remove())
 	}
-	r.hold.release()
 	return err
 }
 
