@@ -38,6 +38,12 @@ func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Registered after TempDir's: runs first, removing the warm rooms.
+	t.Cleanup(func() {
+		if err := worker.CloseSlots(slots); err != nil {
+			t.Error(err)
+		}
+	})
 	if len(slots) != 1 || slots[0].Device.ID != "tt2" || slots[0].Device.Visible != bdf2 || !slices.Equal(slots[0].Device.Nodes, []int{2}) {
 		t.Fatalf("slots %+v, want tt2 with Visible %s", slots, bdf2)
 	}

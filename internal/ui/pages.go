@@ -384,9 +384,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	var warn string
 	if err != nil && h.NATS {
 		// The events could not be read (a cluster electing, or losing
-		// its quorum, before the probe saw it): the stored results alone.
+		// its quorum, before the probe saw it): the stored results alone,
+		// with a budget of their own (the events' read may have spent the
+		// page's).
 		warn = fmt.Sprintf("The run's events could not be read (%v): jobs without a stored result are not known.", err)
 		h.NATS = false
+		stored, cancelStored := context.WithTimeout(r.Context(), PageBudget)
+		defer cancelStored()
+		ctx = stored
 		st, err = s.watcher(m, h).Snapshot(ctx)
 	}
 	if err != nil {
