@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	gojson "github.com/goccy/go-json"
 	"strings"
@@ -303,7 +304,7 @@ func DecodeCheckedResult(data []byte) (*Result, error) {
 
 func decodeResult(data []byte, checked bool) (*Result, error) {
 	var r Result
-	if !(checked || validJSON(data)) || !fastUnmarshal(data, &r) {
+	if !(checked || validJSON(data)) || !foldFreeKeys(data) || !fastUnmarshal(data, &r) {
 		r = Result{}
 		if err := json.Unmarshal(data, &r); err != nil {
 			return nil, &decodeError{kind: "result", err: err}
@@ -331,6 +332,41 @@ func decodeResult(data []byte, checked bool) (*Result, error) {
 func init() {
 	var r Result
 	fastUnmarshal([]byte(`{"schema":"benchfleet.result/v1","job":"j","run":"r","labels":{"a":"b"},"artifacts":[{"name":"n"}],"report":{},"telemetry":{}}`), &r)
+}
+
+// foldFreeKeys reports whether no object key of data (valid JSON) holds
+// an upper-case letter, an escape or a non-ASCII byte. encoding/json
+// matches such a key to a field case-insensitively (Unicode folding:
+// "LABELS", "\u006cabels", "ſchema"); the fast decoder ignores it, so a
+// document with one is decoded by encoding/json. Values are not looked at
+// (a timestamp's T and Z are fine).
+func foldFreeKeys(data []byte) bool {
+	for i := 0; i < len(data); i++ {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
+			return true
+		}
+		j := i + q + 1
+		folded := false
+		for ; j < len(data) && data[j] != '"'; j++ {
+			switch c := data[j]; {
+			case c == '\\':
+				folded = true
+				j++
+			case 'A' <= c && c <= 'Z', c >= 0x80:
+				folded = true
+			}
+		}
+		k := j + 1
+		for k < len(data) && (data[k] == ' ' || data[k] == '\t' || data[k] == '\n' || data[k] == '\r') {
+			k++
+		}
+		if folded && k < len(data) && data[k] == ':' {
+			return false
+		}
+		i = j
+	}
+	return true
 }
 
 // fastUnmarshal decodes data into v (always a *Result: see init) with
