@@ -38,7 +38,7 @@ func (a *app) benchDispatchCmd() *cobra.Command {
 	f.DurationVar(&cfg.JobDuration, "job-duration", 0, "length of each sim job; > 0 measures the slots' utilization instead of the raw comparison")
 	f.IntVar(&cfg.Rounds, "rounds", bench.DefaultDispatchRounds, "rounds of the measurement (raw and fleet back to back); the median is reported")
 	f.IntVar(&cfg.Probes, "probes", bench.DefaultDispatchProbes, "jobs published one at a time to idle slots for the claim latency (0: none)")
-	f.BoolVar(&boxed, "box", false, "measure the box's cost per harness job (boxed/plain) instead; defaults --jobs 200, --slots 2, --job-duration 50ms")
+	f.BoolVar(&boxed, "box", false, "measure the box's cost per harness job (boxed/plain, and the sandbox's start warm and cold) instead; defaults --jobs 200, --slots 2, --job-duration 50ms")
 	return cmd
 }
 
