@@ -123,13 +123,37 @@ func (s *Server) probeNATS(ctx context.Context) error {
 	wg.Go(func() { _, serr = s.cfg.Topology.Runs.Status(ctx) })
 	wg.Wait()
 	if err := errors.Join(merr, serr); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-			strings.Contains(err.Error(), "temporarily unavailable") {
+		if noLeader(err) {
 			return fmt.Errorf("connected, but JetStream did not answer in %s: the cluster has no leader (an election, or a lost quorum)", probeTimeout)
 		}
 		return fmt.Errorf("JetStream: %w", err)
 	}
 	return nil
+}
+
+// noLeader reports whether err is JetStream not answering (no leader to
+// answer: an election, a lost quorum) rather than a refusal.
+func noLeader(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		strings.Contains(err.Error(), "temporarily unavailable")
+}
+
+// natsDown records, for a page whose probe passed, that a read of NATS then
+// got no answer (a cluster losing its quorum may answer the probe and not
+// the read): the page's banner and the next pages say so, as after a
+// failed probe. It reports false, recording nothing, for any other error.
+func (s *Server) natsDown(r *http.Request, h *health, err error) bool {
+	if !noLeader(err) {
+		return false
+	}
+	s.out.mu.Lock()
+	s.out.nats.note(fmt.Errorf("connected, but JetStream did not answer a read: the cluster has no leader (an election, or a lost quorum)"), time.Now())
+	h.NATS, h.natsSince, h.natsErr = false, s.out.nats.since, s.out.nats.err
+	s.out.mu.Unlock()
+	if ps, ok := r.Context().Value(healthKey{}).(*pageState); ok {
+		ps.h = *h
+	}
+	return true
 }
 
 // probeStore says why the store cannot be read now, nil when it can.

@@ -388,6 +388,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		// with a budget of their own (the events' read may have spent the
 		// page's).
 		warn = fmt.Sprintf("The run's events could not be read (%v): jobs without a stored result are not known.", err)
+		s.natsDown(r, &h, err)
 		h.NATS = false
 		stored, cancelStored := context.WithTimeout(r.Context(), PageBudget)
 		defer cancelStored()
@@ -687,6 +688,10 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	es, err := producer.ReadDead(ctx, s.cfg.JS)
+	if err != nil && s.natsDown(r, &h, err) {
+		s.render(w, r, "dlq", "dead letters", true, dlqData{Unread: "The dead letters live in NATS (BENCH_DEAD), which is not answering."})
+		return
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
