@@ -394,7 +394,18 @@ func (b *S3Bucket) putSingle(ctx context.Context, key, ok string, data []byte, o
 	cctx, cancel := b.callCtx(ctx)
 	defer cancel()
 	if _, err := b.client.PutObject(cctx, in); err != nil {
-		return b.translate(ctx, "put", key, err)
+		terr := b.translate(ctx, "put", key, err)
+		if o.IfAbsent && errors.Is(terr, ErrUnavailable) && ctx.Err() == nil {
+			// A server refusing a conditional put (412) before it read the
+			// whole body may close the connection while the body is still
+			// being sent: the client sees a reset, not the 412. The object
+			// being there is the answer (see S3Bucket: it may be the
+			// caller's own).
+			if there, xerr := b.Exists(ctx, key); xerr == nil && there {
+				return fmt.Errorf("storage: s3 put %q: %w", key, ErrExists)
+			}
+		}
+		return terr
 	}
 	return nil
 }
