@@ -21,32 +21,6 @@ import (
 // suspected regression.
 const DefaultRepeats = 2
 
-// Attempt is one measurement of a job's cell: the original job (Repeat 0)
-// or one of its confirmation repeats.
-type Attempt struct {
-	Job    string `json:"job"`
-	Repeat int    `json:"repeat"`
-	// Board is the board it ran on ("<worker>/<device>"), "" before a result.
-	Board  string          `json:"board,omitempty"`
-	Status protocol.Status `json:"status"`
-	// SamplesPerSec is 0 when not measured.
-	SamplesPerSec float64 `json:"samples_per_sec"`
-	// Result is the attempt's stored result (nil while it has none).
-	Result *protocol.Result `json:"-"`
-}
-
-// attemptOf is the attempt of job id's repeat k, from its result if any.
-func attemptOf(id string, k int, r *protocol.Result) Attempt {
-	a := Attempt{Job: id, Repeat: k, Result: r}
-	if r != nil {
-		a.Status, a.SamplesPerSec = r.Status, r.Measurements.SamplesPerSec
-		if r.Worker.ID != "" {
-			a.Board = r.Board()
-		}
-	}
-	return a
-}
-
 // Confirmation is how a suspected regression fared on its repeats: every
 // attempt (the original first) and the median the series was judged on.
 type Confirmation struct {
@@ -185,49 +159,6 @@ func confirmNote(c *Confirmation) string {
 	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), FmtRate(c.Median), c.Outcome())
 }
 
-// repeatsOf indexes the confirmation repeats of manifest m by the job they
-// repeat, in repeat order. A repeat counts only when it is what RepeatJob
-// makes of its original: Of names a job of m, and its id is that job's
-// cell with its repeat number (repeatID). Anyone who may write bench-runs
-// may list "repeats"; one that names another result is not an attempt.
-func repeatsOf(m *protocol.RunManifest) map[string][]protocol.ManifestJob {
-	var out map[string][]protocol.ManifestJob
-	var cells map[string]string
-	for _, j := range m.Jobs {
-		if j.Repeat <= 0 || j.Of == "" {
-			continue
-		}
-		if cells == nil {
-			cells = map[string]string{}
-			for _, o := range m.Jobs {
-				if o.Repeat == 0 {
-					cells[o.ID] = o.Cell
-				}
-			}
-		}
-		if cell, ok := cells[j.Of]; !ok || cell == "" || j.Repeat > protocol.MaxRepeat || j.ID != repeatID(m.Run, cell, j.Repeat) {
-			continue
-		}
-		if out == nil {
-			out = map[string][]protocol.ManifestJob{}
-		}
-		out[j.Of] = append(out[j.Of], j)
-	}
-	return out
-}
-
-// repeatCell is the cell of repeat k of the job whose cell is cell
-// (protocol.Job.Cell: " repeat=k" after its limits).
-func repeatCell(cell string, k int) string {
-	head := cellHead(cell)
-	return head + " repeat=" + strconv.Itoa(k) + cell[len(head):]
-}
-
-// repeatID is the id of repeat k of run's job whose cell is cell.
-func repeatID(run, cell string, k int) string {
-	return protocol.JobID(run, repeatCell(cell, k))
-}
-
 // mergeRepeats is own (the manifest this process submitted or attached
 // to) with the repeats of stored (bench-runs' copy) that repeatsOf counts
 // for own's jobs and own lacks: a stored manifest is not adopted whole.
@@ -292,29 +223,4 @@ func RepeatJob(m *protocol.RunManifest, mj protocol.ManifestJob, r *protocol.Res
 		return nil, fmt.Errorf("repeat %d of job %s: its result %s is not of the job's cell", k, mj.ID, r.Job)
 	}
 	return j, nil
-}
-
-// cellHead is the part of a cell before its source (protocol.Job.Cell):
-// unquoted key=value fields only.
-func cellHead(cell string) string {
-	if i := strings.Index(cell, " source="); i >= 0 {
-		return cell[:i]
-	}
-	return cell
-}
-
-// withoutRepeats is m without its confirmation repeats (m itself when it
-// has none).
-func withoutRepeats(m *protocol.RunManifest) *protocol.RunManifest {
-	if repeatsOf(m) == nil {
-		return m
-	}
-	c := *m
-	c.Jobs = make([]protocol.ManifestJob, 0, len(m.Jobs))
-	for _, j := range m.Jobs {
-		if j.Repeat == 0 {
-			c.Jobs = append(c.Jobs, j)
-		}
-	}
-	return &c
 }

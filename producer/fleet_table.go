@@ -83,7 +83,7 @@ func WriteFleet(w io.Writer, sts []protocol.WorkerStatus) {
 			fmt.Fprintf(w, "worker %s on %s is lost: no heartbeat since %s; it was running %s\n", st.ID, st.Host, st.Time.UTC().Format(time.RFC3339), escape.Terminal(what))
 		}
 		if sp := st.Spool; sp != nil && sp.Entries > 0 {
-			fmt.Fprintf(w, "worker %s: %d %s spooled in %s on %s, not in the store yet\n", st.ID, sp.Entries, plural(sp.Entries, "result", "results"), sp.Path, st.Host)
+			fmt.Fprintf(w, "worker %s: %d %s spooled in %s on %s, not in the store yet\n", st.ID, sp.Entries, nounFor(sp.Entries, "result", "results"), sp.Path, st.Host)
 		}
 	}
 }
@@ -104,4 +104,12 @@ func WorkerVersion(st protocol.WorkerStatus) string {
 		rev += "+"
 	}
 	return st.Version + " (" + rev + ")"
+}
+
+// nounFor is one for 1, else many.
+func nounFor(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

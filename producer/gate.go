@@ -309,19 +309,6 @@ func groupByRun(rs []*protocol.Result) (order []string, byRun map[string][]*prot
 	return order, byRun
 }
 
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 // GateRow is the gate's verdict on one job of a run. Its JSON form is the
 // `results gate --format json` contract (the verdicts above): baseline and change
 // are null when the series has no baseline results.

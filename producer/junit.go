@@ -184,13 +184,6 @@ func rowSeconds(row Row) float64 {
 	return row.Result.FinishedAt.Sub(row.Result.StartedAt).Round(time.Millisecond).Seconds()
 }
 
-func statusWord(s protocol.Status) string {
-	if s == "" {
-		return "unfinished"
-	}
-	return string(s)
-}
-
 func reasonOf(row Row) string {
 	if row.Reason != "" {
 		if row.Status == "" {

@@ -4,45 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/storage"
 )
-
-// Deadlines of each call a waiter makes (Watcher.Wait), so that a store
-// or a NATS server that stops answering holds no call past them (a
-// request sent to a server that died is never answered): the wait goes
-// on, says the outage, and asks again at its next poll.
-const (
-	// ScanTimeout bounds one listing of a run's results in the store.
-	ScanTimeout = 30 * time.Second
-	// CallTimeout bounds one other call: a result read from the store,
-	// a JetStream request (a consumer made, its info).
-	CallTimeout = 10 * time.Second
-)
-
-// jsCallTimeout bounds one JetStream request of jsCall.
-const jsCallTimeout = 5 * time.Second
-
-// jsCall makes a JetStream request (fn) with its own deadline
-// (jsCallTimeout), again while JetStream does not answer (a leader
-// election, a lost quorum: topology.Retry), until ctx's deadline, or 30 s
-// from now without one (then the error Is topology.ErrUnavailable). An
-// answer, error or not, ends it. object names what is asked for.
-func jsCall(ctx context.Context, object string, fn func(context.Context) error) error {
-	return topology.Retry(ctx, topology.Config{CallTimeout: jsCallTimeout}, object, fn)
-}
-
-// callCtx is ctx bounded by d for one call.
-func callCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
-}
 
 // ErrUnreachable is matched (errors.Is) by the error of a wait that ran
 // out of time while the store or NATS did not answer (*OutageError): the
@@ -220,24 +189,4 @@ func JudgeStoredWaiting(ctx context.Context, req StoredJudge, onOutage func(Outa
 		case <-t.C:
 		}
 	}
-}
-
-// WriteTimedOut ends the report of a wait that timed out (p its run's
-// progress then): the warnings said while waiting, then what was left
-// unfinished.
-func WriteTimedOut(w io.Writer, warnings []string, timeout time.Duration, p Progress) {
-	for _, note := range warnings {
-		fmt.Fprintf(w, "\nwarning: %s", note)
-	}
-	fmt.Fprintf(w, "\ntimed out after %s waiting for run %s: %s unfinished; the run goes on\n", timeout, p.Run, Count(p.Unfinished(), "job"))
-}
-
-// getKey reads key from kv with jsCall's deadline and retries.
-func getKey(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
-	var e jetstream.KeyValueEntry
-	err := jsCall(ctx, "bucket "+kv.Bucket(), func(ctx context.Context) (err error) {
-		e, err = kv.Get(ctx, key)
-		return err
-	})
-	return e, err
 }

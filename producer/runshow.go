@@ -8,28 +8,6 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// Activity says what a job that has not ended is doing: "running" (with
-// its phase, "running: timing"), "retrying", "queued", "ending (result
-// awaited)" or "spooled on worker W (result not in the store yet)"; ""
-// once it has ended.
-func (s *JobState) Activity() string {
-	switch {
-	case s.Terminal():
-		return ""
-	case s.Reported() && s.Spooled:
-		return "spooled on worker " + s.Worker + " (result not in the store yet)"
-	case s.Reported():
-		return "ending (result awaited)"
-	case s.Kind == protocol.EventRetrying:
-		return "retrying"
-	case s.Kind == protocol.EventPhase && s.Phase != "":
-		return "running: " + s.Phase
-	case s.OnBoard():
-		return "running"
-	}
-	return "queued"
-}
-
 // WriteRunShow writes what `runs show` prints of run m from its jobs'
 // states: who submitted it and when, its source, a row per job (a job not
 // ended says what it is doing, JobState.Activity; only a wait that timed

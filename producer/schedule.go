@@ -68,8 +68,6 @@ func (s Schedule) String() string {
 	return fmt.Sprintf("%s in matrix order", jobsText(s.Jobs))
 }
 
-func jobsText(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "job", "jobs")) }
-
 // SeriesOfJob is the series a job's result will belong to (SeriesOf).
 func SeriesOfJob(j *protocol.Job) Series { return seriesOf(j.Benchmark, j.Pool, j.Runner) }
 

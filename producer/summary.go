@@ -11,134 +11,11 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
-
-// Row is one job of a run's summary.
-type Row struct {
-	Job        string
-	Model      string
-	Pool       string
-	Runner     string
-	BatchSize  int
-	DataFormat string
-	Status     protocol.Status // "" while not ended
-	// SamplesPerSec and PCC are 0 when unknown.
-	SamplesPerSec float64
-	PCC           float64
-	Attempt       int
-	Reason        string
-	// Change is the relative change of samples/sec against the baseline
-	// (e.g. -0.12 = 12% slower); nil when not compared.
-	Change *float64
-	// Verdict is the regression gate's verdict when it ran.
-	Verdict string
-	// Median is the median samples/sec of the row's attempts when the gate
-	// judged it on them (ApplyVerdicts; Change is then the median's); 0:
-	// judged on SamplesPerSec alone.
-	Median float64
-	Result *protocol.Result
-	// Activity is what a job that has not ended is doing (JobState.Activity:
-	// running, queued, ...), for views of a run in progress; "" in a
-	// waiter's summary, whose jobs not ended at its timeout are
-	// "unfinished".
-	Activity string
-	// Repeats are the job's confirmation repeats (protocol.ManifestJob
-	// Repeat and Of), in repeat order: attempts of this row, not rows.
-	Repeats []Attempt
-}
-
-// Untrusted reports whether the row's result is of the untrusted producer
-// (protocol.Result.Untrusted): judged against trusted baselines, never in
-// one.
-func (r Row) Untrusted() bool { return r.Result != nil && r.Result.Untrusted() }
-
-// UntrustedNote is what every view says of a result of the untrusted
-// producer.
-const UntrustedNote = "untrusted: judged against trusted baselines, never in one"
-
-// JudgedValue is the samples/sec the row's Change and Verdict are of: the
-// median of its attempts when the gate judged it on them (Median), else
-// SamplesPerSec. Every output that shows a change beside a value shows this.
-func (r Row) JudgedValue() float64 {
-	if r.Median > 0 {
-		return r.Median
-	}
-	return r.SamplesPerSec
-}
-
-// JudgedRate is JudgedValue for text (FmtRate), marked "(median)" when it
-// is the median of the row's attempts.
-func (r Row) JudgedRate() string {
-	if r.Median > 0 {
-		return FmtRate(r.Median) + " (median)"
-	}
-	return FmtRate(r.SamplesPerSec)
-}
-
-// Rows builds the summary rows of a run from its job states, in manifest
-// order. A row's status and figures come from the job's stored result only
-// (a dead-lettered job is an error); events give the progress of the rest.
-func Rows(m *protocol.RunManifest, states map[string]*JobState) []Row {
-	var rows []Row
-	repeats := repeatsOf(m)
-	for _, st := range Sorted(m, states) {
-		if st.Job.Repeat > 0 && states[st.Job.Of] != nil {
-			continue // an attempt of its original's row
-		}
-		r := Row{Job: st.Job.ID, Model: st.Job.Model, Pool: st.Job.Pool, Runner: st.Job.Runner, BatchSize: st.Job.BatchSize,
-			DataFormat: st.Job.DataFormat, Status: st.Status(), Attempt: st.Attempt}
-		switch {
-		case st.Result != nil:
-			res := st.Result
-			r.Result = res
-			r.SamplesPerSec = res.Measurements.SamplesPerSec
-			r.PCC = res.PCC.Value
-			r.Attempt = res.Attempt
-			if b := res.Measurements.BatchSize; b > 0 {
-				r.BatchSize = b // what ran: a harness may fix its own batch
-			}
-			switch {
-			case res.Error != nil:
-				r.Reason = res.Error.Message
-			case len(res.Notes) > 0:
-				r.Reason = strings.Join(res.Notes, "; ")
-			}
-			if n := len(st.Retried); n > 0 {
-				// A board that hung and was reset shows on the job it
-				// held, also when a later attempt passed.
-				r.Reason = strings.TrimPrefix(r.Reason+"; ", "; ") + fmt.Sprintf("%s before: %s", plural(n, "1 retry", fmt.Sprintf("%d retries", n)), st.Retried[n-1])
-			}
-		case st.Terminal():
-			r.Reason = st.Message
-		case st.Reported() && st.Spooled:
-			r.Reason = fmt.Sprintf("reported %s; result spooled on worker %s, not in the store yet", st.Kind, st.Worker)
-		case st.Reported():
-			r.Reason = fmt.Sprintf("reported %s; no stored result read (yet)", st.Kind)
-		case st.Kind == protocol.EventPhase && st.Phase != "":
-			r.Reason = "in " + st.Phase // the phase it was in: "in compile"
-		default:
-			r.Reason = string(st.Kind)
-		}
-		for _, rj := range repeats[st.Job.ID] {
-			rs := states[rj.ID]
-			if rs == nil {
-				continue
-			}
-			res := rs.Result
-			if res == nil && rs.Terminal() {
-				res = &protocol.Result{Job: rj.ID, Status: rs.Status()}
-			}
-			r.Repeats = append(r.Repeats, attemptOf(rj.ID, rj.Repeat, res))
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
 
 // WriteTable prints rows as an aligned table, then what their results
 // measured (writeBuildLines).
@@ -175,57 +52,6 @@ func WriteTable(w io.Writer, rows []Row) error {
 		return err
 	}
 	return writeBuildLines(w, rows)
-}
-
-// FmtRate renders samples/sec as every table prints it: "-" when not measured.
-func FmtRate(v float64) string {
-	if v == 0 {
-		return "-"
-	}
-	if v >= 100 {
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 3, 64)
-}
-
-// FmtPCC renders a PCC as every table prints it: "-" when the check did not
-// run, six decimals, or the distance from 1 when six decimals would read 1.
-func FmtPCC(v float64) string {
-	switch {
-	case v == 0:
-		return "-"
-	case v < 1 && v >= 0.9999995:
-		// Six decimals would print 1.000000 and hide that the outputs
-		// differ: show the distance from 1 instead.
-		return "1-" + strconv.FormatFloat(1-v, 'e', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 6, 64)
-}
-
-// FmtChange renders a relative change as a signed percentage.
-func FmtChange(c *float64) string {
-	if c == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%+.1f%%", *c*100)
-}
-
-// Shorten keeps the first line of s, cut to n bytes with an ellipsis.
-func Shorten(s string, n int) string {
-	for i, r := range s {
-		if r == '\n' {
-			s = s[:i]
-			break
-		}
-	}
-	if len(s) <= n {
-		return s
-	}
-	k := n - 1
-	for k > 0 && !utf8.RuneStart(s[k]) { // never cut a character in two
-		k--
-	}
-	return s[:k] + "…"
 }
 
 // ResultQuery is a results query as a person writes it: every field
@@ -365,21 +191,6 @@ func trustWord(r *protocol.Result) string {
 		return string(protocol.TrustUntrusted)
 	}
 	return ""
-}
-
-func cmpOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
-}
-
-// csvNum is a measured figure, or empty when it was not measured (0).
-func csvNum(v float64) string {
-	if v == 0 {
-		return ""
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // writeIndentedJSON writes v as indented JSON and a newline, as every
