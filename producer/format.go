@@ -2,24 +2,7 @@ package producer
 
 import (
 	"fmt"
-	"strings"
-
-	"github.com/benchfleet/benchfleet/internal/escape"
 )
-
-// mdCell makes s safe inside a table cell or a list item: one line, no
-// control characters, pipes and angle brackets escaped. Text a job wrote
-// (a reason) goes through escape.Markdown instead, which also stops links,
-// images and emphasis.
-func mdCell(s string) string {
-	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`, "<", "&lt;", ">", "&gt;").Replace(escape.Control(s))
-	return s
-}
-
-// mdCode makes s safe inside a `code span`.
-func mdCode(s string) string {
-	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(escape.Control(s))
-}
 
 // ShortCommit is the first 12 characters of a commit hash, for tables.
 func ShortCommit(c string) string {

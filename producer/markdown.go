@@ -140,3 +140,17 @@ func markdownOrder(rows []Row) []Row {
 	}
 	return out
 }
+
+// mdCell makes s safe inside a table cell or a list item: one line, no
+// control characters, pipes and angle brackets escaped. Text a job wrote
+// (a reason) goes through escape.Markdown instead, which also stops links,
+// images and emphasis.
+func mdCell(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`, "<", "&lt;", ">", "&gt;").Replace(escape.Control(s))
+	return s
+}
+
+// mdCode makes s safe inside a `code span`.
+func mdCode(s string) string {
+	return strings.NewReplacer("`", "'", "\n", " ", "\r", " ").Replace(escape.Control(s))
+}

@@ -190,14 +190,6 @@ func cmpOr(s, or string) string {
 	return s
 }
 
-// csvNum is a measured figure, or empty when it was not measured (0).
-func csvNum(v float64) string {
-	if v == 0 {
-		return ""
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
 // Attempt is one measurement of a job's cell: the original job (Repeat 0)
 // or one of its confirmation repeats.
 type Attempt struct {

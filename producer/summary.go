@@ -259,3 +259,11 @@ func bar(done, total, width int) string {
 	n := done * width / total
 	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
 }
+
+// csvNum is a measured figure, or empty when it was not measured (0).
+func csvNum(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
