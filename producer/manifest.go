@@ -10,17 +10,6 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// manifestRecord is a run's manifest on its way into bench-runs, in a
-// form that fits any run size: up to protocol.ManifestChunkJobs jobs inline
-// in one value; beyond that the jobs in chunk values, written first, and a
-// header naming them. The header (or the one value) is created last, by
-// commit: it is the commit point, and a run recorded already is left as it
-// is.
-type manifestRecord struct {
-	head []byte // the header, or the whole manifest of a small run
-	doc  []byte // the store's manifest document (the whole manifest as JSON), when asked for
-}
-
 // GetManifest reads a run's manifest from the bench-runs bucket, with its
 // jobs (from the chunks of a big run). A value that does not decode or
 // fails protocol.RunManifest.CheckRead (another run's name, counts out of

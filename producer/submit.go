@@ -327,3 +327,14 @@ func publishEvent(js jetstream.JetStream, e protocol.Event) {
 	}
 	_, _ = js.PublishAsync(protocol.EventSubject(e.Run, e.Job), data)
 }
+
+// manifestRecord is a run's manifest on its way into bench-runs, in a
+// form that fits any run size: up to protocol.ManifestChunkJobs jobs inline
+// in one value; beyond that the jobs in chunk values, written first, and a
+// header naming them. The header (or the one value) is created last, by
+// commit: it is the commit point, and a run recorded already is left as it
+// is.
+type manifestRecord struct {
+	head []byte // the header, or the whole manifest of a small run
+	doc  []byte // the store's manifest document (the whole manifest as JSON), when asked for
+}
