@@ -15,9 +15,9 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/cpu"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // Bad jobs published raw on the job subjects never crash the worker: each
@@ -235,7 +235,7 @@ func TestBadJobsAreDeadLettered(t *testing.T) {
 	// Re-queueing an invalid job is refused.
 	for _, e := range entries {
 		if _, err := protocol.DecodeJob(payloadBytes(t, e.Payload)); err != nil && !strings.HasPrefix(e.ID, "seq-") {
-			if _, err := producer.RetryDead(t.Context(), f.js, e.ID); !errors.Is(err, producer.ErrDeadJobInvalid) {
+			if _, err := fleet.RetryDead(t.Context(), f.js, e.ID); !errors.Is(err, fleet.ErrDeadJobInvalid) {
 				t.Errorf("dlq retry of invalid job %s: %v, want ErrDeadJobInvalid", e.ID, err)
 			}
 			break

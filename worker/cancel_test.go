@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -42,13 +42,13 @@ func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {
 		t.Fatalf("%d jobs queued, want 3", p)
 	}
 
-	if _, err := producer.CancelRun(t.Context(), f.js, producer.CancelRequest{Run: "no-such-run"}); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := submit.CancelRun(t.Context(), f.js, submit.CancelRequest{Run: "no-such-run"}); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Errorf("cancel of an unknown run: %v, want jetstream.ErrKeyNotFound", err)
 	}
 	start := time.Now()
 	// With the store, the queued jobs removed from the queue get their
 	// cancelled results from the canceller.
-	out, err := producer.CancelRun(t.Context(), f.js, producer.CancelRequest{Run: run, Store: f.store})
+	out, err := submit.CancelRun(t.Context(), f.js, submit.CancelRequest{Run: run, Store: f.store})
 	// A slot freed by the cancel may claim a queued job before CancelRun
 	// removes it (then the worker drops it): the results below count both.
 	if err != nil || out.Finished {

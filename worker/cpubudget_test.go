@@ -9,7 +9,7 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/cpu"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -30,9 +30,9 @@ func TestCPUBudgetJobIsDeadLettered(t *testing.T) {
 	cfg.Slots = []worker.Slot{{Device: device.Device{ID: "cpu-0", Pool: "cpu", Runner: "cpu", Chips: 1, Healthy: true}, Runner: r}}
 	w := fleettest.StartWorker(t, cfg)
 
-	publish := func(run string, b producer.BenchmarkSpec) *protocol.Job {
+	publish := func(run string, b submit.BenchmarkSpec) *protocol.Job {
 		t.Helper()
-		j, err := producer.JobSpec{Pool: "cpu", Runner: "cpu", Benchmark: b}.Job(run, producer.SourceSpec{})
+		j, err := submit.JobSpec{Pool: "cpu", Runner: "cpu", Benchmark: b}.Job(run, submit.SourceSpec{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,8 +47,8 @@ func TestCPUBudgetJobIsDeadLettered(t *testing.T) {
 		return j
 	}
 	const run = "cpubudget-1"
-	huge := publish(run, producer.BenchmarkSpec{Model: cpu.ModelResNet50, BatchSize: protocol.MaxBatchSize, LoopCount: 4, InputSize: 1024})
-	next := publish(run, producer.BenchmarkSpec{Model: cpu.ModelMLP, BatchSize: 2, LoopCount: 2, InputSize: 64})
+	huge := publish(run, submit.BenchmarkSpec{Model: cpu.ModelResNet50, BatchSize: protocol.MaxBatchSize, LoopCount: 4, InputSize: 1024})
+	next := publish(run, submit.BenchmarkSpec{Model: cpu.ModelMLP, BatchSize: 2, LoopCount: 2, InputSize: 64})
 
 	fleettest.Eventually(t, 60*time.Second, "results of both jobs", func() bool {
 		return len(fleettest.Results(t, f.store, run)) == 2

@@ -12,10 +12,10 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // faultFleet is fleettest's fleet under the short names these tests use.
@@ -66,13 +66,13 @@ func eventsOf(evs []protocol.Event, job string, kind protocol.EventKind) []proto
 }
 
 // dlqEntry is one dead letter as `benchfleet dlq list` shows it.
-type dlqEntry = producer.DeadEntry
+type dlqEntry = fleet.DeadEntry
 
 // dlqList reads every dead letter (producer.ReadDead, what `dlq list`
 // prints; the CLI's tests check the JSON shape).
 func (f *faultFleet) dlqList(t *testing.T) []dlqEntry {
 	t.Helper()
-	entries, err := producer.ReadDead(t.Context(), f.js)
+	entries, err := fleet.ReadDead(t.Context(), f.js)
 	if err != nil {
 		t.Fatalf("read dead letters: %v", err)
 	}

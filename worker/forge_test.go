@@ -18,10 +18,11 @@ import (
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // ttHost is a fake Tenstorrent host (harnesstest): n150 boards, tt-smi,
@@ -68,9 +69,9 @@ func newTTHostWith(t *testing.T, host *harnesstest.TTHost, kind string, c *harne
 
 func harnessJob(t *testing.T, run, runner, test string, batch, loop int, labels map[string]string) *protocol.Job {
 	t.Helper()
-	spec := producer.JobSpec{Pool: "n150", Runner: runner, Labels: labels,
-		Benchmark: producer.BenchmarkSpec{Test: test, Model: "resnet50", BatchSize: batch, LoopCount: loop}}
-	j, err := spec.Job(run, producer.SourceSpec{})
+	spec := submit.JobSpec{Pool: "n150", Runner: runner, Labels: labels,
+		Benchmark: submit.BenchmarkSpec{Test: test, Model: "resnet50", BatchSize: batch, LoopCount: loop}}
+	j, err := spec.Job(run, submit.SourceSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestQuarantineLastsUntilReleased(t *testing.T) {
 	w.Stop(t.Context())
 	// Put the quarantine back as the worker had it (the write above
 	// replaced the record).
-	if _, err := producer.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); !errors.Is(err, producer.ErrNotQuarantined) {
+	if _, err := fleet.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); !errors.Is(err, fleet.ErrNotQuarantined) {
 		t.Fatalf("release of a record the test overwrote: %v", err)
 	}
 	qrec, _ := json.Marshal(protocol.DeviceHealth{Schema: protocol.SchemaHealth, Worker: "tt-lasting", Device: "tt0", Pool: "n150",
@@ -372,7 +373,7 @@ func TestQuarantineLastsUntilReleased(t *testing.T) {
 		t.Fatalf("history %+v, want the hang and the reset", st.Health)
 	}
 
-	if _, err := producer.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); err != nil {
+	if _, err := fleet.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); err != nil {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 20*time.Second, "tt0 back in service", func() bool {
@@ -384,7 +385,7 @@ func TestQuarantineLastsUntilReleased(t *testing.T) {
 	if r := f.results(t, run2, 1)[j2.ID]; r.Status != protocol.StatusPassed || r.Device.ID != "tt0" {
 		t.Fatalf("after release: %s on %s", r.Status, r.Device.ID)
 	}
-	if _, err := producer.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); !errors.Is(err, producer.ErrNotQuarantined) {
+	if _, err := fleet.ReleaseBoard(t.Context(), f.topo.Health, "tt-lasting", "tt0"); !errors.Is(err, fleet.ErrNotQuarantined) {
 		t.Fatalf("second release: %v, want ErrNotQuarantined", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // A job that hangs is stopped at its limits.timeout, retried with backoff
@@ -69,7 +69,7 @@ func TestHangTimesOutRetriesDeadLettersAndRetries(t *testing.T) {
 		t.Fatalf("dlq payload is not the original job: %v", err)
 	}
 
-	if retried, err := producer.RetryDead(t.Context(), f.js, job.ID); err != nil || retried.ID != job.ID {
+	if retried, err := fleet.RetryDead(t.Context(), f.js, job.ID); err != nil || retried.ID != job.ID {
 		t.Fatalf("dlq retry: %v", err)
 	}
 	var r *protocol.Result

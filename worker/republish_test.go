@@ -13,10 +13,10 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // created_at is not in a job's content id, so a
@@ -81,7 +81,7 @@ func TestRepublishedJobWithOtherCreatedAtDoesNotRunAgain(t *testing.T) {
 		t.Errorf("results of the job: %v, want one", results)
 	}
 	passed := 0
-	if _, err := producer.ReadStored(t.Context(), js, protocol.StreamEvents, []string{protocol.RunEventsFilter(run)}, func(m jetstream.Msg) {
+	if _, err := fleet.ReadStored(t.Context(), js, protocol.StreamEvents, []string{protocol.RunEventsFilter(run)}, func(m jetstream.Msg) {
 		var ev protocol.Event
 		if json.Unmarshal(m.Data(), &ev) == nil && ev.Kind == protocol.EventPassed {
 			passed++

@@ -25,7 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -195,18 +195,18 @@ func simSlots(n int) []worker.Slot {
 }
 
 // submit publishes jobs as one run of normal priority.
-func (f *fleet) submit(ctx context.Context, run string, jobs []*protocol.Job) (*producer.SubmitResult, error) {
-	p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs}
-	return p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
+func (f *fleet) submit(ctx context.Context, run string, jobs []*protocol.Job) (*submit.SubmitResult, error) {
+	p := &submit.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs}
+	return p.Submit(ctx, submit.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 }
 
 // simJobs are n sim jobs of run lasting d each, alike but for their index.
 func simJobs(run string, n int, d time.Duration) ([]*protocol.Job, error) {
 	jobs := make([]*protocol.Job, 0, n)
 	for i := 0; i < n; i++ {
-		spec := producer.JobSpec{Pool: "sim", Runner: "sim", Labels: map[string]string{"i": fmt.Sprint(i), sim.LabelDuration: d.String()},
-			Benchmark: producer.BenchmarkSpec{Model: "noop", BatchSize: 1, LoopCount: 1}}
-		j, err := spec.Job(run, producer.SourceSpec{})
+		spec := submit.JobSpec{Pool: "sim", Runner: "sim", Labels: map[string]string{"i": fmt.Sprint(i), sim.LabelDuration: d.String()},
+			Benchmark: submit.BenchmarkSpec{Model: "noop", BatchSize: 1, LoopCount: 1}}
+		j, err := spec.Job(run, submit.SourceSpec{})
 		if err != nil {
 			return nil, err
 		}

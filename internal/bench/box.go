@@ -15,7 +15,9 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/device/harness"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/runstate"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
 )
@@ -287,7 +289,7 @@ func (f *fleet) runBoxSide(ctx context.Context, cfg *BoxConfig, r *harness.Runne
 	if err != nil {
 		return BoxSide{}, err
 	}
-	wt := &producer.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store}
+	wt := &watch.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store}
 	states, err := wt.Wait(ctx, nil)
 	if err != nil {
 		return BoxSide{}, err
@@ -305,7 +307,7 @@ func (f *fleet) runBoxSide(ctx context.Context, cfg *BoxConfig, r *harness.Runne
 }
 
 // failure says why a job did not pass.
-func failure(st *producer.JobState) string {
+func failure(st *runstate.JobState) string {
 	if st.Result != nil && st.Result.Error != nil {
 		return fmt.Sprintf("%s: %s: %s", st.Status(), st.Result.Error.Class, st.Result.Error.Message)
 	}
@@ -339,9 +341,9 @@ const boxTestID = "test_box.py::test_perf"
 func boxJobs(run string, n int) ([]*protocol.Job, error) {
 	jobs := make([]*protocol.Job, n)
 	for i := range jobs {
-		spec := producer.JobSpec{Pool: "n150", Runner: protocol.RunnerForge, Labels: map[string]string{"i": fmt.Sprint(i)},
-			Benchmark: producer.BenchmarkSpec{Test: boxTestID, Model: "box-bench", BatchSize: 1, LoopCount: boxLoopCount, WarmupCount: 1}}
-		j, err := spec.Job(run, producer.SourceSpec{})
+		spec := submit.JobSpec{Pool: "n150", Runner: protocol.RunnerForge, Labels: map[string]string{"i": fmt.Sprint(i)},
+			Benchmark: submit.BenchmarkSpec{Test: boxTestID, Model: "box-bench", BatchSize: 1, LoopCount: boxLoopCount, WarmupCount: 1}}
+		j, err := spec.Job(run, submit.SourceSpec{})
 		if err != nil {
 			return nil, err
 		}

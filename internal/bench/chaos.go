@@ -25,7 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -233,18 +233,18 @@ func (c *chaosRun) run(ctx context.Context) (*ChaosReport, error) {
 	run := protocol.NewRunID(time.Now(), "chaos")
 	jobs := make([]*protocol.Job, 0, f.Jobs)
 	for i := range f.Jobs {
-		spec := producer.JobSpec{Pool: protocol.RunnerSim, Runner: protocol.RunnerSim,
+		spec := submit.JobSpec{Pool: protocol.RunnerSim, Runner: protocol.RunnerSim,
 			Labels:    map[string]string{"i": strconv.Itoa(i), sim.LabelDuration: f.JobDuration.String()},
-			Benchmark: producer.BenchmarkSpec{Model: "simnet", BatchSize: 4, LoopCount: 10}}
-		j, err := spec.Job(run, producer.SourceSpec{})
+			Benchmark: submit.BenchmarkSpec{Model: "simnet", BatchSize: 4, LoopCount: 10}}
+		j, err := spec.Job(run, submit.SourceSpec{})
 		if err != nil {
 			return nil, fmt.Errorf("chaos: job %d: %w", i, err)
 		}
 		j.Priority = protocol.PriorityNormal
 		jobs = append(jobs, j)
 	}
-	sub := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: c.log}
-	sres, err := sub.Submit(ctx, producer.Submission{Run: run, Submitter: "bench chaos", Priority: protocol.PriorityNormal, Jobs: jobs})
+	sub := &submit.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: c.log}
+	sres, err := sub.Submit(ctx, submit.Submission{Run: run, Submitter: "bench chaos", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/sim"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -251,7 +251,7 @@ func (f *fleet) dispatch(ctx context.Context, run string, n int, d time.Duration
 	// The waiter `benchfleet wait` runs, with its default poll: it reads
 	// each result as its terminal event arrives and lists the store only
 	// as a fallback.
-	wt := &producer.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store}
+	wt := &watch.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store}
 	if _, err := wt.Wait(ctx, nil); err != nil {
 		return 0, 0, nil, err
 	}

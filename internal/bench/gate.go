@@ -7,7 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -65,13 +65,13 @@ type GateConfig struct {
 	// their own). Every value, 0 included, is a seed.
 	Seed uint64
 	// Gate tunes the gate (zero: its defaults; its Repeats is not used).
-	Gate producer.GateConfig
+	Gate gate.GateConfig
 }
 
 // DefaultGateConfig is the bench's defaults: 1000 series, half with a
 // planted 10% drop, producer.DefaultRepeats repeats, seed 1.
 func DefaultGateConfig() GateConfig {
-	return GateConfig{Series: 1000, Planted: 0.5, Drop: 0.10, Repeats: producer.DefaultRepeats, Seed: 1}
+	return GateConfig{Series: 1000, Planted: 0.5, Drop: 0.10, Repeats: gate.DefaultRepeats, Seed: 1}
 }
 
 // Validate fills the gate's defaults and History, and names the first
@@ -173,7 +173,7 @@ func RunGate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 		}
 		board := rng.IntN(GateBoards)
 		attempts := []float64{s.attempt(rng, board, level)}
-		alone := cfg.Gate.Judge(true, attempts[0], hist).Verdict == producer.VerdictRegression
+		alone := cfg.Gate.Judge(true, attempts[0], hist).Verdict == gate.VerdictRegression
 		suspect := confirming.Suspect(attempts[0], hist)
 		confirmed := false
 		if suspect {
@@ -184,7 +184,7 @@ func RunGate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 				attempts = append(attempts, s.attempt(rr, other, level))
 				rep.RepeatsRun++
 			}
-			confirmed = cfg.Gate.JudgeAttempts(hist, attempts).Verdict == producer.VerdictRegression
+			confirmed = cfg.Gate.JudgeAttempts(hist, attempts).Verdict == gate.VerdictRegression
 		}
 		switch {
 		case planted:

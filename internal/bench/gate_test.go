@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
 )
 
 // gateSeed is the default config with seed and repeats.
@@ -20,15 +20,15 @@ func gateSeed(seed uint64, repeats int) GateConfig {
 
 func TestRunGateReport(t *testing.T) {
 	t.Parallel()
-	rep, err := RunGate(t.Context(), gateSeed(7, producer.DefaultRepeats))
+	rep, err := RunGate(t.Context(), gateSeed(7, gate.DefaultRepeats))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Clean+rep.Planted != 1000 || rep.Clean < 400 || rep.Planted < 400 {
 		t.Fatalf("series %d clean + %d planted, want 1000 about half each", rep.Clean, rep.Planted)
 	}
-	if rep.RepeatsRun != rep.Suspects*producer.DefaultRepeats {
-		t.Errorf("%d repeats for %d suspects, want %d each", rep.RepeatsRun, rep.Suspects, producer.DefaultRepeats)
+	if rep.RepeatsRun != rep.Suspects*gate.DefaultRepeats {
+		t.Errorf("%d repeats for %d suspects, want %d each", rep.RepeatsRun, rep.Suspects, gate.DefaultRepeats)
 	}
 	// Confirmation can only fail what it suspects: no more confirmed
 	// failures than suspects, and it must clear most false positives.
@@ -48,14 +48,14 @@ func TestRunGateReport(t *testing.T) {
 		t.Errorf("last line %q is not the summary line", lines[len(lines)-1])
 	}
 	// The same seed, the same report; another seed, another.
-	again, err := RunGate(t.Context(), gateSeed(7, producer.DefaultRepeats))
+	again, err := RunGate(t.Context(), gateSeed(7, gate.DefaultRepeats))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *again != *rep {
 		t.Errorf("seed 7 twice: %+v and %+v", rep, again)
 	}
-	other, _ := RunGate(t.Context(), gateSeed(8, producer.DefaultRepeats))
+	other, _ := RunGate(t.Context(), gateSeed(8, gate.DefaultRepeats))
 	if *other == *rep {
 		t.Errorf("seeds 7 and 8 gave the same report")
 	}

@@ -12,7 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device/sim"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -76,7 +77,7 @@ type SchedulePass struct {
 	// Ratio is Makespan over the report's Bound.
 	Ratio float64
 	// Schedule is the submit's order decision.
-	Schedule producer.Schedule
+	Schedule submit.Schedule
 }
 
 // ScheduleReport is what RunSchedule measured.
@@ -171,21 +172,21 @@ func drawDurations(cfg ScheduleConfig) []time.Duration {
 func (f *fleet) schedulePass(ctx context.Context, run string, durations []time.Duration, history storage.Bucket) (SchedulePass, error) {
 	jobs := make([]*protocol.Job, len(durations))
 	for i, d := range durations {
-		spec := producer.JobSpec{Pool: "sim", Runner: "sim", Labels: map[string]string{sim.LabelDuration: d.String()},
-			Benchmark: producer.BenchmarkSpec{Model: fmt.Sprintf("model-%03d", i), BatchSize: 1, LoopCount: 1}}
-		j, err := spec.Job(run, producer.SourceSpec{})
+		spec := submit.JobSpec{Pool: "sim", Runner: "sim", Labels: map[string]string{sim.LabelDuration: d.String()},
+			Benchmark: submit.BenchmarkSpec{Model: fmt.Sprintf("model-%03d", i), BatchSize: 1, LoopCount: 1}}
+		j, err := spec.Job(run, submit.SourceSpec{})
 		if err != nil {
 			return SchedulePass{}, err
 		}
 		jobs[i] = j
 	}
-	p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs, Store: f.store, History: history, Log: zerolog.Nop()}
+	p := &submit.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs, Store: f.store, History: history, Log: zerolog.Nop()}
 	start := time.Now()
-	res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench schedule", Priority: protocol.PriorityNormal, Jobs: jobs})
+	res, err := p.Submit(ctx, submit.Submission{Run: run, Submitter: "bench schedule", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {
 		return SchedulePass{}, err
 	}
-	wt := &producer.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store}
+	wt := &watch.Watcher{JS: f.js, Manifest: res.Manifest, Store: f.store}
 	if _, err := wt.Wait(ctx, nil); err != nil {
 		return SchedulePass{}, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -137,9 +137,9 @@ func RunSubmit(ctx context.Context, cfg SubmitConfig) (*SubmitReport, error) {
 			return nil, fmt.Errorf("raw jetstream: %w", err)
 		}
 		fmt.Fprintf(cfg.Progress, "round %d/%d: benchfleet: submitting a run of %d jobs...\n", r, cfg.Rounds, n)
-		p := &producer.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs, Store: f.store, Log: cfg.Log, Progress: submitProgress(cfg.Progress, n)}
+		p := &submit.Submitter{JS: f.js, Runs: f.topo.Runs, Jobs: f.topo.Jobs, Store: f.store, Log: cfg.Log, Progress: submitProgress(cfg.Progress, n)}
 		start := time.Now()
-		res, err := p.Submit(ctx, producer.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
+		res, err := p.Submit(ctx, submit.Submission{Run: run, Submitter: "bench", Priority: protocol.PriorityNormal, Jobs: jobs})
 		if err != nil {
 			return nil, fmt.Errorf("benchfleet: %w", err)
 		}

@@ -12,9 +12,10 @@ import (
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	workers "github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // `bench submit` measures both rates and their ratio per round, and the
@@ -53,7 +54,7 @@ func TestRunSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	man, err := producer.GetManifest(ctx, topo.Runs, "bench-submit-2")
+	man, err := runstate.GetManifest(ctx, topo.Runs, "bench-submit-2")
 	if err != nil {
 		t.Fatalf("manifest: %v", err)
 	}
@@ -93,7 +94,7 @@ func TestRunSubmit(t *testing.T) {
 	if len(seen) != n {
 		t.Errorf("BENCH_JOBS holds %d of the run's %d jobs", len(seen), n)
 	}
-	events, err := producer.ReadStored(ctx, js, protocol.StreamEvents, []string{protocol.RunEventsFilter("bench-submit-2")}, func(jetstream.Msg) {})
+	events, err := workers.ReadStored(ctx, js, protocol.StreamEvents, []string{protocol.RunEventsFilter("bench-submit-2")}, func(jetstream.Msg) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -108,9 +108,9 @@ func SimJobs(t testing.TB, run string, n int, labels map[string]string) []*proto
 		for k, v := range labels {
 			l[k] = v
 		}
-		spec := producer.JobSpec{Pool: "sim", Runner: "sim", Labels: l,
-			Benchmark: producer.BenchmarkSpec{Model: "simnet", BatchSize: 4, LoopCount: 10}}
-		j, err := spec.Job(run, producer.SourceSpec{})
+		spec := submit.JobSpec{Pool: "sim", Runner: "sim", Labels: l,
+			Benchmark: submit.BenchmarkSpec{Model: "simnet", BatchSize: 4, LoopCount: 10}}
+		j, err := spec.Job(run, submit.SourceSpec{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,15 +121,15 @@ func SimJobs(t testing.TB, run string, n int, labels map[string]string) []*proto
 
 // Submit submits jobs as run. It re-derives each job's id from its content
 // (protocol.JobID), so a test may edit jobs after making them.
-func Submit(t testing.TB, js jetstream.JetStream, topo *topology.Handles, store storage.Bucket, run string, prio protocol.Priority, jobs []*protocol.Job) *producer.SubmitResult {
+func Submit(t testing.TB, js jetstream.JetStream, topo *topology.Handles, store storage.Bucket, run string, prio protocol.Priority, jobs []*protocol.Job) *submit.SubmitResult {
 	t.Helper()
-	p := &producer.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: zerolog.Nop()}
+	p := &submit.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, Log: zerolog.Nop()}
 	for _, j := range jobs {
 		j.Priority = prio
 		j.Run = run
 		j.ID = protocol.JobID(run, j.Cell())
 	}
-	res, err := p.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: prio, Jobs: jobs})
+	res, err := p.Submit(t.Context(), submit.Submission{Run: run, Submitter: "test", Priority: prio, Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}

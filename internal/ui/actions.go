@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/internal/natsconn"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // rightsCache holds what the dashboard's NATS user may publish
@@ -74,7 +74,7 @@ func (s *Server) mayRelease(ctx context.Context, worker, dev string) (bool, stri
 
 // mayRetry: a dead letter's job back on its queue, the letter removed.
 // An invalid job is never offered: it would fail the same way.
-func (s *Server) mayRetry(ctx context.Context, e producer.DeadEntry) (bool, string) {
+func (s *Server) mayRetry(ctx context.Context, e fleet.DeadEntry) (bool, string) {
 	if why := e.NotRetryable(); why != "" {
 		return false, why
 	}

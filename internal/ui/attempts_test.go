@@ -10,7 +10,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	submitpkg "github.com/benchfleet/benchfleet/producer/submit"
 )
 
 // A suspected regression and its confirmation repeats are one job of the
@@ -22,11 +23,11 @@ func TestRunPageShowsAttempts(t *testing.T) {
 	plantHistory(t, cfg.Store, jobs[0], 1000)
 	submit("ui-confirm", jobs)
 	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(fleettest.Results(t, cfg.Store, "ui-confirm")) == 1 })
-	v, err := producer.JudgeStored(t.Context(), producer.StoredJudge{Run: "ui-confirm", Store: cfg.Store, Gate: true, GateConfig: producer.GateConfig{Repeats: 2}})
+	v, err := gate.JudgeStored(t.Context(), gate.StoredJudge{Run: "ui-confirm", Store: cfg.Store, Gate: true, GateConfig: gate.GateConfig{Repeats: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &producer.Confirmer{JS: cfg.JS, Store: cfg.Store, Repeats: 2, Log: zerolog.Nop()}
+	c := &submitpkg.Confirmer{JS: cfg.JS, Store: cfg.Store, Repeats: 2, Log: zerolog.Nop()}
 	if _, n, err := c.Requeue(t.Context(), v.Report); err != nil || n != 2 {
 		t.Fatalf("requeue: %v, %d queued", err, n)
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -23,7 +23,7 @@ type bisectLink struct {
 
 // BisectFor is the bisect of the series page's row p, or nil: the page
 // shows one, under the row bisect chose.
-func (d seriesData) BisectFor(p producer.SeriesPoint) *bisectLink {
+func (d seriesData) BisectFor(p gate.SeriesPoint) *bisectLink {
 	if d.bisectOf == nil || d.Rows[d.bisectAt].Result != p.Result {
 		return nil
 	}
@@ -39,12 +39,12 @@ func (d seriesData) BisectFor(p producer.SeriesPoint) *bisectLink {
 // the gate did not judge a regression. A row is a run (its attempts are
 // one point); the page shows one bisect.
 func (d seriesData) bisect() (*bisectLink, int) {
-	built := func(q producer.SeriesPoint) bool {
+	built := func(q gate.SeriesPoint) bool {
 		r := q.Result
 		return q.OnBaseline && len(r.Source.Wheels) > 0 && protocol.ValidCommit(r.Source.Commit)
 	}
-	regressed := func(q producer.SeriesPoint) bool {
-		return built(q) && q.Judgement.Verdict == producer.VerdictRegression
+	regressed := func(q gate.SeriesPoint) bool {
+		return built(q) && q.Judgement.Verdict == gate.VerdictRegression
 	}
 	bad := slices.IndexFunc(d.Rows, regressed)
 	if bad < 0 {
@@ -67,7 +67,7 @@ func (d seriesData) bisect() (*bisectLink, int) {
 
 // bisectCmd is the bisect of the regressed result r back to the good g.
 func bisectCmd(r, g *protocol.Result) *bisectLink {
-	s := producer.SeriesOf(r)
+	s := gate.SeriesOf(r)
 	args := []string{"benchfleet", "results", "bisect", "--model", s.Model, "--batch-size", strconv.Itoa(s.BatchSize),
 		"--data-format", s.DataFormat, "--pool", s.Pool, "--runner", s.Runner}
 	if s.Test != "" {

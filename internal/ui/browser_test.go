@@ -19,7 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
-	"github.com/benchfleet/benchfleet/producer"
+	submitpkg "github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -467,7 +467,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 		_, body := get(t, hs.URL+"/runs/ui-cancel")
 		return strings.Count(body, `class="status running"`) == 2
 	})
-	if _, err := producer.CancelRun(t.Context(), js, producer.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
+	if _, err := submitpkg.CancelRun(t.Context(), js, submitpkg.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 30*time.Second, "the cancelled run's four results", func() bool {
@@ -479,7 +479,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	submit("ui-cancel-queued", fleettest.SimJobs(t, "ui-cancel-queued", 2, nil))
-	if _, err := producer.CancelRun(t.Context(), js, producer.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
+	if _, err := submitpkg.CancelRun(t.Context(), js, submitpkg.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	for run, n := range map[string]int{"ui-cancel": 4, "ui-cancel-queued": 2} {

@@ -11,7 +11,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -35,13 +35,13 @@ func TestBrowserJobShowsBuild(t *testing.T) {
 		sum    = "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
 		wheel  = "tt_forge-0.1.dev1-cp310-cp310-linux_x86_64.whl"
 	)
-	src := producer.SourceSpec{Repo: "acme/forge", Commit: commit, Wheels: []producer.WheelSpec{{URL: protocol.BuildKey(sum, wheel), SHA256: sum}}}
+	src := submit.SourceSpec{Repo: "acme/forge", Commit: commit, Wheels: []submit.WheelSpec{{URL: protocol.BuildKey(sum, wheel), SHA256: sum}}}
 	var jobs []*protocol.Job
 	for _, spec := range []struct {
 		model string
-		src   producer.SourceSpec
-	}{{"provisioned", src}, {"hosted", producer.SourceSpec{Repo: "acme/forge", Commit: commit}}} {
-		j, err := producer.JobSpec{Pool: "n150", Runner: "forge", Benchmark: producer.BenchmarkSpec{
+		src   submit.SourceSpec
+	}{{"provisioned", src}, {"hosted", submit.SourceSpec{Repo: "acme/forge", Commit: commit}}} {
+		j, err := submit.JobSpec{Pool: "n150", Runner: "forge", Benchmark: submit.BenchmarkSpec{
 			Test: "forge/test/benchmark/test_vision.py::test_resnet50", Model: spec.model, BatchSize: 8, LoopCount: 32}}.Job("ui-builds", spec.src)
 		if err != nil {
 			t.Fatal(err)

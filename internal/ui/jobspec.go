@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -22,7 +22,7 @@ type jobSpec struct {
 
 // specOf is the spec of job js of run m: from its stored result when there
 // is one, else from the cell its manifest entry records.
-func specOf(m *protocol.RunManifest, js *producer.JobState) jobSpec {
+func specOf(m *protocol.RunManifest, js *runstate.JobState) jobSpec {
 	sp := jobSpec{Priority: m.Priority}
 	labels := map[string]string{}
 	if r := js.Result; r != nil {

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-func seriesPoint(created time.Time, branch string, sps float64) producer.SeriesPoint {
-	return producer.SeriesPoint{
+func seriesPoint(created time.Time, branch string, sps float64) gate.SeriesPoint {
+	return gate.SeriesPoint{
 		Result: &protocol.Result{RunCreatedAt: created, Status: protocol.StatusPassed, Source: protocol.Source{Branch: branch},
 			Measurements: protocol.Measurements{SamplesPerSec: sps}},
 		OnBaseline: branch == "main",
@@ -39,7 +40,7 @@ func TestSeriesXLabelsDiffer(t *testing.T) {
 		{"one run", 0, 1, "2025-06-01 08:30"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var pts []producer.SeriesPoint
+			var pts []gate.SeriesPoint
 			for i := range c.n {
 				pts = append(pts, seriesPoint(base.Add(time.Duration(i)*c.step), "main", 1000))
 			}
@@ -66,7 +67,7 @@ func TestSeriesXLabelsDiffer(t *testing.T) {
 func TestSeriesLineIsTheBaselineBranch(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2025, 6, 1, 9, 30, 0, 0, time.UTC)
-	var pts []producer.SeriesPoint
+	var pts []gate.SeriesPoint
 	for i := range 9 {
 		branch := "main"
 		if i%3 == 2 {
@@ -133,23 +134,23 @@ func TestPlural(t *testing.T) {
 // that never ended in a run that is over, where the gate says failed.
 func TestGateTxt(t *testing.T) {
 	t.Parallel()
-	res := func(st protocol.Status) *producer.JobState {
-		return &producer.JobState{Result: &protocol.Result{Status: st}}
+	res := func(st protocol.Status) *runstate.JobState {
+		return &runstate.JobState{Result: &protocol.Result{Status: st}}
 	}
 	for _, c := range []struct {
 		name    string
-		js      *producer.JobState
-		v       producer.Verdict
+		js      *runstate.JobState
+		v       gate.Verdict
 		runOver bool
 		want    string
 	}{
-		{"cancelled", res(protocol.StatusCancelled), producer.VerdictFailed, true, "cancelled"},
-		{"failed", res(protocol.StatusFailed), producer.VerdictFailed, false, "failed"},
-		{"regression", res(protocol.StatusPassed), producer.VerdictRegression, false, "regression"},
-		{"dead letter", &producer.JobState{Kind: protocol.EventDead}, producer.VerdictFailed, false, "failed"},
-		{"never ended, run over", &producer.JobState{Kind: protocol.EventClaimed}, producer.VerdictFailed, true, "unfinished"},
-		{"still running", &producer.JobState{Kind: protocol.EventClaimed}, producer.VerdictFailed, false, ""},
-		{"result awaited", &producer.JobState{Kind: protocol.EventPassed}, producer.VerdictFailed, true, ""},
+		{"cancelled", res(protocol.StatusCancelled), gate.VerdictFailed, true, "cancelled"},
+		{"failed", res(protocol.StatusFailed), gate.VerdictFailed, false, "failed"},
+		{"regression", res(protocol.StatusPassed), gate.VerdictRegression, false, "regression"},
+		{"dead letter", &runstate.JobState{Kind: protocol.EventDead}, gate.VerdictFailed, false, "failed"},
+		{"never ended, run over", &runstate.JobState{Kind: protocol.EventClaimed}, gate.VerdictFailed, true, "unfinished"},
+		{"still running", &runstate.JobState{Kind: protocol.EventClaimed}, gate.VerdictFailed, false, ""},
+		{"result awaited", &runstate.JobState{Kind: protocol.EventPassed}, gate.VerdictFailed, true, ""},
 	} {
 		if got := gateTxt(c.js, c.v, c.runOver); got != c.want {
 			t.Errorf("%s: gateTxt = %q, want %q", c.name, got, c.want)
@@ -167,17 +168,17 @@ func TestSpecFromCell(t *testing.T) {
 			Wheels: []protocol.Wheel{{URL: "builds/sha256/aa/x.whl", SHA256: "aa"}}},
 		Labels: map[string]string{"team": "vision", "note": "two words \"quoted\""}}
 	m := &protocol.RunManifest{Run: "r1", Priority: protocol.PriorityHigh}
-	sp := specOf(m, &producer.JobState{Job: protocol.ManifestJob{ID: "j1", Cell: j.Cell()}})
+	sp := specOf(m, &runstate.JobState{Job: protocol.ManifestJob{ID: "j1", Cell: j.Cell()}})
 	want := jobSpec{Priority: protocol.PriorityHigh, Loops: 64, Warmup: 16, Labels: []string{`note=two words "quoted"`, "team=vision"}}
 	if fmt.Sprint(sp) != fmt.Sprint(want) {
 		t.Errorf("spec from the cell %q:\n got %+v\nwant %+v", j.Cell(), sp, want)
 	}
 	r := &protocol.Result{Benchmark: protocol.Benchmark{LoopCount: 5, WarmupCount: 2}, Labels: map[string]string{"i": "0"}}
-	sp = specOf(m, &producer.JobState{Job: protocol.ManifestJob{Cell: j.Cell()}, Result: r})
+	sp = specOf(m, &runstate.JobState{Job: protocol.ManifestJob{Cell: j.Cell()}, Result: r})
 	if want := (jobSpec{Priority: protocol.PriorityHigh, Loops: 5, Warmup: 2, Labels: []string{"i=0"}}); fmt.Sprint(sp) != fmt.Sprint(want) {
 		t.Errorf("spec from the result: got %+v, want %+v", sp, want)
 	}
-	if sp := specOf(m, &producer.JobState{}); sp.Loops != 0 || sp.Labels != nil {
+	if sp := specOf(m, &runstate.JobState{}); sp.Loops != 0 || sp.Labels != nil {
 		t.Errorf("spec of a job with neither cell nor result: %+v", sp)
 	}
 }

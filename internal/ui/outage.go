@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	workers "github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // PageBudget bounds the NATS and store calls of one page: what they have
@@ -279,7 +279,7 @@ func (s *Server) pageBanners(r *http.Request) []banner {
 		// budget.
 		ctx, cancel := context.WithDeadline(r.Context(), ps.deadline)
 		defer cancel()
-		fleet, _ = producer.ReadFleet(ctx, s.cfg.Topology.Workers)
+		fleet, _ = workers.ReadFleet(ctx, s.cfg.Topology.Workers)
 	}
 	return ps.h.banners(fleet, time.Now())
 }

@@ -17,9 +17,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/report"
+	"github.com/benchfleet/benchfleet/producer/runstate"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	workers "github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // workerView is one worker of the home page.
@@ -48,7 +53,7 @@ type boardView struct {
 
 // runView is one run of the home page.
 type runView struct {
-	producer.RunSummary
+	watch.RunSummary
 	Done, Total int
 	Verdict     string
 }
@@ -95,8 +100,8 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	var d homeData
 	var (
 		fleet            []protocol.WorkerStatus
-		runs             []producer.RunSummary
-		qs               []producer.QueueDepth
+		runs             []watch.RunSummary
+		qs               []watch.QueueDepth
 		ferr, rerr, qerr error
 	)
 	if h.NATS {
@@ -107,9 +112,9 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 			store = s.cfg.Store
 		}
 		var wg sync.WaitGroup
-		wg.Go(func() { fleet, ferr = producer.ReadFleet(ctx, s.cfg.Topology.Workers) })
-		wg.Go(func() { runs, rerr = producer.ListRuns(ctx, s.cfg.JS, s.cfg.Topology.Runs, store, s.cfg.RecentRuns) })
-		wg.Go(func() { qs, qerr = producer.ReadQueues(ctx, s.cfg.JS) })
+		wg.Go(func() { fleet, ferr = workers.ReadFleet(ctx, s.cfg.Topology.Workers) })
+		wg.Go(func() { runs, rerr = watch.ListRuns(ctx, s.cfg.JS, s.cfg.Topology.Runs, store, s.cfg.RecentRuns) })
+		wg.Go(func() { qs, qerr = watch.ReadQueues(ctx, s.cfg.JS) })
 		wg.Wait()
 		for _, err := range []error{ferr, rerr, qerr} {
 			if err != nil {
@@ -118,7 +123,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	keepFleet(r, fleet)
-	producer.FlagBoards(fleet)
+	workers.FlagBoards(fleet)
 	now := time.Now()
 	d.StoreDown = !h.Store
 	if d.NATSDown = !h.NATS; d.NATSDown && h.Store {
@@ -129,7 +134,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	}
 	var from time.Time // the oldest run still going: its results land in its date partition
 	for _, rs := range runs {
-		if rs.Progress != nil && (rs.State == producer.RunQueued || rs.State == producer.RunRunning) &&
+		if rs.Progress != nil && (rs.State == runstate.RunQueued || rs.State == runstate.RunRunning) &&
 			(from.IsZero() || rs.Manifest.CreatedAt.Before(from)) {
 			from = rs.Manifest.CreatedAt
 		}
@@ -148,7 +153,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		d.Counted = "since each worker started (the store could not be read)"
 	}
 	for _, st := range fleet {
-		wv := workerView{WorkerStatus: st, Age: ago(now, st.Time), Build: producer.WorkerVersion(st)}
+		wv := workerView{WorkerStatus: st, Age: ago(now, st.Time), Build: workers.WorkerVersion(st)}
 		for _, dev := range st.Devices {
 			bv := boardView{DeviceStatus: dev, Recorded: int(dev.Done)}
 			if cerr == nil {
@@ -207,7 +212,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ferr == nil && h.NATS {
-		for _, ps := range producer.PoolsService(fleet, queued, now) {
+		for _, ps := range watch.PoolsService(fleet, queued, now) {
 			for i := range d.Queues {
 				if d.Queues[i].Pool == ps.Pool && !ps.InService {
 					d.Queues[i].Unserved = ps.String() + ": its jobs wait in the queue"
@@ -227,7 +232,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		}
 		v := runView{RunSummary: rs, Done: rs.Progress.All.Done(), Total: rs.Progress.All.Total}
 		switch rs.State {
-		case producer.RunQueued, producer.RunRunning, producer.RunCancelling:
+		case runstate.RunQueued, runstate.RunRunning, runstate.RunCancelling:
 			d.Active = append(d.Active, v)
 		default:
 			v.Verdict = s.finishedVerdict(ctx, rs, h.Store)
@@ -245,12 +250,12 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 
 // finishedVerdict is the word a finished run leads with: FAIL, CANCELLED,
 // or the gate's PASS / REGRESSION (cached: results are write-once).
-func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary, storeOK bool) string {
+func (s *Server) finishedVerdict(ctx context.Context, rs watch.RunSummary, storeOK bool) string {
 	switch rs.State {
-	case producer.RunCancelled:
+	case runstate.RunCancelled:
 		return "CANCELLED"
-	case producer.RunFailed:
-		return string(producer.OutcomeFail)
+	case runstate.RunFailed:
+		return string(gate.OutcomeFail)
 	}
 	// Keyed by the run and its job count: confirmation repeats added to a
 	// run that looked finished change its verdict.
@@ -281,15 +286,15 @@ func (s *Server) finishedVerdict(ctx context.Context, rs producer.RunSummary, st
 // report is a run with the gate's verdicts (producer.Judge, the gate every
 // front end shares): from states when given (a Watcher snapshot), else
 // from the run's stored results.
-func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map[string]*producer.JobState) (*producer.RunReport, error) {
+func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map[string]*runstate.JobState) (*gate.RunReport, error) {
 	var (
-		v   *producer.RunVerdict
+		v   *gate.RunVerdict
 		err error
 	)
 	if states != nil {
-		v, err = producer.Judge(ctx, producer.JudgeRequest{Manifest: m, Rows: producer.Rows(m, states), Gate: true, GateConfig: s.cfg.Gate, History: s.history})
+		v, err = gate.Judge(ctx, gate.JudgeRequest{Manifest: m, Rows: runstate.Rows(m, states), Gate: true, GateConfig: s.cfg.Gate, History: s.history})
 	} else {
-		v, err = producer.JudgeStored(ctx, producer.StoredJudge{Run: m.Run, Manifest: m, Store: s.cfg.Store, Query: s.history, Gate: true, GateConfig: s.cfg.Gate})
+		v, err = gate.JudgeStored(ctx, gate.StoredJudge{Run: m.Run, Manifest: m, Store: s.cfg.Store, Query: s.history, Gate: true, GateConfig: s.cfg.Gate})
 	}
 	if err != nil {
 		return nil, err
@@ -299,13 +304,13 @@ func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map
 
 // jobRow is one job of the run page.
 type jobRow struct {
-	producer.Row
-	State     *producer.JobState
+	runstate.Row
+	State     *runstate.JobState
 	StatusTxt string // the verdict, or the progress while not ended
 	Class     string // CSS class of the status
 	Worker    string
 	Board     string
-	Gate      *producer.GateRow
+	Gate      *gate.GateRow
 	// GateTxt is what the gate column says (gateTxt); "" while the job may
 	// still run.
 	GateTxt   string
@@ -318,7 +323,7 @@ type jobRow struct {
 // "unfinished" for one that never ended in a run that is over (the gate
 // counts both as failed; neither ran to a verdict). It is "" for a job
 // that has not ended in a run still going.
-func gateTxt(js *producer.JobState, v producer.Verdict, runOver bool) string {
+func gateTxt(js *runstate.JobState, v gate.Verdict, runOver bool) string {
 	switch st := js.Status(); {
 	case st == protocol.StatusCancelled:
 		return "cancelled"
@@ -346,7 +351,7 @@ type runData struct {
 	// Lost names the lost workers (heartbeat lapsed) some of whose jobs
 	// the run shows running: redelivered after the ack wait.
 	Lost       []string
-	Progress   producer.Progress
+	Progress   runstate.Progress
 	Done       int
 	Finished   bool
 	Outcome    string
@@ -403,11 +408,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if h.NATS {
 		_, cerr = s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
 	}
-	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: producer.ProgressOf(m, st), GateConfig: s.cfg.Gate.String(), Warn: warn}
+	d := runData{Manifest: m, Cancelled: cerr == nil, Progress: runstate.ProgressOf(m, st), GateConfig: s.cfg.Gate.String(), Warn: warn}
 	if s.operator(r) {
 		d.CanCancel, d.CancelNeeds = s.mayCancel(ctx, m.Run)
 	}
-	d.State = producer.RunState(d.Progress, d.Cancelled)
+	d.State = runstate.RunState(d.Progress, d.Cancelled)
 	if !h.NATS && !d.Progress.Ended() {
 		d.State = "not known"
 	}
@@ -423,18 +428,18 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case d.Cancelled:
 			d.Outcome = "CANCELLED"
-		case d.Outcome == string(producer.OutcomeRegression):
+		case d.Outcome == string(gate.OutcomeRegression):
 			// Every job passed, but the run did not: the state chip
 			// beside the banner says what the banner says.
 			d.State = "regression"
 		}
 	} else if fleet, err := s.readFleet(ctx, h); err == nil {
 		keepFleet(r, fleet)
-		d.Unserved = producer.UnservedPools(fleet, m.Jobs)
-		d.Spooled = producer.SpooledNotes(d.Progress, fleet)
+		d.Unserved = workers.UnservedPools(fleet, m.Jobs)
+		d.Spooled = runstate.SpooledNotes(d.Progress, fleet)
 		d.Lost = lostOf(fleet, st)
 	} else {
-		d.Spooled = producer.SpooledNotes(d.Progress, nil)
+		d.Spooled = runstate.SpooledNotes(d.Progress, nil)
 	}
 	for i, row := range rep.Rows {
 		js := st[row.Job]
@@ -449,13 +454,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		if js.Result != nil {
 			jr.Worker, jr.Board = js.Result.Worker.ID, js.Result.Device.ID
 			jr.Log = logKey(js.Result)
-			jr.SeriesURL = seriesURL(producer.SeriesOf(js.Result))
+			jr.SeriesURL = seriesURL(gate.SeriesOf(js.Result))
 		} else {
-			jr.SeriesURL = seriesURL(producer.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize,
+			jr.SeriesURL = seriesURL(gate.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize,
 				DataFormat: js.Job.DataFormat, Pool: js.Job.Pool, Runner: js.Job.Runner})
 		}
 		d.Jobs = append(d.Jobs, jr)
-		if jr.Gate.Verdict == producer.VerdictRegression {
+		if jr.Gate.Verdict == gate.VerdictRegression {
 			d.Regressed = append(d.Regressed, jr)
 		}
 	}
@@ -475,14 +480,14 @@ func (s *Server) manifest(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return nil, false
 	}
 	if !h.NATS {
-		m, err := producer.StoredManifest(ctx, s.cfg.Store, run, nil)
+		m, err := gate.StoredManifest(ctx, s.cfg.Store, run, nil)
 		if err != nil {
 			s.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("run %s: NATS is not answering and the store has no manifest of it: %w", run, err))
 			return nil, false
 		}
 		return m, true
 	}
-	m, err := producer.GetManifest(ctx, s.cfg.Topology.Runs, run)
+	m, err := runstate.GetManifest(ctx, s.cfg.Topology.Runs, run)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		// A run older than the bucket's history: rebuild it from its results.
 		// Its job markers name its date; a run without them is looked
@@ -494,7 +499,7 @@ func (s *Server) manifest(ctx context.Context, w http.ResponseWriter, r *http.Re
 			s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %q not found", run))
 			return nil, false
 		}
-		return producer.ManifestFromResults(run, rs), true
+		return gate.ManifestFromResults(run, rs), true
 	}
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
@@ -505,7 +510,7 @@ func (s *Server) manifest(ctx context.Context, w http.ResponseWriter, r *http.Re
 
 // statusOf is a job's status word and its CSS class: the stored result's
 // status, or the events' progress while there is none.
-func statusOf(js *producer.JobState) (string, string) {
+func statusOf(js *runstate.JobState) (string, string) {
 	if s := js.Status(); s != "" {
 		return string(s), string(s)
 	}
@@ -539,7 +544,7 @@ func logKey(r *protocol.Result) string {
 	return worker
 }
 
-func seriesURL(s producer.Series) string {
+func seriesURL(s gate.Series) string {
 	q := make([]string, 0, 6)
 	add := func(k, v string) {
 		if v != "" {
@@ -564,7 +569,7 @@ type jobData struct {
 	Artifacts []protocol.Artifact
 	// Gate is the gate's configuration (defaults filled), for the words
 	// around a missing or short baseline.
-	Gate producer.GateConfig
+	Gate gate.GateConfig
 	// HostCommit is the commit the job named when its result ran the
 	// host's installed build instead (producer.HostCommit).
 	HostCommit string
@@ -589,7 +594,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The job and its confirmation repeats, which are its attempts.
-	sub := map[string]*producer.JobState{id: js}
+	sub := map[string]*runstate.JobState{id: js}
 	for _, j := range m.Jobs {
 		if j.Of == id && st[j.ID] != nil {
 			sub[j.ID] = st[j.ID]
@@ -608,17 +613,17 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		_, cerr = s.cfg.Topology.Runs.Get(ctx, protocol.CancelKey(m.Run))
 	}
 	d.Row.GateTxt = gateTxt(js, d.Row.Gate.Verdict, cerr == nil)
-	s0 := producer.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize, DataFormat: js.Job.DataFormat, Pool: js.Job.Pool, Runner: js.Job.Runner}
+	s0 := gate.Series{Test: js.Job.Test, Model: js.Job.Model, BatchSize: js.Job.BatchSize, DataFormat: js.Job.DataFormat, Pool: js.Job.Pool, Runner: js.Job.Runner}
 	if js.Result != nil {
 		d.Row.Worker, d.Row.Board = js.Result.Worker.ID, js.Result.Device.ID
 		d.Row.Log = logKey(js.Result)
 		d.Artifacts = js.Result.Artifacts
-		d.HostCommit = producer.HostCommit(js.Result)
-		s0 = producer.SeriesOf(js.Result)
+		d.HostCommit = report.HostCommit(js.Result)
+		s0 = gate.SeriesOf(js.Result)
 	}
 	d.Row.SeriesURL = seriesURL(s0)
 	if m.Run != "" && h.NATS {
-		_, _ = producer.ReadStored(ctx, s.cfg.JS, protocol.StreamEvents, protocol.JobEventsFilters(m.Run, id), func(msg jetstream.Msg) {
+		_, _ = workers.ReadStored(ctx, s.cfg.JS, protocol.StreamEvents, protocol.JobEventsFilters(m.Run, id), func(msg jetstream.Msg) {
 			if e, err := protocol.DecodeEvent(msg.Data()); err == nil && e.Kind != protocol.EventLog && protocol.TrustedEvent(msg.Subject(), e.Kind) {
 				d.Events = append(d.Events, e)
 			}
@@ -672,7 +677,7 @@ type dlqData struct {
 // dlqRow is one dead letter of the page and whether it is offered for a
 // retry (CanRetry), or why not (NoRetry: an invalid job, or who may).
 type dlqRow struct {
-	producer.DeadEntry
+	workers.DeadEntry
 	CanRetry bool
 	NoRetry  string
 	// Invalid: the job itself is not worth a retry
@@ -687,7 +692,7 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, "dlq", "dead letters", true, dlqData{Unread: "The dead letters live in NATS (BENCH_DEAD), which is not answering."})
 		return
 	}
-	es, err := producer.ReadDead(ctx, s.cfg.JS)
+	es, err := workers.ReadDead(ctx, s.cfg.JS)
 	if err != nil && s.natsDown(r, &h, err) {
 		s.render(w, r, "dlq", "dead letters", true, dlqData{Unread: "The dead letters live in NATS (BENCH_DEAD), which is not answering."})
 		return
@@ -714,7 +719,7 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 	if ok, why := s.mayCancel(r.Context(), run); !ok {
 		return "", errors.New(why)
 	}
-	out, err := producer.CancelRun(r.Context(), s.cfg.JS, producer.CancelRequest{Run: run, Store: s.cfg.Store})
+	out, err := submit.CancelRun(r.Context(), s.cfg.JS, submit.CancelRequest{Run: run, Store: s.cfg.Store})
 	if c, ok := s.cfg.Topology.Runs.(*kvCache); ok {
 		c.forget(protocol.CancelKey(run)) // set through the run's own bucket handle
 	}
@@ -724,11 +729,11 @@ func (s *Server) cancel(_ http.ResponseWriter, r *http.Request) (string, error) 
 	if out.Finished {
 		return fmt.Sprintf("run %s had already finished: nothing to cancel", run), nil
 	}
-	return fmt.Sprintf("run %s cancelled: %s", run, producer.CancelSummary(out)), nil
+	return fmt.Sprintf("run %s cancelled: %s", run, submit.CancelSummary(out)), nil
 }
 
 func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
-	es, err := producer.ReadDead(r.Context(), s.cfg.JS)
+	es, err := workers.ReadDead(r.Context(), s.cfg.JS)
 	if err != nil {
 		return "", err
 	}
@@ -740,7 +745,7 @@ func (s *Server) retry(_ http.ResponseWriter, r *http.Request) (string, error) {
 			return "", fmt.Errorf("dead letter %s: not re-queued: %s", e.ID, why)
 		}
 	}
-	job, err := producer.RetryDead(r.Context(), s.cfg.JS, r.PathValue("id"))
+	job, err := workers.RetryDead(r.Context(), s.cfg.JS, r.PathValue("id"))
 	if err != nil {
 		return "", err
 	}
@@ -752,7 +757,7 @@ func (s *Server) release(_ http.ResponseWriter, r *http.Request) (string, error)
 	if ok, why := s.mayRelease(r.Context(), wk, dev); !ok {
 		return "", errors.New(why)
 	}
-	if _, err := producer.ReleaseBoard(r.Context(), s.cfg.Topology.Health, wk, dev); err != nil {
+	if _, err := workers.ReleaseBoard(r.Context(), s.cfg.Topology.Health, wk, dev); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("board %s of %s released: the worker checks it and takes jobs again", dev, wk), nil
@@ -779,8 +784,8 @@ func ago(now, t time.Time) string {
 
 // watcher reads run m's jobs: their events and their stored results, as
 // far as NATS and the store answer (h).
-func (s *Server) watcher(m *protocol.RunManifest, h health) *producer.Watcher {
-	w := &producer.Watcher{Manifest: m}
+func (s *Server) watcher(m *protocol.RunManifest, h health) *watch.Watcher {
+	w := &watch.Watcher{Manifest: m}
 	if h.NATS {
 		w.JS = s.cfg.JS
 	}
@@ -795,12 +800,12 @@ func (s *Server) readFleet(ctx context.Context, h health) ([]protocol.WorkerStat
 	if !h.NATS {
 		return nil, errors.New("NATS is not answering")
 	}
-	return producer.ReadFleet(ctx, s.cfg.Topology.Workers)
+	return workers.ReadFleet(ctx, s.cfg.Topology.Workers)
 }
 
 // lostOf names the lost workers of fleet (heartbeat lapsed) that the
 // states show holding a job: "w1 (no heartbeat since 12:00:03Z: 2 jobs)".
-func lostOf(fleet []protocol.WorkerStatus, states map[string]*producer.JobState) []string {
+func lostOf(fleet []protocol.WorkerStatus, states map[string]*runstate.JobState) []string {
 	var out []string
 	for _, w := range fleet {
 		if !w.Lost {

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -42,7 +43,7 @@ type tick struct {
 }
 
 type seriesData struct {
-	Series   producer.Series
+	Series   gate.Series
 	Name     string
 	Days     int
 	Points   []pointView
@@ -53,7 +54,7 @@ type seriesData struct {
 	Baseline string // polyline of the rolling baseline
 	YTicks   []tick
 	XTicks   []tick
-	Rows     []producer.SeriesPoint
+	Rows     []gate.SeriesPoint
 	// bisectOf is the series' one bisect (bisect), made once for the page.
 	bisectOf   *bisectLink
 	bisectAt   int
@@ -70,7 +71,7 @@ type seriesData struct {
 
 func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ser := producer.Series{Model: q.Get("model"), Pool: q.Get("pool"), DataFormat: q.Get("format"), Runner: q.Get("runner"), Test: q.Get("test")}
+	ser := gate.Series{Model: q.Get("model"), Pool: q.Get("pool"), DataFormat: q.Get("format"), Runner: q.Get("runner"), Test: q.Get("test")}
 	if ser.Model == "" || ser.Pool == "" {
 		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("a series needs model and pool (and batch, format, runner)"))
 		return
@@ -106,7 +107,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	pts := producer.SeriesPoints(rs, ser, s.cfg.Gate)
+	pts := gate.SeriesPoints(rs, ser, s.cfg.Gate)
 	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(), Branch: s.cfg.Gate.BaselineBranch,
 		W: chartW, H: chartH, PadL: padL, PadT: padT, PlotW: chartW - padL - padR, PlotH: chartH - padT - padB}
 	layout(&d, pts)
@@ -125,7 +126,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 // layout places the points: x by run creation time, y fitted to the
 // passed values and the noise band (never from failed points, which sit
 // on the bottom edge).
-func layout(d *seriesData, pts []producer.SeriesPoint) {
+func layout(d *seriesData, pts []gate.SeriesPoint) {
 	if len(pts) == 0 {
 		return
 	}
@@ -173,21 +174,21 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 			pv.Y = padT + ph
 			d.Failed++
 		}
-		if p.Judgement.Verdict == producer.VerdictRegression {
+		if p.Judgement.Verdict == gate.VerdictRegression {
 			d.Regressed++
 		}
 		commit := r.Source.Commit
 		if commit == "" {
 			commit = "no commit"
 		}
-		rate := producer.FmtRate(v)
+		rate := runstate.FmtRate(v)
 		if p.Median > 0 {
 			rate += fmt.Sprintf(" (median of %d attempts)", p.Attempts())
 		}
 		pv.Title = fmt.Sprintf("%s  %s@%s\n%s: %s samples/s (%s)\nrun %s", r.RunCreatedAt.UTC().Format("2006-01-02 15:04"),
-			cmpOr(r.Source.Branch, "?"), producer.ShortCommit(commit), r.Status, rate, pv.Verdict, r.Run)
+			cmpOr(r.Source.Branch, "?"), runstate.ShortCommit(commit), r.Status, rate, pv.Verdict, r.Run)
 		if r.Untrusted() {
-			pv.Title += "\n" + producer.UntrustedNote
+			pv.Title += "\n" + runstate.UntrustedNote
 		}
 		if j := p.Judgement; j.HasBaseline {
 			xs := pv.X
@@ -207,7 +208,7 @@ func layout(d *seriesData, pts []producer.SeriesPoint) {
 	}
 	for i := 0; i <= 4; i++ {
 		v := lo + (hi-lo)*float64(i)/4
-		d.YTicks = append(d.YTicks, tick{Pos: round1(y(v)), Label: producer.FmtRate(v)})
+		d.YTicks = append(d.YTicks, tick{Pos: round1(y(v)), Label: runstate.FmtRate(v)})
 	}
 	ts := make([]time.Time, 6)
 	for i := range ts {

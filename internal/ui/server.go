@@ -28,7 +28,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/version"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -53,7 +53,7 @@ type Config struct {
 	// has); Gate.Repeats is the confirmation its gate line names, the one
 	// `submit --gate` gives (0: producer.DefaultRepeats, as --confirm's
 	// default; negative: none).
-	Gate producer.GateConfig
+	Gate gate.GateConfig
 	// Actions enables cancel, dlq retry and fleet release (POST with the
 	// CSRF token) for an operator (ActionsToken). Default false: read-only.
 	Actions bool
@@ -157,12 +157,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	switch {
 	case cfg.Gate.Repeats == 0:
-		cfg.Gate.Repeats = producer.DefaultRepeats
+		cfg.Gate.Repeats = gate.DefaultRepeats
 	case cfg.Gate.Repeats < 0:
 		cfg.Gate.Repeats = 0
 	}
 	s := &Server{cfg: cfg, verdicts: map[string]string{}, limit: newLoginLimiter(lim, time.Now), secureCookie: secure, version: version.Get()}
-	g, err := producer.NewGate(cfg.Gate, s.history) // validates cfg.Gate, fills its defaults
+	g, err := gate.NewGate(cfg.Gate, s.history) // validates cfg.Gate, fills its defaults
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}

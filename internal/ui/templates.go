@@ -7,25 +7,26 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 )
 
 var funcs = template.FuncMap{
-	"rate": producer.FmtRate,
-	"pcc":  producer.FmtPCC,
+	"rate": runstate.FmtRate,
+	"pcc":  runstate.FmtPCC,
 	"change": func(c *float64) string {
 		if c == nil {
 			return ""
 		}
-		return producer.FmtChange(c)
+		return runstate.FmtChange(c)
 	},
 	"ratep": func(p *float64) string {
 		if p == nil {
 			return "—"
 		}
-		return producer.FmtRate(*p)
+		return runstate.FmtRate(*p)
 	},
-	"commit": producer.ShortCommit,
+	"commit": runstate.ShortCommit,
 	"time": func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -33,11 +34,11 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"ago":   func(t time.Time) string { return ago(time.Now(), t) },
-	"short": producer.Shorten,
+	"short": runstate.Shorten,
 	"secs":  func(v float64) string { return fmt.Sprintf("%.2fs", v) },
 	"ms":    func(v float64) string { return fmt.Sprintf("%.3f", v) },
 	"lower": strings.ToLower,
-	"seriesOf": func(s producer.Series) string {
+	"seriesOf": func(s gate.Series) string {
 		return seriesURL(s)
 	},
 	"bytes": func(n int64) string {

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/benchfleet/benchfleet/producer"
+	gatepkg "github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -65,7 +66,7 @@ func (m Metric) Label() string {
 
 // TrendLine is one series of a trend: its results, oldest first.
 type TrendLine struct {
-	Series producer.Series
+	Series gatepkg.Series
 	// Name is the series' display name (Series.Name), with the runner and
 	// test added when two series would otherwise share a name.
 	Name    string
@@ -75,7 +76,7 @@ type TrendLine struct {
 // TrendLines groups rs by series (sorted like Compare's series) and orders
 // each series' results by run creation time, then run and job.
 func TrendLines(rs []*protocol.Result) []TrendLine {
-	g, order := producer.GroupSeries(rs)
+	g, order := gatepkg.GroupSeries(rs)
 	count := map[string]int{}
 	for _, s := range order {
 		count[s.Name()]++
@@ -90,7 +91,7 @@ func TrendLines(rs []*protocol.Result) []TrendLine {
 			}
 		}
 		res := append([]*protocol.Result(nil), g[s]...)
-		sort.SliceStable(res, func(i, j int) bool { return producer.ResultBefore(res[i], res[j]) })
+		sort.SliceStable(res, func(i, j int) bool { return gatepkg.ResultBefore(res[i], res[j]) })
 		lines = append(lines, TrendLine{Series: s, Name: name, Results: res})
 	}
 	return lines
@@ -108,7 +109,7 @@ type TrendOptions struct {
 	// improvement) against the earlier passed points of its series, as
 	// `results gate` does; zero fields take the gate's defaults. Only
 	// samples/sec is judged.
-	Gate producer.GateConfig
+	Gate gatepkg.GateConfig
 }
 
 // Plot geometry, in pixels.
@@ -147,12 +148,12 @@ type trendPanel struct {
 	Lines []TrendLine
 	// Points[i] are the runs of Lines[i], one point each, judged by the
 	// gate's rule (judgeLine).
-	Points [][]producer.SeriesPoint
+	Points [][]gatepkg.SeriesPoint
 }
 
 // trendPanels groups lines by model (TrendLines order), judging every
 // run with the gate's rule against the earlier runs of its series.
-func trendPanels(lines []TrendLine, gate producer.GateConfig) []trendPanel {
+func trendPanels(lines []TrendLine, gate gatepkg.GateConfig) []trendPanel {
 	var panels []trendPanel
 	index := map[string]int{}
 	for _, l := range lines {
@@ -174,14 +175,14 @@ func trendPanels(lines []TrendLine, gate producer.GateConfig) []trendPanel {
 // results) and applies the gate's rule to each against the earlier runs
 // (producer.JudgeRuns: the last Window of them, one value each); a run
 // that did not pass is failed.
-func judgeLine(l TrendLine, gate producer.GateConfig) []producer.SeriesPoint {
-	return producer.JudgeRuns(l.Results, gate, nil)
+func judgeLine(l TrendLine, gate gatepkg.GateConfig) []gatepkg.SeriesPoint {
+	return gatepkg.JudgeRuns(l.Results, gate, nil)
 }
 
 // pointValue is the metric's value of run point p: the median over the
 // run's passed results when it has several (for samples/sec the value
 // the gate judged), else plotValue of its result.
-func pointValue(m Metric, p producer.SeriesPoint) (float64, bool) {
+func pointValue(m Metric, p gatepkg.SeriesPoint) (float64, bool) {
 	if len(p.Results) > 1 && p.Result.Status == protocol.StatusPassed {
 		if m == MetricSamplesPerSec {
 			return p.Value(), true
@@ -208,7 +209,7 @@ func pointValue(m Metric, p producer.SeriesPoint) (float64, bool) {
 // series (TrendLines) through the metric of its passed runs over run
 // creation time, every passed run marked with a dot (a run is one point:
 // its results of the series, a job and its confirmation repeats, at their
-// median). The y axis of a
+// Median). The y axis of a
 // panel is fitted to its passed results (not from 0), so a 10% step shows
 // as one. A result that did not pass is a red cross at its value when that
 // lies inside the axis, else at the edge it is beyond (drawn as a triangle),
@@ -366,22 +367,22 @@ func WriteTrendSVG(w io.Writer, rs []*protocol.Result, o TrendOptions) error {
 					figure += fmt.Sprintf(", median of %d attempts", n)
 				}
 				tipText := fmt.Sprintf("%s\nrun %s, job %s\n%s UTC\ncommit %s\n%s: %s (%s)", l.Name, r.Run, r.Job,
-					r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), producer.ShortCommit(r.Source.Commit), o.Metric.Label(), figure, r.Status)
+					r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), runstate.ShortCommit(r.Source.Commit), o.Metric.Label(), figure, r.Status)
 				if j.HasBaseline && r.Status == protocol.StatusPassed {
-					tipText += fmt.Sprintf("\n%s: %s vs median of %d earlier", j.Verdict, producer.FmtChange(&j.Change), j.N)
+					tipText += fmt.Sprintf("\n%s: %s vs median of %d earlier", j.Verdict, runstate.FmtChange(&j.Change), j.N)
 				}
 				tip := xmlText(tipText)
 				if r.Status == protocol.StatusPassed {
 					y := yOf(v)
 					p(`<circle cx="%s" cy="%s" r="3.5" fill="%s"><title>%s</title></circle>`+"\n", f1(x), f1(y), colour, tip)
-					if o.Metric == MetricSamplesPerSec && (j.Verdict == producer.VerdictRegression || j.Verdict == producer.VerdictImproved) {
+					if o.Metric == MetricSamplesPerSec && (j.Verdict == gatepkg.VerdictRegression || j.Verdict == gatepkg.VerdictImproved) {
 						c, cls := regressionColour, "regression"
-						if j.Verdict == producer.VerdictImproved {
+						if j.Verdict == gatepkg.VerdictImproved {
 							c, cls = improvedColour, "improved"
 						}
 						p(`<g class="%s"><circle cx="%s" cy="%s" r="8" fill="none" stroke="%s" stroke-width="2"><title>%s</title></circle>`+
 							`<text x="%s" y="%s" text-anchor="end" font-weight="bold" fill="%s">%s</text></g>`+"\n",
-							cls, f1(x), f1(y), c, tip, f1(x-10), f1(y-8), c, xmlText(producer.FmtChange(&j.Change)))
+							cls, f1(x), f1(y), c, tip, f1(x-10), f1(y-8), c, xmlText(runstate.FmtChange(&j.Change)))
 					}
 					continue
 				}
@@ -578,12 +579,12 @@ type ReportOptions struct {
 	Now time.Time
 	// Gate is the rule that flags regressions (zero fields: the gate's
 	// defaults).
-	Gate producer.GateConfig
+	Gate gatepkg.GateConfig
 }
 
 // ReportRow is one series' latest run in the report's table.
 type ReportRow struct {
-	Series producer.Series
+	Series gatepkg.Series
 	Name   string
 	// Latest is the latest run's result (producer.SeriesPoint.Result);
 	// Value is the run's samples/sec, the median of its passed results
@@ -598,7 +599,7 @@ type ReportRow struct {
 	// Judgement is the gate's rule applied to Value against the median of
 	// the series' earlier passed runs (regression, improved, ok,
 	// insufficient-history or failed).
-	Judgement producer.Judgement
+	Judgement gatepkg.Judgement
 }
 
 // ReportRows is the latest run of every series (TrendLines order; a run's
@@ -606,11 +607,11 @@ type ReportRow struct {
 // against the previous passed run of that series and the gate's judgement
 // (default producer.GateConfig) against the earlier ones.
 func ReportRows(rs []*protocol.Result) []ReportRow {
-	gate, _ := producer.GateConfig{}.WithDefaults()
+	gate, _ := gatepkg.GateConfig{}.WithDefaults()
 	return reportRows(rs, gate)
 }
 
-func reportRows(rs []*protocol.Result, gate producer.GateConfig) []ReportRow {
+func reportRows(rs []*protocol.Result, gate gatepkg.GateConfig) []ReportRow {
 	var rows []ReportRow
 	for _, l := range TrendLines(rs) {
 		pts := judgeLine(l, gate)
@@ -768,26 +769,26 @@ func WriteReportHTML(w io.Writer, rs []*protocol.Result, o ReportOptions) error 
 	lastGroup := ""
 	for _, row := range rows {
 		r, j := row.Latest, row.Judgement
-		rate := producer.FmtRate(row.Value)
+		rate := runstate.FmtRate(row.Value)
 		if row.Attempts > 1 && r.Status == protocol.StatusPassed {
 			rate += " (median)"
 		}
-		v := reportRowView{Name: row.Name, Rate: rate, PCC: producer.FmtPCC(r.PCC.Value),
-			Status: string(r.Status), Commit: producer.ShortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
-			Created: r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), Change: producer.FmtChange(row.Change),
+		v := reportRowView{Name: row.Name, Rate: rate, PCC: runstate.FmtPCC(r.PCC.Value),
+			Status: string(r.Status), Commit: runstate.ShortCommit(r.Source.Commit), CommitFull: r.Source.Commit, Run: r.Run,
+			Created: r.RunCreatedAt.UTC().Format("2006-01-02 15:04"), Change: runstate.FmtChange(row.Change),
 			Passed: r.Status == protocol.StatusPassed, Verdict: string(j.Verdict), VerdictChange: "-"}
 		if row.Series.Model != lastGroup {
 			v.Group, lastGroup = row.Series.Model, row.Series.Model
 		}
 		if j.HasBaseline && r.Status == protocol.StatusPassed {
-			v.VerdictChange = producer.FmtChange(&j.Change)
-			v.Baseline = fmt.Sprintf("median %s of %d earlier", producer.FmtRate(j.Baseline), j.N)
+			v.VerdictChange = runstate.FmtChange(&j.Change)
+			v.Baseline = fmt.Sprintf("median %s of %d earlier", runstate.FmtRate(j.Baseline), j.N)
 		}
 		switch j.Verdict {
-		case producer.VerdictRegression:
+		case gatepkg.VerdictRegression:
 			v.VerdictClass = "worse"
 			page.Regressions = append(page.Regressions, v)
-		case producer.VerdictImproved:
+		case gatepkg.VerdictImproved:
 			v.VerdictClass = "better"
 		}
 		page.Rows = append(page.Rows, v)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/producer/chart"
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -347,7 +347,7 @@ func TestTrendOnePointPerRun(t *testing.T) {
 		t.Error("the cleared run's point does not say it is the median of its attempts")
 	}
 	rows := chart.ReportRows(rs)
-	if len(rows) != 1 || rows[0].Latest.Run != "cleared" || rows[0].Value != 100 || rows[0].Judgement.Verdict != producer.VerdictOK || rows[0].Judgement.N != 5 {
+	if len(rows) != 1 || rows[0].Latest.Run != "cleared" || rows[0].Value != 100 || rows[0].Judgement.Verdict != gate.VerdictOK || rows[0].Judgement.N != 5 {
 		t.Errorf("report row %+v: want the cleared run at its median 100, ok against 5 runs", rows)
 	}
 }

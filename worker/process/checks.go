@@ -13,10 +13,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/device/box"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // checkStart refuses to start worker id when o.CheckID and another live
@@ -32,8 +32,8 @@ func (p *Process) checkStart(ctx context.Context, o Options, ledger storage.Spoo
 		defer cancel()
 		kv, err := p.js.KeyValue(kctx, protocol.BucketWorkers)
 		if err == nil {
-			prev, err := producer.CheckWorkerID(kctx, kv, id, host, os.Getpid(), processAlive)
-			if errors.Is(err, producer.ErrWorkerIDLive) {
+			prev, err := fleet.CheckWorkerID(kctx, kv, id, host, os.Getpid(), processAlive)
+			if errors.Is(err, fleet.ErrWorkerIDLive) {
 				return &OptionError{Option: "--id", Err: err}
 			}
 			if err != nil {

@@ -7,7 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -47,12 +48,12 @@ func (a *app) demoCmd() *cobra.Command {
 			fmt.Fprintf(a.stdout, "benchfleet demo: NATS at %s, results in %s\n", lf.URL, storage.Redact(a.storeURL))
 			// The demo's matrix, submitted as submit submits one (no CI
 			// provenance from this shell's environment).
-			m, err := producer.ParseMatrix([]byte(demoMatrix))
+			m, err := submit.ParseMatrix([]byte(demoMatrix))
 			if err != nil {
 				return err
 			}
-			opts := producer.SubmitOptions{Matrix: m}
-			sub, _, err := opts.Submission(producer.Env{Submitter: producer.ProcessEnv().Submitter})
+			opts := submit.SubmitOptions{Matrix: m}
+			sub, _, err := opts.Submission(submit.Env{Submitter: submit.ProcessEnv().Submitter})
 			if err != nil {
 				return err
 			}
@@ -67,7 +68,7 @@ func (a *app) demoCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "run %s: %s submitted\n", sub.Run, jobCount(len(sub.Jobs)))
-			return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest}, waitOptions{timeout: time.Hour, inProcess: true})
+			return a.waitRun(ctx, &watch.Watcher{JS: p.JS, Manifest: res.Manifest}, waitOptions{timeout: time.Hour, inProcess: true})
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data", "./benchfleet-data", "directory for the embedded NATS data and the file store")

@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/report"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 func (a *app) dlqCmd() *cobra.Command {
@@ -24,14 +25,14 @@ func (a *app) dlqCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			entries, err := producer.ReadDead(ctx, s.JS)
+			entries, err := fleet.ReadDead(ctx, s.JS)
 			if err != nil {
 				return err
 			}
 			if format == "json" {
 				return writeJSON(a.stdout, entries)
 			}
-			return producer.WriteDeadLetters(a.stdout, entries)
+			return report.WriteDeadLetters(a.stdout, entries)
 		},
 	}
 	list.Flags().StringVar(&format, "format", "table", "table or json")
@@ -44,11 +45,11 @@ func (a *app) dlqCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			job, err := producer.RetryDead(ctx, s.JS, args[0])
+			job, err := fleet.RetryDead(ctx, s.JS, args[0])
 			switch {
-			case errors.Is(err, producer.ErrNoDeadLetter):
+			case errors.Is(err, fleet.ErrNoDeadLetter):
 				return usageErr("no dead letter with id %q (see benchfleet dlq list)", args[0])
-			case errors.Is(err, producer.ErrDeadJobInvalid):
+			case errors.Is(err, fleet.ErrDeadJobInvalid):
 				return usageErr("dead letter %s cannot be re-queued: %v", args[0], err)
 			case err != nil:
 				return err

@@ -17,7 +17,7 @@ import (
 	"github.com/benchfleet/benchfleet/cmd/benchfleet/cli"
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -157,7 +157,7 @@ func TestLocalExampleMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := producer.ParseMatrix(data)
+	m, err := submit.ParseMatrix(data)
 	if err != nil {
 		t.Fatal(err)
 	}

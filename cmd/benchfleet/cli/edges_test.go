@@ -18,9 +18,9 @@ import (
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // Re-submitting a run id with a different spec is a usage
@@ -109,7 +109,7 @@ func TestSubmitWarnsOfUnservedPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 30*time.Second, "the worker's heartbeat", func() bool {
-		fleet, err := producer.ReadFleet(t.Context(), topo.Workers)
+		fleet, err := fleet.ReadFleet(t.Context(), topo.Workers)
 		return err == nil && len(fleet) == 1
 	})
 	code, _, errOut := ciRun(t, f.args("submit", "--pool", "cpu", "--model", "mlp", "--batch-size", "2", "--loop-count", "4", "--run", "nocpu")...)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 func (a *app) fleetCmd() *cobra.Command {
@@ -27,11 +27,11 @@ func (a *app) fleetCmd() *cobra.Command {
 			}
 			defer s.close()
 			for {
-				sts, err := producer.ReadFleet(ctx, s.topo.Workers)
+				sts, err := fleet.ReadFleet(ctx, s.topo.Workers)
 				if err != nil {
 					return err
 				}
-				producer.FlagBoards(sts)
+				fleet.FlagBoards(sts)
 				if format == "json" {
 					if err := writeJSON(a.stdout, sts); err != nil {
 						return err
@@ -40,7 +40,7 @@ func (a *app) fleetCmd() *cobra.Command {
 					if watch && a.isTTY() {
 						fmt.Fprint(a.stdout, "\033[H\033[2J")
 					}
-					producer.WriteFleet(a.stdout, sts)
+					fleet.WriteFleet(a.stdout, sts)
 				}
 				if !watch {
 					return nil

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 func (a *app) fleetReleaseCmd() *cobra.Command {
@@ -24,11 +24,11 @@ func (a *app) fleetReleaseCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			h, err := producer.ReleaseBoard(ctx, s.topo.Health, args[0], args[1])
+			h, err := fleet.ReleaseBoard(ctx, s.topo.Health, args[0], args[1])
 			switch {
-			case errors.Is(err, producer.ErrUnknownBoard):
+			case errors.Is(err, fleet.ErrUnknownBoard):
 				return &exitError{code: ExitFailed, err: fmt.Errorf("%w (see benchfleet fleet status for worker and device names)", err)}
-			case errors.Is(err, producer.ErrNotQuarantined):
+			case errors.Is(err, fleet.ErrNotQuarantined):
 				fmt.Fprintf(a.stdout, "%s %s is not quarantined: nothing to release\n", args[0], args[1])
 				return nil
 			case err != nil:

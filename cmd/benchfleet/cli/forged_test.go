@@ -10,7 +10,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -38,7 +38,7 @@ func TestForgedPassedEventDoesNotPass(t *testing.T) {
 	go func() {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
-			m, err := producer.GetManifest(t.Context(), topo.Runs, run)
+			m, err := runstate.GetManifest(t.Context(), topo.Runs, run)
 			if err != nil {
 				time.Sleep(20 * time.Millisecond)
 				continue

@@ -11,8 +11,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
+	workers "github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // Issue 36, finding 1: a host whose harness environment is broken (its
@@ -111,7 +111,7 @@ matrix:
 		}
 	}
 	code, out, errOut := run(t, "dlq", "list", "--nats", srv.ClientURL(), "--format", "json")
-	var dead []producer.DeadEntry
+	var dead []workers.DeadEntry
 	if code != 0 || json.Unmarshal([]byte(out), &dead) != nil || len(dead) != 0 {
 		t.Errorf("dlq list: exit %d, %s%s; want no dead letter", code, out, errOut)
 	}

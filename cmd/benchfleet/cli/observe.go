@@ -9,7 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/report"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -30,15 +31,15 @@ func (n *notifyFlags) register(fs *pflag.FlagSet) {
 	// in --help.
 	fs.StringVar(&n.url, "notify", "", "POST a JSON notification (Slack/Mattermost compatible text) here when the gate finds a regression or a failure; sent once per run and regression (env BENCHFLEET_NOTIFY)")
 	fs.StringVar(&n.githubToken, "github-token", "", "set a GitHub commit status (context benchfleet/gate) on the run's commit (env GITHUB_TOKEN)")
-	fs.StringVar(&n.githubAPI, "github-api", cmp.Or(os.Getenv("GITHUB_API_URL"), producer.DefaultGitHubAPI), "GitHub API base URL (env GITHUB_API_URL)")
+	fs.StringVar(&n.githubAPI, "github-api", cmp.Or(os.Getenv("GITHUB_API_URL"), report.DefaultGitHubAPI), "GitHub API base URL (env GITHUB_API_URL)")
 }
 
 // check fills the flags from the environment (BENCHFLEET_NOTIFY,
 // GITHUB_TOKEN) and validates them (usage errors name the flag).
 func (n *notifyFlags) check() error {
 	n.url, n.githubToken = cmp.Or(n.url, os.Getenv("BENCHFLEET_NOTIFY")), cmp.Or(n.githubToken, os.Getenv("GITHUB_TOKEN"))
-	var ne *producer.GateNotifyError
-	if err := (&producer.GateNotifier{WebhookURL: n.url, GitHubToken: n.githubToken, GitHubAPI: n.githubAPI}).Validate(); errors.As(err, &ne) && ne.Field == "webhook" {
+	var ne *report.GateNotifyError
+	if err := (&report.GateNotifier{WebhookURL: n.url, GitHubToken: n.githubToken, GitHubAPI: n.githubAPI}).Validate(); errors.As(err, &ne) && ne.Field == "webhook" {
 		return usageErr("--notify: %v", err)
 	} else if err != nil {
 		return usageErr("--github-api: %v", err)
@@ -49,8 +50,8 @@ func (n *notifyFlags) check() error {
 // send tells about a gated run (producer.GateNotifier): failures are
 // reported on stderr and never change the exit code: the gate's verdict
 // stands.
-func (n *notifyFlags) send(ctx context.Context, a *app, b storage.Bucket, rep *producer.RunReport) {
-	g := &producer.GateNotifier{WebhookURL: n.url, GitHubToken: n.githubToken, GitHubAPI: n.githubAPI, Repo: n.repo, Commit: n.commit, Log: a.log}
+func (n *notifyFlags) send(ctx context.Context, a *app, b storage.Bucket, rep *gate.RunReport) {
+	g := &report.GateNotifier{WebhookURL: n.url, GitHubToken: n.githubToken, GitHubAPI: n.githubAPI, Repo: n.repo, Commit: n.commit, Log: a.log}
 	out := g.Notify(ctx, b, rep)
 	if out.AlreadySent {
 		fmt.Fprintf(a.stderr, "notification for run %s already sent; not sent again\n", rep.Manifest.Run)

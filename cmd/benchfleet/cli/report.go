@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/report"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -18,8 +20,8 @@ import (
 //
 // The gate's tuning comes from o.gateConfig (zero: the defaults). Without a
 // store there is no history: every passed job is insufficient-history.
-func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []producer.Row, o waitOptions) (*producer.RunReport, int, error) {
-	req := producer.JudgeRequest{Manifest: m, Rows: rows, Gate: o.gate, GateConfig: o.gateConfig, TimedOut: o.timedOut, Warnings: o.warnings}
+func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []runstate.Row, o waitOptions) (*gate.RunReport, int, error) {
+	req := gate.JudgeRequest{Manifest: m, Rows: rows, Gate: o.gate, GateConfig: o.gateConfig, TimedOut: o.timedOut, Warnings: o.warnings}
 	if a.storeURL != "" {
 		b, err := a.openStoreRead(ctx)
 		if err != nil {
@@ -28,9 +30,9 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []pro
 		defer b.Close()
 		req.History = a.historyFrom(b)
 	}
-	v, err := producer.Judge(ctx, req)
+	v, err := gate.Judge(ctx, req)
 	switch {
-	case errors.Is(err, producer.ErrGateConfig):
+	case errors.Is(err, gate.ErrGateConfig):
 		return nil, ExitUsage, usageErr("%v", err)
 	case err != nil:
 		return nil, ExitFailed, err
@@ -46,20 +48,20 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []pro
 
 // outcomeCode is a run outcome's exit code (the README's table): a
 // timeout 3, a failed job 1 (before a regression), a regression 2, else 0.
-func outcomeCode(o producer.Outcome) int {
-	return map[producer.Outcome]int{producer.OutcomeTimedOut: ExitTimeout, producer.OutcomeFail: ExitFailed, producer.OutcomeRegression: ExitGate}[o]
+func outcomeCode(o gate.Outcome) int {
+	return map[gate.Outcome]int{gate.OutcomeTimedOut: ExitTimeout, gate.OutcomeFail: ExitFailed, gate.OutcomeRegression: ExitGate}[o]
 }
 
 // writeReports writes the JUnit report to junitPath (replacing it) and
 // appends the Markdown summary to mdPath. Empty paths are skipped.
-func writeReports(rep *producer.RunReport, junitPath, mdPath string) error {
+func writeReports(rep *gate.RunReport, junitPath, mdPath string) error {
 	if junitPath != "" {
-		if err := producer.WriteJUnitFile(junitPath, rep); err != nil {
+		if err := report.WriteJUnitFile(junitPath, rep); err != nil {
 			return fmt.Errorf("--junit %s: %w", junitPath, err)
 		}
 	}
 	if mdPath != "" {
-		if err := producer.AppendMarkdownFile(mdPath, rep); err != nil {
+		if err := report.AppendMarkdownFile(mdPath, rep); err != nil {
 			return fmt.Errorf("--summary-md %s: %w", mdPath, err)
 		}
 	}

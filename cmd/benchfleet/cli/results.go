@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/report"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -23,8 +23,8 @@ type queryFlags struct {
 	model, pool, run, commit, branch, status, since, format string
 }
 
-func (q *queryFlags) query() producer.ResultQuery {
-	return producer.ResultQuery{Model: q.model, Pool: q.pool, Run: q.run, Commit: q.commit, Branch: q.branch, Status: q.status, Since: q.since}
+func (q *queryFlags) query() report.ResultQuery {
+	return report.ResultQuery{Model: q.model, Pool: q.pool, Run: q.run, Commit: q.commit, Branch: q.branch, Status: q.status, Since: q.since}
 }
 
 // filter validates the filters; an error is a usage error naming its flag.
@@ -59,7 +59,7 @@ func (a *app) resultsQueryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return producer.WriteResults(a.stdout, rs, q.format)
+			return report.WriteResults(a.stdout, rs, q.format)
 		},
 	}
 	addFilterFlags(cmd, &q, "", "passed, failed, error, timeout or cancelled")

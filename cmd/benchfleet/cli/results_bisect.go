@@ -9,12 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/bisect"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
 func (a *app) resultsBisectCmd() *cobra.Command {
-	var c producer.BisectConfig
+	var c bisect.BisectConfig
 	var good, bad, mirror, commits, threshold string
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -25,12 +27,12 @@ func (a *app) resultsBisectCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			if c.Threshold, err = producer.ParseThreshold(threshold); err != nil {
-				err = fmt.Errorf("%w: --threshold: %w", producer.ErrBisectInput, err)
+			if c.Threshold, err = gate.ParseThreshold(threshold); err != nil {
+				err = fmt.Errorf("%w: --threshold: %w", bisect.ErrBisectInput, err)
 			} else if err = c.Resolve(ctx, mirror, commits, good, bad); err == nil {
 				err = a.bisect(ctx, c)
 			}
-			if errors.Is(err, producer.ErrBisectInput) {
+			if errors.Is(err, bisect.ErrBisectInput) {
 				return usageErr("%v", err)
 			}
 			return err
@@ -47,19 +49,19 @@ func (a *app) resultsBisectCmd() *cobra.Command {
 	fl.StringVar(&bad, "bad", "", "the commit known bad (hex, full or abbreviated; required)")
 	fl.StringVar(&mirror, "mirror", "", "a clone or bare mirror of the repository to list the commits from")
 	fl.StringVar(&commits, "commits", "", "a file of the commits, one a line, oldest first (instead of --mirror)")
-	fl.IntVar(&c.Repeats, "repeats", producer.DefaultBisectRepeats, "confirmation repeats of every commit measured")
-	fl.StringVar(&threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), "the least drop of --bad against --good to bisect")
+	fl.IntVar(&c.Repeats, "repeats", bisect.DefaultBisectRepeats, "confirmation repeats of every commit measured")
+	fl.StringVar(&threshold, "threshold", gate.FmtPercent(gate.DefaultThreshold), "the least drop of --bad against --good to bisect")
 	fl.DurationVar(&timeout, "timeout", 6*time.Hour, "give up after this long")
 	return cmd
 }
 
-func (a *app) bisect(ctx context.Context, c producer.BisectConfig) error {
+func (a *app) bisect(ctx context.Context, c bisect.BisectConfig) error {
 	nc, err := a.connect(ctx, "benchfleet-bisect")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	p := &producer.Submitter{JS: nc.JS, Log: a.log}
+	p := &submit.Submitter{JS: nc.JS, Log: a.log}
 	topo, err := topology.Ensure(ctx, nc.JS, topology.Config{Log: a.log})
 	if err == nil {
 		p.Runs, p.Jobs = topo.Runs, topo.Jobs
@@ -69,7 +71,7 @@ func (a *app) bisect(ctx context.Context, c producer.BisectConfig) error {
 		return err
 	}
 	defer p.Store.Close()
-	b := &producer.Bisector{Submitter: p, Progress: func(r producer.BisectRound) { fmt.Fprintln(a.stderr, r) }}
+	b := &bisect.Bisector{Submitter: p, Progress: func(r bisect.BisectRound) { fmt.Fprintln(a.stderr, r) }}
 	rep, err := b.Bisect(ctx, c)
 	if rep != nil {
 		rep.WriteText(a.stdout)

@@ -10,30 +10,32 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/report"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
 // gateFlags are the regression gate's tuning flags, shared by `submit`,
 // `results gate`, `serve` and `bench gate`.
-type gateFlags struct{ o producer.GateOptions }
+type gateFlags struct{ o gate.GateOptions }
 
 func (g *gateFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.o.BaselineBranch, "baseline-branch", producer.DefaultBaselineBranch, "branch whose passed results are the baseline")
-	fs.IntVar(&g.o.Window, "window", producer.DefaultWindow, "baseline: median of the last N passed results of each series")
-	fs.StringVar(&g.o.Threshold, "threshold", producer.FmtPercent(producer.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
-	fs.IntVar(&g.o.MinHistory, "min-history", producer.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
-	fs.Float64Var(&g.o.NoiseK, "noise-k", producer.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
+	fs.StringVar(&g.o.BaselineBranch, "baseline-branch", gate.DefaultBaselineBranch, "branch whose passed results are the baseline")
+	fs.IntVar(&g.o.Window, "window", gate.DefaultWindow, "baseline: median of the last N passed results of each series")
+	fs.StringVar(&g.o.Threshold, "threshold", gate.FmtPercent(gate.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
+	fs.IntVar(&g.o.MinHistory, "min-history", gate.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
+	fs.Float64Var(&g.o.NoiseK, "noise-k", gate.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
 }
 
 // registerConfirm adds --confirm, for the commands that can re-queue.
 func (g *gateFlags) registerConfirm(fs *pflag.FlagSet) {
-	fs.IntVar(&g.o.Repeats, "confirm", producer.DefaultRepeats, "re-run a suspected regression N more times (high priority, on other boards when the pool has them) and fail only when the median of its attempts regressed too; 0: fail at once")
+	fs.IntVar(&g.o.Repeats, "confirm", gate.DefaultRepeats, "re-run a suspected regression N more times (high priority, on other boards when the pool has them) and fail only when the median of its attempts regressed too; 0: fail at once")
 }
 
 // config validates the flags; every error is a usage error naming its flag.
-func (g *gateFlags) config() (producer.GateConfig, error) {
+func (g *gateFlags) config() (gate.GateConfig, error) {
 	cfg, err := g.o.Config()
 	if err != nil {
 		return cfg, usageErr("--%v", err)
@@ -43,7 +45,7 @@ func (g *gateFlags) config() (producer.GateConfig, error) {
 
 // historyFrom reads baseline history through the CLI's results query
 // (which uses the Parquet index where there is one).
-func (a *app) historyFrom(b storage.Bucket) producer.HistoryFunc {
+func (a *app) historyFrom(b storage.Bucket) gate.HistoryFunc {
 	return func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) { return a.query(ctx, b, f) }
 }
 
@@ -100,19 +102,19 @@ so only --store is needed; without a manifest the run's results are used.
 				return err
 			}
 			defer b.Close()
-			v, err := producer.JudgeStoredWaiting(ctx, producer.StoredJudge{Run: run, Store: b, Query: a.historyFrom(b), Gate: true, GateConfig: cfg},
-				func(o producer.Outage) { fmt.Fprintf(a.stderr, "warning: %s\n", o) })
+			v, err := watch.JudgeStoredWaiting(ctx, gate.StoredJudge{Run: run, Store: b, Query: a.historyFrom(b), Gate: true, GateConfig: cfg},
+				func(o watch.Outage) { fmt.Fprintf(a.stderr, "warning: %s\n", o) })
 			switch {
-			case errors.Is(err, producer.ErrNoRun), errors.Is(err, producer.ErrGateConfig):
+			case errors.Is(err, gate.ErrNoRun), errors.Is(err, gate.ErrGateConfig):
 				return usageErr("%v", err)
 			case err != nil:
 				return err
 			}
 			rep := v.Report
 			if format == "json" {
-				err = writeJSON(a.stdout, append([]producer.GateRow{}, rep.Verdicts...))
+				err = writeJSON(a.stdout, append([]gate.GateRow{}, rep.Verdicts...))
 			} else {
-				err = producer.WriteGateTable(a.stdout, rep)
+				err = report.WriteGateTable(a.stdout, rep)
 			}
 			if err != nil {
 				return err
@@ -157,16 +159,16 @@ func (a *app) resultsCompareCmd() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			c, err := producer.CompareRuns(cmd.Context(), a.historyFrom(b), args[0], args[1])
-			if errors.Is(err, producer.ErrNoResults) || errors.Is(err, protocol.ErrInvalid) {
+			c, err := gate.CompareRuns(cmd.Context(), a.historyFrom(b), args[0], args[1])
+			if errors.Is(err, gate.ErrNoResults) || errors.Is(err, protocol.ErrInvalid) {
 				return usageErr("%v", err)
 			} else if err != nil {
 				return err
 			}
 			if format == "json" {
-				return writeJSON(a.stdout, append([]producer.CompareRow{}, c.Rows...))
+				return writeJSON(a.stdout, append([]gate.CompareRow{}, c.Rows...))
 			}
-			return producer.WriteCompareTable(a.stdout, c, args[0], args[1])
+			return report.WriteCompareTable(a.stdout, c, args[0], args[1])
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "table or json")

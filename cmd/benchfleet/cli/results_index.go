@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/report"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/export"
 )
@@ -28,7 +28,7 @@ func (a *app) resultsCompactCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := storage.CompactOptions{Force: force}
 			if since != "" {
-				t, err := producer.ParseSince(since, time.Now())
+				t, err := report.ParseSince(since, time.Now())
 				if err != nil {
 					return usageErr("--since %q: %v", since, err)
 				}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -23,7 +23,7 @@ func (a *app) queryStore(ctx context.Context, f storage.Filter) ([]*protocol.Res
 // query runs a results query against the store (producer.Query), logging
 // what it read.
 func (a *app) query(ctx context.Context, b storage.Bucket, f storage.Filter) ([]*protocol.Result, error) {
-	return producer.Query(ctx, b, f, a.log)
+	return gate.Query(ctx, b, f, a.log)
 }
 
 // resultsExtraCmds are the index, export, gate and compare subcommands.

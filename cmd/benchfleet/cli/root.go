@@ -25,7 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/version"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -130,7 +130,7 @@ func exitStatus(err error, stderr io.Writer) int {
 	switch {
 	case isUsage(err):
 		return ExitUsage
-	case errors.Is(err, topology.ErrUnavailable), errors.Is(err, producer.ErrUnreachable):
+	case errors.Is(err, topology.ErrUnavailable), errors.Is(err, watch.ErrUnreachable):
 		return ExitUnavailable
 	}
 	return ExitFailed

@@ -12,7 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/natsconn"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/report"
+	"github.com/benchfleet/benchfleet/producer/runstate"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	watcher "github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -38,7 +41,7 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			defer s.close()
 			if format == "json" {
-				sums, err := producer.ListRuns(ctx, s.JS, s.topo.Runs, nil, 0)
+				sums, err := watcher.ListRuns(ctx, s.JS, s.topo.Runs, nil, 0)
 				if err = a.warnSkippedRuns(err); err != nil {
 					return err
 				}
@@ -48,11 +51,11 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 				return writeJSON(a.stdout, mans)
 			}
-			sums, err := producer.ListRuns(ctx, s.JS, s.topo.Runs, s.store, math.MaxInt)
+			sums, err := watcher.ListRuns(ctx, s.JS, s.topo.Runs, s.store, math.MaxInt)
 			if err = a.warnSkippedRuns(err); err != nil {
 				return err
 			}
-			return producer.WriteRuns(a.stdout, sums)
+			return report.WriteRuns(a.stdout, sums)
 		},
 	}
 	list.Flags().StringVar(&format, "format", "table", "table or json")
@@ -67,7 +70,7 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			return a.waitRun(ctx, &producer.Watcher{JS: s.JS, Manifest: m, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: watchTimeout})
+			return a.waitRun(ctx, &watcher.Watcher{JS: s.JS, Manifest: m, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: watchTimeout})
 		},
 	}
 	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
@@ -90,12 +93,12 @@ func (a *app) runsCmd() *cobra.Command {
 			if showFormat == "json" {
 				return writeJSON(a.stdout, m)
 			}
-			states, err := (&producer.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}).Snapshot(ctx)
+			states, err := (&watcher.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}).Snapshot(ctx)
 			if err == nil {
-				err = producer.WriteRunShow(a.stdout, m, states)
+				err = report.WriteRunShow(a.stdout, m, states)
 			}
 			if err == nil {
-				a.printSpooled(producer.SpooledReport(ctx, s.JS, producer.RunProgress(m, states)))
+				a.printSpooled(watcher.SpooledReport(ctx, s.JS, runstate.RunProgress(m, states)))
 			}
 			return err
 		},
@@ -119,9 +122,9 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			out, err := producer.CancelRun(ctx, s.JS, producer.CancelRequest{Run: args[0], Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix), LeaveQueued: natsconn.Untrusted(a.user, a.inboxPrefix)})
+			out, err := submit.CancelRun(ctx, s.JS, submit.CancelRequest{Run: args[0], Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix), LeaveQueued: natsconn.Untrusted(a.user, a.inboxPrefix)})
 			if err != nil {
-				if errors.Is(err, producer.ErrUnknownRun) {
+				if errors.Is(err, runstate.ErrUnknownRun) {
 					return usageErr("run %q not found", args[0])
 				}
 				return err
@@ -130,7 +133,7 @@ func (a *app) runsCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "run %s already finished (%s): nothing to cancel\n", args[0], jobCount(len(out.Manifest.Jobs)))
 				return nil
 			}
-			fmt.Fprintf(a.stdout, "run %s cancelled: %s\n", args[0], producer.CancelSummary(out))
+			fmt.Fprintf(a.stdout, "run %s cancelled: %s\n", args[0], submit.CancelSummary(out))
 			return nil
 		},
 	}
@@ -142,7 +145,7 @@ func (a *app) runsCmd() *cobra.Command {
 // manifest is refused) and returns nil for that; any other error is
 // returned.
 func (a *app) warnSkippedRuns(err error) error {
-	var sk *producer.SkippedRunsError
+	var sk *runstate.SkippedRunsError
 	if !errors.As(err, &sk) {
 		return err
 	}
@@ -163,8 +166,8 @@ func (a *app) runSession(ctx context.Context, name, run string, n need) (*sessio
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := producer.GetManifest(ctx, s.topo.Runs, run)
-	if errors.Is(err, producer.ErrUnknownRun) {
+	m, err := runstate.GetManifest(ctx, s.topo.Runs, run)
+	if errors.Is(err, runstate.ErrUnknownRun) {
 		err = usageErr("run %q not found", run)
 	}
 	if err != nil {
@@ -193,4 +196,4 @@ func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
 func jobCount(n int) string { return count(n, "job") }
 
 // count is "1 noun" or "n nouns".
-func count(n int, noun string) string { return producer.Count(n, noun) }
+func count(n int, noun string) string { return runstate.Count(n, noun) }

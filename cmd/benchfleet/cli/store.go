@@ -6,16 +6,16 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
 // hiddenFlags adds the global flags --help does not list: knobs for tests.
 func (a *app) hiddenFlags(pf *pflag.FlagSet) {
-	pf.DurationVar(&a.resultGrace, "result-grace", producer.DefaultResultGrace,
+	pf.DurationVar(&a.resultGrace, "result-grace", watch.DefaultResultGrace,
 		"how long a waiter waits for the result of a job reported ended before it warns that the worker may write to another store")
 	_ = pf.MarkHidden("result-grace")
-	pf.DurationVar(&a.servicePoll, "service-poll", producer.DefaultServicePoll,
+	pf.DurationVar(&a.servicePoll, "service-poll", watch.DefaultServicePoll,
 		"how often a waiter reads the fleet to say when a pool of its run has no board in service")
 	_ = pf.MarkHidden("service-poll")
 }

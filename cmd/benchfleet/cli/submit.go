@@ -13,12 +13,14 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 type submitFlags struct {
-	opts      producer.SubmitOptions
+	opts      submit.SubmitOptions
 	wait      bool
 	timeout   time.Duration
 	junit     string
@@ -52,7 +54,7 @@ reached (a cluster electing a leader is retried for 30 s first).`,
 			return a.runSubmit(cmd, &f)
 		},
 	}
-	fl, o, ci := cmd.Flags(), &f.opts, producer.CIOptions(os.Getenv)
+	fl, o, ci := cmd.Flags(), &f.opts, submit.CIOptions(os.Getenv)
 	fl.StringVar(&o.MatrixFile, "matrix", "", "matrix YAML file (run, source, defaults, matrix, exclude)")
 	fl.StringVar(&o.Pool, "pool", "", "board kind the job needs: "+strings.Join(protocol.Pools, ", "))
 	fl.StringVar(&o.Runner, "runner", "", "runner: "+strings.Join(device.KindNames(), ", ")+" (default: by pool)")
@@ -118,8 +120,8 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		return err
 	}
 	f.opts.Untrusted = natsconn.Untrusted(a.user, a.inboxPrefix)
-	sub, wheels, err := f.opts.Submission(producer.ProcessEnv())
-	if errors.Is(err, producer.ErrInvalidOptions) {
+	sub, wheels, err := f.opts.Submission(submit.ProcessEnv())
+	if errors.Is(err, submit.ErrInvalidOptions) {
 		return usageErr("%v", err)
 	} else if err != nil {
 		return err
@@ -155,13 +157,13 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
 	}
-	return a.waitRun(ctx, &producer.Watcher{JS: p.JS, Manifest: res.Manifest, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
+	return a.waitRun(ctx, &watch.Watcher{JS: p.JS, Manifest: res.Manifest, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: f.timeout, junit: f.junit, summaryMD: f.summaryMD, gate: f.gate, gateConfig: gateCfg, notify: &f.notify,
 		warnings: warnings, serviceSaid: said})
 }
 
 // openSubmitter connects and creates what is missing of the topology, for
 // a command that submits (submit, demo); the caller calls closeNATS.
-func (a *app) openSubmitter(ctx context.Context, name string) (_ *producer.Submitter, _ topology.Config, _ *topology.Handles, closeNATS func(), _ error) {
+func (a *app) openSubmitter(ctx context.Context, name string) (_ *submit.Submitter, _ topology.Config, _ *topology.Handles, closeNATS func(), _ error) {
 	tc, err := a.topologyConfig()
 	if err != nil {
 		return nil, tc, nil, nil, err
@@ -175,14 +177,14 @@ func (a *app) openSubmitter(ctx context.Context, name string) (_ *producer.Submi
 		c.Close()
 		return nil, tc, nil, nil, err
 	}
-	return &producer.Submitter{JS: c.JS, Runs: topo.Runs, Jobs: topo.Jobs, Untrusted: topo.Untrusted, Log: a.log}, tc, topo, c.Close, nil
+	return &submit.Submitter{JS: c.JS, Runs: topo.Runs, Jobs: topo.Jobs, Untrusted: topo.Untrusted, Log: a.log}, tc, topo, c.Close, nil
 }
 
 // submitRun submits sub with p and says what it did: re-attached, or
 // submitted (and in what order, on stderr, when p reads a history).
-func (a *app) submitRun(ctx context.Context, p *producer.Submitter, sub *producer.Submission) (*producer.SubmitResult, error) {
+func (a *app) submitRun(ctx context.Context, p *submit.Submitter, sub *submit.Submission) (*submit.SubmitResult, error) {
 	res, err := p.Submit(ctx, *sub)
-	if errors.Is(err, protocol.ErrInvalid) || errors.Is(err, producer.ErrRunDiffers) {
+	if errors.Is(err, protocol.ErrInvalid) || errors.Is(err, submit.ErrRunDiffers) {
 		return nil, usageErr("%v", err)
 	} else if err != nil {
 		return nil, err
@@ -206,12 +208,12 @@ func (a *app) submitRun(ctx context.Context, p *producer.Submitter, sub *produce
 // serves: their jobs stay queued (and --wait keeps waiting) until one is.
 // It returns the warnings, for the summary, and the pools' service it
 // read, for the waiter.
-func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) ([]string, []producer.PoolService) {
-	fleet, err := producer.ReadFleet(ctx, topo.Workers)
+func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) ([]string, []watch.PoolService) {
+	fleet, err := fleet.ReadFleet(ctx, topo.Workers)
 	if err != nil {
 		return nil, nil // a hint only
 	}
-	warnings, svc := producer.UnservedWarnings(fleet, m, time.Now())
+	warnings, svc := watch.UnservedWarnings(fleet, m, time.Now())
 	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -39,7 +39,7 @@ func submitArgs(f *submitFlags) cobra.PositionalArgs {
 
 // needsWheelStore is a usage error when the run's jobs name wheels and no
 // store is given: the workers fetch the wheels from it.
-func (a *app) needsWheelStore(sub *producer.Submission) error {
+func (a *app) needsWheelStore(sub *submit.Submission) error {
 	if a.storeURL != "" || len(sub.Source.Wheels) == 0 {
 		return nil
 	}
@@ -50,18 +50,18 @@ func (a *app) needsWheelStore(sub *producer.Submission) error {
 // holds every other wheel the jobs name, with a line per wheel and build
 // record on stderr (one the store refused to write is a warning).
 // A wheel named by a key the store lacks is a usage error naming the key.
-func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []producer.WheelFile, sub *producer.Submission, baseline string) error {
+func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []submit.WheelFile, sub *submit.Submission, baseline string) error {
 	if len(sub.Source.Wheels) == 0 {
 		return nil
 	}
-	err := producer.StageWheels(ctx, b, files, sub.Jobs, baseline, func(e producer.WheelEvent) {
-		if e.State == producer.BuildRecordFailed {
+	err := submit.StageWheels(ctx, b, files, sub.Jobs, baseline, func(e submit.WheelEvent) {
+		if e.State == submit.BuildRecordFailed {
 			fmt.Fprintf(a.stderr, "benchfleet: warning: %s\n", e)
 		} else if line := e.String(); line != "" {
 			fmt.Fprintln(a.stderr, line)
 		}
 	})
-	if errors.Is(err, producer.ErrWheelMissing) {
+	if errors.Is(err, submit.ErrWheelMissing) {
 		return usageErr("--wheel / source.wheels: %v", err)
 	}
 	if err != nil {

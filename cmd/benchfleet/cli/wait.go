@@ -8,7 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/report"
+	"github.com/benchfleet/benchfleet/producer/runstate"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -19,7 +23,7 @@ type waitOptions struct {
 	gate      bool
 	// gateConfig tunes the regression gate (zero: the defaults); its
 	// Repeats confirm a suspected regression before the gate fails.
-	gateConfig producer.GateConfig
+	gateConfig gate.GateConfig
 	quiet      bool
 	// notify tells about a gated run (used only with gate).
 	notify *notifyFlags
@@ -35,14 +39,14 @@ type waitOptions struct {
 	// serviceSaid is the service of the run's pools said already (by
 	// submit's warning): the waiter says a pool's outage only when it
 	// differs.
-	serviceSaid []producer.PoolService
+	serviceSaid []watch.PoolService
 }
 
 // waitRun follows the run of w (its JS and Manifest set) to its end with
 // progress, confirms suspected regressions when the gate is on, prints the
 // results table and returns the exit code as an error (nil when every job
 // passed).
-func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) error {
+func (a *app) waitRun(ctx context.Context, w *watch.Watcher, o waitOptions) error {
 	// The verdict of each job is its stored result: events are progress,
 	// and anyone who may submit may also publish an event.
 	if a.storeURL == "" {
@@ -59,7 +63,7 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	defer stop()
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	pr := producer.NewProgressPrinter(a.stdout, a.isTTY())
+	pr := report.NewProgressPrinter(a.stdout, a.isTTY())
 	// mu orders the printer and the warnings between the waiter and the
 	// watch of the pools' service.
 	var mu sync.Mutex
@@ -71,15 +75,15 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 	}
 	// A job reported ended whose result this store never shows: most often
 	// the worker writes to another store.
-	w.OnMissing = func(st *producer.JobState, after time.Duration) {
-		warn(producer.MissingResultNote(st, storage.Redact(a.storeURL), after))
+	w.OnMissing = func(st *runstate.JobState, after time.Duration) {
+		warn(watch.MissingResultNote(st, storage.Redact(a.storeURL), after))
 	}
-	w.OnOutage = func(o producer.Outage) { warn(o.String()) } // exit 69 (producer.ErrUnreachable) if it outlasts the timeout
+	w.OnOutage = func(o watch.Outage) { warn(o.String()) } // exit 69 (producer.ErrUnreachable) if it outlasts the timeout
 	// A pool whose every board is out of service keeps its jobs queued:
 	// say so at once and while waiting, naming the boards and why.
-	stopWatch := producer.WatchService(wctx, w.JS, &producer.ServiceWatch{Pools: producer.RunPools(w.Manifest.Jobs),
-		Interval: a.servicePoll, Said: o.serviceSaid, OnChange: func(s producer.PoolService) { warn(s.String()) }})
-	onProgress := func(p producer.Progress) {
+	stopWatch := watch.WatchService(wctx, w.JS, &watch.ServiceWatch{Pools: watch.RunPools(w.Manifest.Jobs),
+		Interval: a.servicePoll, Said: o.serviceSaid, OnChange: func(s watch.PoolService) { warn(s.String()) }})
+	onProgress := func(p runstate.Progress) {
 		if !o.quiet {
 			mu.Lock()
 			pr.Update(p)
@@ -93,8 +97,8 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 			defer mu.Unlock()
 			pr.Interrupt(func() { fmt.Fprintln(a.stdout, note) })
 		}
-		c := &producer.Confirmer{JS: w.JS, Store: store, Repeats: o.gateConfig.Repeats, Log: a.log, OnQueued: say, OnFailed: func(err error) { warn(err.Error()) }}
-		req := producer.JudgeRequest{GateConfig: o.gateConfig, History: a.historyFrom(store)}
+		c := &submit.Confirmer{JS: w.JS, Store: store, Repeats: o.gateConfig.Repeats, Log: a.log, OnQueued: say, OnFailed: func(err error) { warn(err.Error()) }}
+		req := gate.JudgeRequest{GateConfig: o.gateConfig, History: a.historyFrom(store)}
 		states, _, err = c.Confirm(wctx, w, states, req, onProgress)
 	}
 	stopWatch()
@@ -112,12 +116,12 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 			return err
 		}
 	}
-	rows := producer.Rows(m, states)
-	code := outcomeCode(producer.RowsOutcome(rows))
+	rows := runstate.Rows(m, states)
+	code := outcomeCode(gate.RowsOutcome(rows))
 	// The comparison with the baseline (for reports, the gate, or a run of
 	// a commit) fills each row's change and verdict, so it runs before the
 	// table is printed.
-	var rep *producer.RunReport
+	var rep *gate.RunReport
 	if o.gate || o.junit != "" || o.summaryMD != "" || m.Source.Commit != "" {
 		if rep, code, err = a.reportRun(ctx, m, rows, o); err != nil {
 			return err
@@ -127,19 +131,19 @@ func (a *app) waitRun(ctx context.Context, w *producer.Watcher, o waitOptions) e
 		o.notify.send(ctx, a, store, rep)
 	}
 	fmt.Fprintln(a.stdout)
-	if err := producer.WriteTable(a.stdout, rows); err != nil {
+	if err := report.WriteTable(a.stdout, rows); err != nil {
 		return err
 	}
 	if o.gate && rep != nil && rep.Verdicts != nil {
 		fmt.Fprintln(a.stdout)
-		if err := producer.WriteGateTable(a.stdout, rep); err != nil {
+		if err := report.WriteGateTable(a.stdout, rep); err != nil {
 			return err
 		}
 	}
 	if o.timedOut {
-		p := producer.ProgressOf(m, states)
-		a.printSpooled(producer.SpooledReport(ctx, w.JS, p))
-		producer.WriteTimedOut(a.stdout, o.warnings, o.timeout, p)
+		p := runstate.ProgressOf(m, states)
+		a.printSpooled(watch.SpooledReport(ctx, w.JS, p))
+		report.WriteTimedOut(a.stdout, o.warnings, o.timeout, p)
 		return exitCode(ExitTimeout)
 	}
 	if code != ExitOK {

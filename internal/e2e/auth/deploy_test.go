@@ -23,7 +23,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/runstate"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -187,8 +188,8 @@ func TestDeployClusterPermissions(t *testing.T) {
 	}
 	const run = "auth-1"
 	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
-	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
-	if _, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
+	sub := &submit.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
+	if _, err := sub.Submit(t.Context(), submit.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
 		t.Fatalf("producer submit: %v", err)
 	}
 	if strings.Contains(logP.String(), violation) {
@@ -224,7 +225,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reader open: %v", err)
 	}
-	if m, err := producer.GetManifest(t.Context(), topoR.Runs, run); err != nil || len(m.Jobs) != 1 {
+	if m, err := runstate.GetManifest(t.Context(), topoR.Runs, run); err != nil || len(m.Jobs) != 1 {
 		t.Fatalf("reader manifest: %v", err)
 	}
 	if _, err := jsR.Publish(shortCtx(t), protocol.JobSubject("sim", protocol.PriorityHigh), []byte(`{}`)); err == nil {
@@ -256,7 +257,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 	// The reader cannot cancel: the server refuses its write of the run's
 	// cancel flag (a permissions violation), `runs cancel` fails at that
 	// write (exit 1, not a usage or connection error), and no flag is set.
-	if err := producer.Cancel(shortCtx(t), topoR.Runs, run); err == nil {
+	if err := submit.Cancel(shortCtx(t), topoR.Runs, run); err == nil {
 		t.Error("the reader set a run's cancel flag")
 	}
 	waitViolation(t, logR, "$KV.bench-runs."+protocol.CancelKey(run))

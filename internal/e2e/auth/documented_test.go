@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // whoRunsWhat reads deploy/nats/README.md's table "Who runs which
@@ -202,7 +202,7 @@ func TestDocumentedCommandsRunAsTheirUsers(t *testing.T) {
 	// A dead letter (an infrastructure failure on the only delivery), listed
 	// and re-queued; its second attempt passes.
 	run("submit", "producer", sub("doc-dead", "sim", "sim.fail=transient", "sim.fail_attempts=1", "sim.duration=1ms")...)
-	var dead []producer.DeadEntry
+	var dead []fleet.DeadEntry
 	fleettest.Eventually(t, 60*time.Second, "the dead letter", func() bool {
 		return json.Unmarshal([]byte(run("dlq list", "reader", "dlq", "list", "--format", "json")), &dead) == nil && len(dead) == 1
 	})
@@ -338,7 +338,7 @@ func TestDocumentedCommandsRunAsTheirUsers(t *testing.T) {
 		t.Errorf("dashboard dead letters as admin: offers a retry, or does not say who may:\n%s", p)
 	}
 	for _, d := range dead {
-		if !strings.HasPrefix(d.Reason, producer.InvalidReasonPrefix) {
+		if !strings.HasPrefix(d.Reason, fleet.InvalidReasonPrefix) {
 			if f := act(prod, "/dlq/"+d.ID+"/retry"); !strings.Contains(f, "re-queued") {
 				t.Errorf("dashboard retry as producer: %q", f)
 			}

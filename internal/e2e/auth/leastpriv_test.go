@@ -18,7 +18,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/natsconn"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -91,8 +91,8 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 	}
 	const run = "lp-1"
 	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "20ms"})
-	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
-	if _, err := sub.Submit(t.Context(), producer.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
+	sub := &submit.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
+	if _, err := sub.Submit(t.Context(), submit.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs}); err != nil {
 		t.Fatalf("producer submit: %v", err)
 	}
 	// A producer listening on every inbox while the worker claims.

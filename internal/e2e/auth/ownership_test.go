@@ -14,8 +14,10 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // appliedServer is accountsServer with the topology applied by the admin.
@@ -89,10 +91,10 @@ func TestSquattedJobIDFailsSubmit(t *testing.T) {
 	for _, c := range []struct {
 		run      string
 		squatter jetstream.JetStream
-		sub      *producer.Submitter
+		sub      *submit.Submitter
 	}{
-		{"squat-1", jsP2, &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}},
-		{protocol.UntrustedRunPrefix + "squat-1", jsU, &producer.Submitter{JS: jsU, Runs: topoU.Runs, Untrusted: topoU.Untrusted, Log: zerolog.Nop()}},
+		{"squat-1", jsP2, &submit.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}},
+		{protocol.UntrustedRunPrefix + "squat-1", jsU, &submit.Submitter{JS: jsU, Runs: topoU.Runs, Untrusted: topoU.Untrusted, Log: zerolog.Nop()}},
 	} {
 		jobs := fleettest.SimJobs(t, c.run, 2, nil)
 		m := nats.NewMsg(protocol.QueueOf(c.run, "sim", protocol.PriorityNormal).Subject())
@@ -101,18 +103,18 @@ func TestSquattedJobIDFailsSubmit(t *testing.T) {
 		if _, err := c.squatter.PublishMsg(t.Context(), m); err != nil {
 			t.Fatalf("%s: the squatting publish: %v", c.run, err)
 		}
-		_, err := c.sub.Submit(t.Context(), producer.Submission{Run: c.run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
-		if err == nil || !errors.Is(err, producer.ErrSquatted) || !strings.Contains(err.Error(), jobs[1].ID) {
+		_, err := c.sub.Submit(t.Context(), submit.Submission{Run: c.run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+		if err == nil || !errors.Is(err, submit.ErrSquatted) || !strings.Contains(err.Error(), jobs[1].ID) {
 			t.Fatalf("%s: submit over a squatted id: %v, want an error naming job %s", c.run, err, jobs[1].ID)
 		}
 	}
-	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
+	sub := &submit.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
 	// The same run submitted again by its producer within the duplicate
 	// window (a retry) is not squatting.
 	const run2 = "squat-2"
 	jobs2 := fleettest.SimJobs(t, run2, 2, nil)
 	for range 2 {
-		if _, err := sub.Submit(t.Context(), producer.Submission{Run: run2, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs2}); err != nil {
+		if _, err := sub.Submit(t.Context(), submit.Submission{Run: run2, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs2}); err != nil {
 			t.Fatalf("submit: %v", err)
 		}
 		if err := topoP.Runs.Delete(t.Context(), protocol.ManifestKey(run2)); err != nil {
@@ -141,7 +143,7 @@ func TestForgedWorkerEventIgnored(t *testing.T) {
 	if _, err := jsP.Publish(t.Context(), protocol.EventSubject(run, job), dead); err != nil {
 		t.Fatalf("a producer's event: %v", err)
 	}
-	w := &producer.Watcher{JS: jsP, Manifest: &protocol.RunManifest{Schema: protocol.SchemaManifest, Run: run,
+	w := &watch.Watcher{JS: jsP, Manifest: &protocol.RunManifest{Schema: protocol.SchemaManifest, Run: run,
 		Jobs: []protocol.ManifestJob{{ID: job, Pool: "sim", Runner: "sim"}}}}
 	states, err := w.Snapshot(t.Context())
 	if err != nil {
@@ -174,8 +176,8 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 	_, _, topoW, _ := openAs(t, url, "worker")
 
 	const trusted = "ci-1"
-	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
-	if _, err := sub.Submit(t.Context(), producer.Submission{Run: trusted, Submitter: "ci", Priority: protocol.PriorityHigh,
+	sub := &submit.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
+	if _, err := sub.Submit(t.Context(), submit.Submission{Run: trusted, Submitter: "ci", Priority: protocol.PriorityHigh,
 		Jobs: fleettest.SimJobs(t, trusted, 1, nil)}); err != nil {
 		t.Fatalf("producer submit: %v", err)
 	}
@@ -186,17 +188,17 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 
 	// Its own run, at normal priority: submitted and cancelled.
 	own := protocol.UntrustedRunPrefix + "pr-7"
-	subU := &producer.Submitter{JS: jsU, Runs: topoU.Runs, Jobs: topoU.Jobs, Log: zerolog.Nop()}
-	if _, err := subU.Submit(t.Context(), producer.Submission{Run: own, Submitter: "fork", Priority: protocol.PriorityNormal,
+	subU := &submit.Submitter{JS: jsU, Runs: topoU.Runs, Jobs: topoU.Jobs, Log: zerolog.Nop()}
+	if _, err := subU.Submit(t.Context(), submit.Submission{Run: own, Submitter: "fork", Priority: protocol.PriorityNormal,
 		Jobs: fleettest.SimJobs(t, own, 1, nil)}); err != nil {
 		t.Fatalf("untrusted submit of its own run: %v\n%s", err, logU.String())
 	}
-	if err := producer.Cancel(t.Context(), topoU.Runs, own); err != nil {
+	if err := submit.Cancel(t.Context(), topoU.Runs, own); err != nil {
 		t.Fatalf("untrusted cancel of its own run: %v", err)
 	}
 
 	// Not the producer's run.
-	if err := producer.Cancel(shortCtx(t), topoU.Runs, trusted); err == nil {
+	if err := submit.Cancel(shortCtx(t), topoU.Runs, trusted); err == nil {
 		t.Error("the untrusted producer cancelled the producer's run")
 	}
 	if _, err := topoU.Runs.Put(shortCtx(t), protocol.ManifestKey(trusted), []byte(`{"run":"ci-1","jobs":[]}`)); err == nil {
@@ -220,7 +222,7 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for user, kv := range map[string]jetstream.KeyValue{"untrusted": topoU.Health, "producer": topoP.Health} {
-		if _, err := producer.ReleaseBoard(shortCtx(t), kv, "w1", "tt0"); err == nil {
+		if _, err := fleet.ReleaseBoard(shortCtx(t), kv, "w1", "tt0"); err == nil {
 			t.Errorf("the %s released a board", user)
 		}
 	}
@@ -228,7 +230,7 @@ func TestUntrustedProducerOwnsOnlyItsRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err := producer.ReleaseBoard(t.Context(), topoA.Health, "w1", "tt0"); err != nil || h.Quarantined {
+	if h, err := fleet.ReleaseBoard(t.Context(), topoA.Health, "w1", "tt0"); err != nil || h.Quarantined {
 		t.Errorf("the admin's release: %+v %v", h, err)
 	}
 

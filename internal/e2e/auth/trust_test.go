@@ -17,10 +17,12 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/e2e/clitest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // bin runs the real benchfleet binary as user of deploy/nats on url (its
@@ -121,12 +123,12 @@ func TestUntrustedRunsNeverEnterTheBaseline(t *testing.T) {
 
 	// The gate's JSON: the trusted run's baseline is the trusted median;
 	// an untrusted run says it is untrusted.
-	var rows []producer.GateRow
+	var rows []gate.GateRow
 	code, js, errOut, _ := bin(t, url, "producer", "results", "gate", "--store", storeURL, "--run", "after-1", "--format", "json")
 	if err := json.Unmarshal([]byte(js), &rows); code != 0 || err != nil || len(rows) != 1 {
 		t.Fatalf("results gate after-1: exit %d %v\n%s%s", code, err, js, errOut)
 	}
-	if r := rows[0]; r.Verdict != producer.VerdictOK || r.Baseline == nil || *r.Baseline < 990 || *r.Baseline > 1010 || r.Trust != "" {
+	if r := rows[0]; r.Verdict != gate.VerdictOK || r.Baseline == nil || *r.Baseline < 990 || *r.Baseline > 1010 || r.Trust != "" {
 		t.Errorf("after-1's gate row: %+v (baseline %v), want ok against the trusted baseline ~1000", r, r.Baseline)
 	}
 	results, _, err := storage.Query(t.Context(), store, storage.Filter{Branch: "main"})
@@ -327,8 +329,8 @@ func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 	squat := raw("ci-trusted-2") // a trusted run's job, pre-empted
 	forged := raw(protocol.UntrustedRunPrefix + "main-7")
 	trusted := fleettest.SimJobs(t, "ci-trusted-1", 1, nil)
-	sub := &producer.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
-	if _, err := sub.Submit(t.Context(), producer.Submission{Run: "ci-trusted-1", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: trusted}); err != nil {
+	sub := &submit.Submitter{JS: jsP, Runs: topoP.Runs, Jobs: topoP.Jobs, Log: zerolog.Nop()}
+	if _, err := sub.Submit(t.Context(), submit.Submission{Run: "ci-trusted-1", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: trusted}); err != nil {
 		t.Fatal(err)
 	}
 	store, err := storage.NewFileBucket(t.TempDir())
@@ -351,12 +353,12 @@ func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 	if !rt.StartedAt.Before(rf.StartedAt) {
 		t.Errorf("the trusted job started at %s, the untrusted one (queued first, same priority) at %s: want the trusted first", rt.StartedAt, rf.StartedAt)
 	}
-	if producer.InBaseline(rf) {
+	if gate.InBaseline(rf) {
 		t.Error("the untrusted job's result may enter a baseline")
 	}
-	var dead []producer.DeadEntry
+	var dead []fleet.DeadEntry
 	fleettest.Eventually(t, 30*time.Second, "the squatting job's dead letter", func() bool {
-		dead, err = producer.ReadDead(t.Context(), jsP)
+		dead, err = fleet.ReadDead(t.Context(), jsP)
 		return err == nil && len(dead) > 0
 	})
 	if d := dead[0]; d.ID != squat.ID || d.Letter.Trust != protocol.TrustUntrusted || !strings.Contains(d.Reason, protocol.UntrustedRunPrefix) {
@@ -367,7 +369,7 @@ func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 	}
 	// dlq retry (the producer's) puts it back where it came from, never
 	// on BENCH_JOBS, whatever run it names.
-	again, err := producer.RetryDead(t.Context(), jsP, squat.ID)
+	again, err := fleet.RetryDead(t.Context(), jsP, squat.ID)
 	if err != nil || again.Queue != q {
 		t.Fatalf("dlq retry of the untrusted stream's job: %+v %v, want it re-queued on %s", again, err, q.Subject())
 	}

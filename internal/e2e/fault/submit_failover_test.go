@@ -13,7 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/embedded"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
-	"github.com/benchfleet/benchfleet/producer"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -73,11 +73,11 @@ func TestSubmitWhileStreamLeaderDies(t *testing.T) {
 		}
 		killed <- 0
 	}()
-	p := &producer.Submitter{JS: pjs, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}
+	p := &submit.Submitter{JS: pjs, Runs: topo.Runs, Jobs: topo.Jobs, Log: zerolog.Nop()}
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err := p.Submit(ctx, producer.Submission{Run: "submit-failover", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+	res, err := p.Submit(ctx, submit.Submission{Run: "submit-failover", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
 	if err != nil {
 		t.Fatalf("submit across the leader's death: %v", err)
 	}

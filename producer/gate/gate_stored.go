@@ -1,0 +1,100 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
+)
+
+// ErrNoRun matches a run the store knows nothing of: no manifest and no
+// results.
+var ErrNoRun = errors.New("no manifest and no results in the store")
+
+// StoredJudge is a run to judge from its stored results.
+type StoredJudge struct {
+	// Run is the run (required).
+	Run string
+	// Manifest is the run's manifest; nil: the store's
+	// (runs/<run>/manifest.json), else one rebuilt from the results.
+	Manifest *protocol.RunManifest
+	// Store holds the results (required).
+	Store storage.Bucket
+	// Query reads results: the run's and the gate's history (nil:
+	// storage.Query on Store).
+	Query HistoryFunc
+	// Gate and GateConfig are JudgeRequest's.
+	Gate       bool
+	GateConfig GateConfig
+}
+
+// JudgeStored is the gate from stored results, as `results gate` and the
+// dashboard show a run: the run's rows from its results (confirmation
+// repeats folded into their original's row), judged by Judge. A run
+// without manifest and results is ErrNoRun.
+func JudgeStored(ctx context.Context, req StoredJudge) (*RunVerdict, error) {
+	query := req.Query
+	if query == nil {
+		query = func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
+			rs, _, err := storage.Query(ctx, req.Store, f)
+			return rs, err
+		}
+	}
+	f := storage.Filter{Run: req.Run}
+	if req.Manifest != nil && !req.Manifest.CreatedAt.IsZero() {
+		f.Since = req.Manifest.CreatedAt.Add(-time.Second)
+	}
+	rs, err := query(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Manifest
+	if m == nil {
+		if m, err = StoredManifest(ctx, req.Store, req.Run, rs); err != nil {
+			return nil, err
+		}
+	}
+	return Judge(ctx, JudgeRequest{Manifest: m, Rows: RowsFromResults(m, rs), Gate: req.Gate, GateConfig: req.GateConfig, History: query})
+}
+
+// StoredManifest reads a run's manifest from the store, or rebuilds it
+// from the run's results rs (ManifestFromResults). A run with neither is
+// ErrNoRun.
+func StoredManifest(ctx context.Context, b storage.Bucket, run string, rs []*protocol.Result) (*protocol.RunManifest, error) {
+	var m protocol.RunManifest
+	err := storage.GetJSON(ctx, b, storage.ManifestKey(run), &m)
+	switch {
+	case err == nil && m.Run == run:
+		return &m, nil
+	case err == nil:
+		return nil, fmt.Errorf("run %s: the stored manifest names run %q", run, m.Run)
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, err
+	case len(rs) == 0:
+		return nil, fmt.Errorf("run %q: %w", run, ErrNoRun)
+	}
+	return ManifestFromResults(run, rs), nil
+}
+
+// Query runs a results query against b: through the Parquet index for
+// compacted dates, the JSON results for the rest (storage.Query). Index
+// parts it could not use and results it could not decode are logged as
+// warnings (their dates were read from JSON), what it read at debug level.
+func Query(ctx context.Context, b storage.Bucket, f storage.Filter, log zerolog.Logger) ([]*protocol.Result, error) {
+	rs, st, err := storage.Query(ctx, b, f)
+	for _, w := range st.Warnings {
+		log.Warn().Str("component", "query").Msg(w + "; read its date from JSON instead (repair: benchfleet results compact --force)")
+	}
+	if st.Bad > 0 {
+		log.Warn().Int("unreadable", st.Bad).Msg("some result objects could not be decoded and were skipped")
+	}
+	log.Debug().Str("component", "query").Int("partitions", st.Partitions).Int("from_index", st.IndexPartitions).
+		Int("parts", st.PartsRead).Int("index_rows", st.IndexRows).Int("docs", st.DocsDecoded).
+		Int("json_read", st.JSONRead).Int("results", len(rs)).Msg("query")
+	return rs, err
+}

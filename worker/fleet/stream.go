@@ -1,0 +1,63 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ReadStored calls fn for every message stored in stream (only those on
+// filters, when given), oldest first, and returns when it has seen the
+// messages that were there when it started; it does not wait for more. It
+// returns the stream sequence of the last message read (0 when none).
+// Each request has its own deadline (CallTimeout; a fetch 5 s), so a
+// server that stops answering fails it rather than holding it until ctx
+// ends.
+func ReadStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(jetstream.Msg)) (uint64, error) {
+	return ReadStoredFrom(ctx, js, stream, filters, 1, false, fn)
+}
+
+// ReadStoredFrom is ReadStored from the stream sequence from on (1: all),
+// through an ephemeralConsumer with ephemeral. The sequence returned is
+// that of the last message read, also when it fails half way (0 when
+// none was).
+func ReadStoredFrom(ctx context.Context, js jetstream.JetStream, stream string, filters []string, from uint64, ephemeral bool, fn func(jetstream.Msg)) (uint64, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cctx, cancel := CallCtx(ctx, CallTimeout)
+	defer cancel()
+	cons, err := ReadConsumer(cctx, js, stream, cfg, ephemeral)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", stream, err)
+	}
+	var last uint64
+	info, err := cons.Info(cctx)
+	if err != nil {
+		return last, fmt.Errorf("read %s: %w", stream, err)
+	}
+	for pending := info.NumPending; pending > 0; {
+		batch, err := cons.Fetch(int(min(pending, 512)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return last, fmt.Errorf("read %s: %w", stream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			if meta, err := m.Metadata(); err == nil {
+				pending, last = meta.NumPending, meta.Sequence.Stream
+			}
+			fn(m)
+		}
+		if err := batch.Error(); err != nil {
+			return last, fmt.Errorf("read %s: %w", stream, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return last, nil
+}
