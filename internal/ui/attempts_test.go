@@ -11,23 +11,23 @@ import (
 	"github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer/gate"
-	submitpkg "github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/submit"
 )
 
 // A suspected regression and its confirmation repeats are one job of the
 // run page with its attempts, and its job page shows them too.
 func TestRunPageShowsAttempts(t *testing.T) {
 	t.Parallel()
-	cfg, submit := newFarm(t)
+	cfg, publish := newFarm(t)
 	jobs := fleettest.SimJobs(t, "ui-confirm", 1, map[string]string{sim.LabelSamplesPerSec: "900", sim.LabelRepeatSamplesPerSec: "1000"})
 	plantHistory(t, cfg.Store, jobs[0], 1000)
-	submit("ui-confirm", jobs)
+	publish("ui-confirm", jobs)
 	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(fleettest.Results(t, cfg.Store, "ui-confirm")) == 1 })
 	v, err := gate.JudgeStored(t.Context(), gate.StoredJudge{Run: "ui-confirm", Store: cfg.Store, Gate: true, GateConfig: gate.GateConfig{Repeats: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &submitpkg.Confirmer{JS: cfg.JS, Store: cfg.Store, Repeats: 2, Log: zerolog.Nop()}
+	c := &submit.Confirmer{JS: cfg.JS, Store: cfg.Store, Repeats: 2, Log: zerolog.Nop()}
 	if _, n, err := c.Requeue(t.Context(), v.Report); err != nil || n != 2 {
 		t.Fatalf("requeue: %v, %d queued", err, n)
 	}

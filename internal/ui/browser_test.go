@@ -19,7 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
-	submitpkg "github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
@@ -41,10 +41,10 @@ func newFarm(t *testing.T) (ui.Config, func(run string, jobs []*protocol.Job)) {
 	fleettest.StartWorker(t, worker.Config{ID: "ui-host", Conn: nc, Store: store, Slots: fleettest.SimSlots("sim", 2),
 		AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	cfg := ui.Config{JS: js, Topology: topo, Store: store}
-	submit := func(run string, jobs []*protocol.Job) {
+	publish := func(run string, jobs []*protocol.Job) {
 		fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 	}
-	return cfg, submit
+	return cfg, publish
 }
 
 // plantHistory stores passed results of the series of job j on main,
@@ -166,7 +166,7 @@ func (b *drive) shot(dir, name string) {
 // browser makes is to the server itself.
 func TestBrowserDashboard(t *testing.T) {
 	ctx, requests := browser(t)
-	cfg, submit := newFarm(t)
+	cfg, publish := newFarm(t)
 	store := cfg.Store
 
 	// A regression: 10 results of the series on main near 1000 samples/s,
@@ -174,10 +174,10 @@ func TestBrowserDashboard(t *testing.T) {
 	reg := fleettest.SimJobs(t, "ui-regressed", 1, map[string]string{"sim.duration": "20ms", "sim.samples_per_sec": "800"})
 	reg[0].Benchmark.Model = "simreg"
 	plantHistory(t, store, reg[0], 1000)
-	submit("ui-regressed", reg)
+	publish("ui-regressed", reg)
 	// A slow run, still going while the browser looks.
 	slow := fleettest.SimJobs(t, "ui-slow", 3, map[string]string{"sim.duration": "4s", "sim.samples_per_sec": "500"})
-	submit("ui-slow", slow)
+	publish("ui-slow", slow)
 
 	still := cfg
 	still.Refresh = -1
@@ -357,7 +357,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-w.Done() })
 		return w
 	}
-	submit := func(run string, jobs []*protocol.Job) {
+	publish := func(run string, jobs []*protocol.Job) {
 		fleettest.Submit(t, js, topo, store, run, protocol.PriorityNormal, jobs)
 	}
 	cfg := ui.Config{JS: js, Topology: topo, Store: store, Refresh: -1}
@@ -368,9 +368,9 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	// Two jobs that pass and one that fails for good (a failed result and
 	// a dead letter), then the worker restarts.
 	w := startWorker()
-	submit("ui-ok", fleettest.SimJobs(t, "ui-ok", 2, nil))
+	publish("ui-ok", fleettest.SimJobs(t, "ui-ok", 2, nil))
 	failing := fleettest.SimJobs(t, "ui-fail", 1, map[string]string{"sim.fail": "permanent"})
-	submit("ui-fail", failing)
+	publish("ui-fail", failing)
 	fleettest.Eventually(t, 30*time.Second, "the three results", func() bool {
 		return len(fleettest.Results(t, store, "ui-ok")) == 2 && len(fleettest.Results(t, store, "ui-fail")) == 1
 	})
@@ -462,12 +462,12 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 
 	// A cancelled run: two jobs stopped while running, two removed from
 	// the queue.
-	submit("ui-cancel", fleettest.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
+	publish("ui-cancel", fleettest.SimJobs(t, "ui-cancel", 4, map[string]string{"sim.duration": "30s"}))
 	fleettest.Eventually(t, 30*time.Second, "two jobs running", func() bool {
 		_, body := get(t, hs.URL+"/runs/ui-cancel")
 		return strings.Count(body, `class="status running"`) == 2
 	})
-	if _, err := submitpkg.CancelRun(t.Context(), js, submitpkg.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
+	if _, err := submit.CancelRun(t.Context(), js, submit.CancelRequest{Run: "ui-cancel", Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 30*time.Second, "the cancelled run's four results", func() bool {
@@ -478,8 +478,8 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	if err := w.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	submit("ui-cancel-queued", fleettest.SimJobs(t, "ui-cancel-queued", 2, nil))
-	if _, err := submitpkg.CancelRun(t.Context(), js, submitpkg.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
+	publish("ui-cancel-queued", fleettest.SimJobs(t, "ui-cancel-queued", 2, nil))
+	if _, err := submit.CancelRun(t.Context(), js, submit.CancelRequest{Run: "ui-cancel-queued", Store: store}); err != nil {
 		t.Fatal(err)
 	}
 	for run, n := range map[string]int{"ui-cancel": 4, "ui-cancel-queued": 2} {

@@ -14,6 +14,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/producer/watch"
+	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -229,16 +230,16 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 	if err != nil {
 		return nil, fmt.Errorf("the good commit %s: %w", runstate.ShortCommit(cfg.Good), err)
 	}
-	builds := make([]*submit.BuildRecord, n)
+	builds := make([]*wheels.BuildRecord, n)
 	marks := make([]Mark, n)
 	probes := make([]BisectProbe, n)
 	for i, c := range cfg.Commits {
 		probes[i] = BisectProbe{Commit: c, Index: i + 1}
 		builds[i], err = commitBuild(ctx, store, c)
 		switch {
-		case errors.Is(err, submit.ErrNoBuild) && i == n-1:
+		case errors.Is(err, wheels.ErrNoBuild) && i == n-1:
 			return nil, fmt.Errorf("the bad commit %s: %w", runstate.ShortCommit(cfg.Bad), err)
-		case errors.Is(err, submit.ErrNoBuild):
+		case errors.Is(err, wheels.ErrNoBuild):
 			marks[i], probes[i].Mark, probes[i].Reason = MarkSkip, MarkSkip, skipReason(err)
 			rep.Skipped = append(rep.Skipped, probes[i])
 		case err != nil:
@@ -251,7 +252,7 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 	of := 1 + Narrow(marks).Left
 	rep.Good, rep.Bad = BisectProbe{Commit: cfg.Good}, probes[n-1]
 	ends := []*BisectProbe{&rep.Good, &rep.Bad}
-	if err := b.measure(ctx, cfg, tpl, []*submit.BuildRecord{goodBuild, builds[n-1]}, ends); err != nil {
+	if err := b.measure(ctx, cfg, tpl, []*wheels.BuildRecord{goodBuild, builds[n-1]}, ends); err != nil {
 		return nil, err
 	}
 	rep.Rounds = 1
@@ -291,7 +292,7 @@ func (b *Bisector) Bisect(ctx context.Context, cfg BisectConfig) (*BisectReport,
 		}
 		of = max(of, rep.Rounds+nw.Left)
 		p := &probes[nw.Probe]
-		if err := b.measure(ctx, cfg, tpl, []*submit.BuildRecord{builds[nw.Probe]}, []*BisectProbe{p}); err != nil {
+		if err := b.measure(ctx, cfg, tpl, []*wheels.BuildRecord{builds[nw.Probe]}, []*BisectProbe{p}); err != nil {
 			return rep, err
 		}
 		if p.Mark != MarkSkip {
@@ -363,7 +364,7 @@ func (c *BisectConfig) checkFlags() error {
 // is skipped: "no stored build" when it has no record, else what is wrong
 // with its record.
 func skipReason(err error) string {
-	if nr := (*submit.NoRecordError)(nil); errors.As(err, &nr) {
+	if nr := (*wheels.NoRecordError)(nil); errors.As(err, &nr) {
 		return "no stored build"
 	}
 	return err.Error()
@@ -371,10 +372,10 @@ func skipReason(err error) string {
 
 // commitBuild is the stored build of commit, checked: a record naming a
 // wheel the store no longer holds is no build.
-func commitBuild(ctx context.Context, store storage.Bucket, commit string) (*submit.BuildRecord, error) {
-	rec, err := submit.ReadBuildRecord(ctx, store, commit)
-	if errors.Is(err, submit.ErrBadBuildRecord) {
-		return nil, fmt.Errorf("%w: %w", submit.ErrNoBuild, err)
+func commitBuild(ctx context.Context, store storage.Bucket, commit string) (*wheels.BuildRecord, error) {
+	rec, err := wheels.ReadBuildRecord(ctx, store, commit)
+	if errors.Is(err, wheels.ErrBadBuildRecord) {
+		return nil, fmt.Errorf("%w: %w", wheels.ErrNoBuild, err)
 	}
 	if err != nil {
 		return nil, err
@@ -385,7 +386,7 @@ func commitBuild(ctx context.Context, store storage.Bucket, commit string) (*sub
 			return nil, fmt.Errorf("wheel %s of commit %s: %w", w.URL, commit, err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: its record names %s, which the store no longer holds", submit.ErrNoBuild, w.URL)
+			return nil, fmt.Errorf("%w: its record names %s, which the store no longer holds", wheels.ErrNoBuild, w.URL)
 		}
 	}
 	return rec, nil
@@ -438,16 +439,16 @@ func optional(prefix, v string) string {
 // buildShape is a build of commit as a record gives one (a repository, a
 // wheel in the store), for checking the bisect's jobs before any record
 // is read: it names no wheel the store holds.
-func buildShape(commit string) *submit.BuildRecord {
+func buildShape(commit string) *wheels.BuildRecord {
 	sum := strings.Repeat("0", 64)
-	return &submit.BuildRecord{Repo: "bisect/check", Commit: commit, Wheels: []protocol.Wheel{{URL: protocol.BuildKey(sum, "check-0-py3-none-any.whl"), SHA256: sum}}}
+	return &wheels.BuildRecord{Repo: "bisect/check", Commit: commit, Wheels: []protocol.Wheel{{URL: protocol.BuildKey(sum, "check-0-py3-none-any.whl"), SHA256: sum}}}
 }
 
 // bisectJobs are the jobs measuring rec's commit: the template on its
 // build, and its repeats, in one run named by the commit, the bisect's
 // ends and the job, so a bisect run again (or resumed) attaches to the
 // runs it made and reuses their results.
-func bisectJobs(cfg BisectConfig, tpl protocol.Job, rec *submit.BuildRecord) (string, []*protocol.Job, error) {
+func bisectJobs(cfg BisectConfig, tpl protocol.Job, rec *wheels.BuildRecord) (string, []*protocol.Job, error) {
 	base := tpl
 	base.Source = protocol.Source{Project: tpl.Source.Project, Repo: rec.Repo, Commit: rec.Commit, Wheels: rec.Wheels}
 	base.Normalize()
@@ -474,7 +475,7 @@ func bisectJobs(cfg BisectConfig, tpl protocol.Job, rec *submit.BuildRecord) (st
 // measure runs the jobs of every commit (their builds recs) at once and
 // waits for their results: each probe gets its figures, or MarkSkip with
 // the reason when none of its attempts passed.
-func (b *Bisector) measure(ctx context.Context, cfg BisectConfig, tpl protocol.Job, recs []*submit.BuildRecord, probes []*BisectProbe) error {
+func (b *Bisector) measure(ctx context.Context, cfg BisectConfig, tpl protocol.Job, recs []*wheels.BuildRecord, probes []*BisectProbe) error {
 	runs := make([]string, len(recs))
 	jobs := make([][]*protocol.Job, len(recs))
 	for i, rec := range recs { // every commit's jobs checked before any is published

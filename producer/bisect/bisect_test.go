@@ -19,6 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/bisect"
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -235,11 +236,11 @@ func TestBisectRefusesARunnerThatInstallsNoWheels(t *testing.T) {
 			good, bad := strings.Repeat("a", 40), strings.Repeat("b", 40)
 			if records {
 				wf := wheelOf(t, f.Store, "forge-1.0-py3-none-any.whl", "fast")
-				if err := submit.StageWheels(t.Context(), f.Store, []submit.WheelFile{wf}, nil, "", nil); err != nil {
+				if err := wheels.StageWheels(t.Context(), f.Store, []wheels.WheelFile{wf}, nil, "", nil); err != nil {
 					t.Fatal(err)
 				}
 				for _, c := range []string{good, bad} {
-					if _, err := submit.WriteBuildRecord(t.Context(), f.Store, &submit.BuildRecord{Repo: "o/r", Commit: c, Wheels: []protocol.Wheel{wf.Wheel()}}); err != nil {
+					if _, err := wheels.WriteBuildRecord(t.Context(), f.Store, &wheels.BuildRecord{Repo: "o/r", Commit: c, Wheels: []protocol.Wheel{wf.Wheel()}}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -313,7 +314,7 @@ func TestBisectInputErrorCutsOnARune(t *testing.T) {
 }
 
 // wheelOf is a wheel file named name whose one module holds payload.
-func wheelOf(t *testing.T, _ storage.Bucket, name, payload string) submit.WheelFile {
+func wheelOf(t *testing.T, _ storage.Bucket, name, payload string) wheels.WheelFile {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -329,7 +330,7 @@ func wheelOf(t *testing.T, _ storage.Bucket, name, payload string) submit.WheelF
 	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf, err := submit.ReadWheelFile(p)
+	wf, err := wheels.ReadWheelFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}

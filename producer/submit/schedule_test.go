@@ -13,7 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer/gate"
-	submitpkg "github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -21,8 +21,8 @@ import (
 // schedJob is a sim job of model m at priority prio.
 func schedJob(t *testing.T, run, m string, prio protocol.Priority) *protocol.Job {
 	t.Helper()
-	spec := submitpkg.JobSpec{Pool: "sim", Runner: "sim", Priority: string(prio), Benchmark: submitpkg.BenchmarkSpec{Model: m, BatchSize: 1, LoopCount: 1}}
-	j, err := spec.Job(run, submitpkg.SourceSpec{})
+	spec := submit.JobSpec{Pool: "sim", Runner: "sim", Priority: string(prio), Benchmark: submit.BenchmarkSpec{Model: m, BatchSize: 1, LoopCount: 1}}
+	j, err := spec.Job(run, submit.SourceSpec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +66,11 @@ func TestOrderByExpected(t *testing.T) {
 			pj := schedJob(t, "r", j.model, j.prio)
 			jobs = append(jobs, pj)
 			if j.d > 0 {
-				expected[submitpkg.SeriesOfJob(pj)] = j.d
+				expected[submit.SeriesOfJob(pj)] = j.d
 			}
 		}
 		before := models(jobs)
-		got, without := submitpkg.OrderByExpected(jobs, expected)
+		got, without := submit.OrderByExpected(jobs, expected)
 		if models(got) != tc.want || without != tc.without {
 			t.Errorf("%s: order %q with %d without history, want %q with %d", tc.name, models(got), without, tc.want, tc.without)
 		}
@@ -123,14 +123,14 @@ func TestExpectedDurationsOverTwoPools(t *testing.T) {
 	}
 	jobs := []*protocol.Job{schedJob(t, "two", "short", protocol.PriorityNormal), other(schedJob(t, "two", "b-mid", protocol.PriorityNormal)),
 		schedJob(t, "two", "long", protocol.PriorityNormal), other(schedJob(t, "two", "b-longest", protocol.PriorityNormal))}
-	expected, err := submitpkg.ExpectedDurations(t.Context(), store, jobs, submitpkg.ScheduleConfig{}, time.Now())
+	expected, err := submit.ExpectedDurations(t.Context(), store, jobs, submit.ScheduleConfig{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(expected) != 4 {
 		t.Fatalf("expected durations of %d series, want all 4 of both pools: %v", len(expected), expected)
 	}
-	ordered, without := submitpkg.OrderByExpected(jobs, expected)
+	ordered, without := submit.OrderByExpected(jobs, expected)
 	if got := models(ordered); got != "b-longest long b-mid short" || without != 0 {
 		t.Errorf("ordered %q (%d without history), want b-longest long b-mid short", got, without)
 	}
@@ -156,14 +156,14 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 	putHistory(t, store, "mid", 20*time.Second, 40*time.Second)
 	matrix := []string{"short", "mid", "fresh", "long"}
 
-	submit := func(run string, cfg submitpkg.ScheduleConfig) (*submitpkg.SubmitResult, string) {
+	submitRun := func(run string, cfg submit.ScheduleConfig) (*submit.SubmitResult, string) {
 		t.Helper()
 		var jobs []*protocol.Job
 		for _, m := range matrix {
 			jobs = append(jobs, schedJob(t, run, m, protocol.PriorityNormal))
 		}
-		p := &submitpkg.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, History: store, Schedule: cfg, Log: zerolog.Nop()}
-		res, err := p.Submit(t.Context(), submitpkg.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
+		p := &submit.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: store, History: store, Schedule: cfg, Log: zerolog.Nop()}
+		res, err := p.Submit(t.Context(), submit.Submission{Run: run, Submitter: "test", Priority: protocol.PriorityNormal, Jobs: jobs})
 		if err != nil {
 			t.Fatalf("submit %s: %v", run, err)
 		}
@@ -192,7 +192,7 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 		return res, strings.Join(published, " ")
 	}
 
-	res, order := submit("unindexed", submitpkg.ScheduleConfig{})
+	res, order := submitRun("unindexed", submit.ScheduleConfig{})
 	if order != strings.Join(matrix, " ") || res.Schedule.ByHistory || !res.Schedule.NoIndex {
 		t.Errorf("without an index: published %q, schedule %+v; want matrix order and NoIndex", order, res.Schedule)
 	}
@@ -203,8 +203,8 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 	if _, err := storage.Compact(t.Context(), store, storage.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expected, err := submitpkg.ExpectedDurations(t.Context(), store, []*protocol.Job{schedJob(t, "x", "long", protocol.PriorityNormal),
-		schedJob(t, "x", "mid", protocol.PriorityNormal)}, submitpkg.ScheduleConfig{}, time.Now())
+	expected, err := submit.ExpectedDurations(t.Context(), store, []*protocol.Job{schedJob(t, "x", "long", protocol.PriorityNormal),
+		schedJob(t, "x", "mid", protocol.PriorityNormal)}, submit.ScheduleConfig{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 		t.Errorf("expected durations %v, want long 60s and mid 30s", expected)
 	}
 
-	res, order = submit("indexed", submitpkg.ScheduleConfig{})
+	res, order = submitRun("indexed", submit.ScheduleConfig{})
 	if order != "fresh long mid short" || !res.Schedule.ByHistory || res.Schedule.WithoutHistory != 1 {
 		t.Errorf("with history: published %q, schedule %+v; want fresh long mid short", order, res.Schedule)
 	}
@@ -226,7 +226,7 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 
 	// A read that cannot finish (a deadline already past) leaves matrix
 	// order with the reason, and the run is submitted.
-	res, order = submit("timed-out", submitpkg.ScheduleConfig{Timeout: time.Nanosecond})
+	res, order = submitRun("timed-out", submit.ScheduleConfig{Timeout: time.Nanosecond})
 	if order != strings.Join(matrix, " ") || res.Schedule.ByHistory || res.Schedule.Err == nil || res.Published != len(matrix) {
 		t.Errorf("failed read: published %q, schedule %+v, %d published", order, res.Schedule, res.Published)
 	}

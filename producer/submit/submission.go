@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/device"
+	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -175,7 +176,7 @@ func (o *SubmitOptions) Validate() error {
 // the source and the matrix, wheels included, so a re-triggered CI job
 // for the same commit attaches to its run; the CI run (CIRunID, linked
 // from env) is set on every job after that, as provenance.
-func (o *SubmitOptions) Submission(env Env) (*Submission, []WheelFile, error) {
+func (o *SubmitOptions) Submission(env Env) (*Submission, []wheels.WheelFile, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -183,7 +184,7 @@ func (o *SubmitOptions) Submission(env Env) (*Submission, []WheelFile, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	wheels, err := o.addWheels(m)
+	specs, err := o.addWheels(m)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -231,7 +232,7 @@ func (o *SubmitOptions) Submission(env Env) (*Submission, []WheelFile, error) {
 		Run: run, Submitter: cmp.Or(env.Submitter, "unknown"), Priority: prio, Jobs: jobs, Labels: m.Labels,
 		Source: protocol.Source{Project: m.Source.Project, Repo: m.Source.Repo, Commit: m.Source.Commit, Branch: m.Source.Branch,
 			CIRunID: ci.CIRunID, CIRunURL: ci.CIRunURL, Wheels: jobs[0].Source.Wheels},
-	}, wheels, nil
+	}, specs, nil
 }
 
 // matrix reads the matrix file, or makes the one-job matrix, and applies
@@ -284,7 +285,7 @@ func (o *SubmitOptions) matrix() (*Matrix, error) {
 // addWheels hashes the BuildWheels files, reads the WheelKeys and adds
 // both to the matrix's source.wheels; a run with wheels needs a repository
 // and a full commit. It returns the files hashed.
-func (o *SubmitOptions) addWheels(m *Matrix) ([]WheelFile, error) {
+func (o *SubmitOptions) addWheels(m *Matrix) ([]wheels.WheelFile, error) {
 	if len(o.BuildWheels) == 0 && len(o.WheelKeys) == 0 && len(m.Source.Wheels) == 0 && m.Source.Build.URL == "" {
 		return nil, nil
 	}
@@ -311,10 +312,10 @@ func (o *SubmitOptions) addWheels(m *Matrix) ([]WheelFile, error) {
 		}
 		paths = append(paths, matches...)
 	}
-	var files []WheelFile
+	var files []wheels.WheelFile
 	seen := map[string]bool{}
 	for _, p := range paths {
-		wf, err := ReadWheelFile(p)
+		wf, err := wheels.ReadWheelFile(p)
 		if err != nil {
 			return nil, invalid("--build-wheel: %v", err)
 		}
@@ -323,23 +324,23 @@ func (o *SubmitOptions) addWheels(m *Matrix) ([]WheelFile, error) {
 			files = append(files, wf)
 		}
 	}
-	var wheels []WheelSpec
+	var specs []WheelSpec
 	if b := m.Source.Build; b.URL != "" && (len(files) > 0 || len(o.WheelKeys) > 0) {
 		// The one-wheel form joins the others (protocol.Job.Normalize).
-		wheels = append(wheels, WheelSpec{URL: b.URL, SHA256: b.SHA256})
+		specs = append(specs, WheelSpec{URL: b.URL, SHA256: b.SHA256})
 		m.Source.Build.URL, m.Source.Build.SHA256 = "", ""
 	}
 	for _, wf := range files {
-		wheels = append(wheels, WheelSpec{URL: wf.Key(), SHA256: wf.SHA256})
+		specs = append(specs, WheelSpec{URL: wf.Key(), SHA256: wf.SHA256})
 	}
 	for _, k := range o.WheelKeys {
-		w, err := ParseWheelKey(k)
+		w, err := wheels.ParseWheelKey(k)
 		if err != nil {
 			return nil, invalid("--wheel: %v", err)
 		}
-		wheels = append(wheels, WheelSpec{URL: w.URL, SHA256: w.SHA256})
+		specs = append(specs, WheelSpec{URL: w.URL, SHA256: w.SHA256})
 	}
-	m.Source.Wheels = append(m.Source.Wheels, wheels...)
+	m.Source.Wheels = append(m.Source.Wheels, specs...)
 	return files, nil
 }
 

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/benchfleet/benchfleet/device/cpu"     // registers the cpu runner
+	_ "github.com/benchfleet/benchfleet/device/harness" // registers forge, tt-xla
+	_ "github.com/benchfleet/benchfleet/device/sim"     // registers the sim runner
+
 	// registers the cpu runner
 	"github.com/benchfleet/benchfleet/producer/submit"
 	// registers forge, tt-xla
@@ -19,7 +23,7 @@ import (
 // the run id is derived from the commit, the same on a re-run.
 func TestDeployCIMatrices(t *testing.T) {
 	t.Parallel()
-	root := filepath.Join("..", "deploy", "ci")
+	root := filepath.Join("..", "..", "deploy", "ci")
 	for _, tc := range []struct {
 		file string
 		prio protocol.Priority

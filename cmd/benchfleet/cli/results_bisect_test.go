@@ -14,7 +14,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/build/buildtest"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
-	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -74,21 +74,21 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 		if noBuild[i] {
 			continue
 		}
-		var files []submit.WheelFile
+		var files []wheels.WheelFile
 		job := &protocol.Job{ID: fmt.Sprintf("ci-%d", i), Source: protocol.Source{Repo: forgeRepo, Commit: ids[i], Branch: "main"}}
 		for _, w := range build(i) {
-			wf, err := submit.ReadWheelFile(w)
+			wf, err := wheels.ReadWheelFile(w)
 			if err != nil {
 				t.Fatal(err)
 			}
 			files = append(files, wf)
 			job.Source.Wheels = append(job.Source.Wheels, wf.Wheel())
 		}
-		if err := submit.StageWheels(t.Context(), store, files, []*protocol.Job{job}, "main", nil); err != nil {
+		if err := wheels.StageWheels(t.Context(), store, files, []*protocol.Job{job}, "main", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := submit.ReadBuildRecord(t.Context(), store, bad); err != nil {
+	if _, err := wheels.ReadBuildRecord(t.Context(), store, bad); err != nil {
 		t.Fatalf("CI's submit --build-wheel of the bad commit recorded no build: %v", err)
 	}
 
@@ -137,7 +137,7 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 
 	// The first bad commit's build record gone: it cannot be told from the
 	// 12th, and the bisect says so (reusing the runs it made).
-	if err := store.Delete(t.Context(), submit.BuildRecordKey(first)); err != nil {
+	if err := store.Delete(t.Context(), wheels.BuildRecordKey(first)); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = run2(t, bisect...)

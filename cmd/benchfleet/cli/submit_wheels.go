@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -50,18 +51,18 @@ func (a *app) needsWheelStore(sub *submit.Submission) error {
 // holds every other wheel the jobs name, with a line per wheel and build
 // record on stderr (one the store refused to write is a warning).
 // A wheel named by a key the store lacks is a usage error naming the key.
-func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []submit.WheelFile, sub *submit.Submission, baseline string) error {
+func (a *app) stageWheels(ctx context.Context, b storage.Bucket, files []wheels.WheelFile, sub *submit.Submission, baseline string) error {
 	if len(sub.Source.Wheels) == 0 {
 		return nil
 	}
-	err := submit.StageWheels(ctx, b, files, sub.Jobs, baseline, func(e submit.WheelEvent) {
-		if e.State == submit.BuildRecordFailed {
+	err := wheels.StageWheels(ctx, b, files, sub.Jobs, baseline, func(e wheels.WheelEvent) {
+		if e.State == wheels.BuildRecordFailed {
 			fmt.Fprintf(a.stderr, "benchfleet: warning: %s\n", e)
 		} else if line := e.String(); line != "" {
 			fmt.Fprintln(a.stderr, line)
 		}
 	})
-	if errors.Is(err, submit.ErrWheelMissing) {
+	if errors.Is(err, wheels.ErrWheelMissing) {
 		return usageErr("--wheel / source.wheels: %v", err)
 	}
 	if err != nil {

@@ -1,4 +1,4 @@
-package submit_test
+package wheels_test
 
 import (
 	"archive/zip"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -49,12 +49,12 @@ func TestStageWheelsRefusesAFileChangedAfterHashing(t *testing.T) {
 	t.Parallel()
 	b := fileBucket(t)
 	path := writeWheel(t, t.TempDir(), "pkg-1.0-py3-none-any.whl", "v1")
-	wf, err := submit.ReadWheelFile(path)
+	wf, err := wheels.ReadWheelFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeWheel(t, filepath.Dir(path), filepath.Base(path), "v2, rebuilt meanwhile")
-	err = submit.StageWheels(t.Context(), b, []submit.WheelFile{wf}, nil, "", nil)
+	err = wheels.StageWheels(t.Context(), b, []wheels.WheelFile{wf}, nil, "", nil)
 	if err == nil || !strings.Contains(err.Error(), "changed while it was submitted") || !strings.Contains(err.Error(), wf.Key()) {
 		t.Fatalf("StageWheels of a changed file: %v, want an error naming %s", err, wf.Key())
 	}
@@ -68,15 +68,15 @@ func TestStageWheelsRefusesAFileChangedAfterHashing(t *testing.T) {
 func TestStageWheelsSizeMismatchNamesTheKey(t *testing.T) {
 	t.Parallel()
 	b := fileBucket(t)
-	wf, err := submit.ReadWheelFile(writeWheel(t, t.TempDir(), "pkg-1.0-py3-none-any.whl", "v1"))
+	wf, err := wheels.ReadWheelFile(writeWheel(t, t.TempDir(), "pkg-1.0-py3-none-any.whl", "v1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Put(t.Context(), wf.Key(), strings.NewReader("partial")); err != nil {
 		t.Fatal(err)
 	}
-	var events []submit.WheelEvent
-	err = submit.StageWheels(t.Context(), b, []submit.WheelFile{wf}, nil, "", func(e submit.WheelEvent) { events = append(events, e) })
+	var events []wheels.WheelEvent
+	err = wheels.StageWheels(t.Context(), b, []wheels.WheelFile{wf}, nil, "", func(e wheels.WheelEvent) { events = append(events, e) })
 	if err == nil || !strings.Contains(err.Error(), wf.Key()) || !strings.Contains(err.Error(), "7 bytes") {
 		t.Fatalf("StageWheels over a damaged object: %v, want an error naming %s and its size", err, wf.Key())
 	}
@@ -103,14 +103,14 @@ func TestStageWheelsMissingKey(t *testing.T) {
 	sum := strings.Repeat("0f", 32)
 	w := protocol.Wheel{URL: protocol.BuildKey(sum, "pkg-1.0-py3-none-any.whl"), SHA256: sum}
 	job := &protocol.Job{ID: "j0123", Source: protocol.Source{Wheels: []protocol.Wheel{w}}}
-	err := submit.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, "", nil)
-	if !errors.Is(err, submit.ErrWheelMissing) || !strings.Contains(err.Error(), w.URL) || !strings.Contains(err.Error(), "j0123") {
+	err := wheels.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, "", nil)
+	if !errors.Is(err, wheels.ErrWheelMissing) || !strings.Contains(err.Error(), w.URL) || !strings.Contains(err.Error(), "j0123") {
 		t.Fatalf("StageWheels of a missing key: %v, want ErrWheelMissing naming %s and the job", err, w.URL)
 	}
 	if err := b.Put(t.Context(), w.URL, strings.NewReader("PK\x03\x04")); err != nil {
 		t.Fatal(err)
 	}
-	if err := submit.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, "", nil); err != nil {
+	if err := wheels.StageWheels(t.Context(), b, nil, []*protocol.Job{job}, "", nil); err != nil {
 		t.Errorf("StageWheels of a key in the store: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestParseWheelKey(t *testing.T) {
 		{"results/v1/" + sum + "/pkg-1.0-py3-none-any.whl", false},
 		{"", false},
 	} {
-		w, err := submit.ParseWheelKey(tc.key)
+		w, err := wheels.ParseWheelKey(tc.key)
 		if tc.ok != (err == nil) {
 			t.Errorf("ParseWheelKey(%q) = %v, want ok %v", tc.key, err, tc.ok)
 			continue
@@ -141,7 +141,7 @@ func TestParseWheelKey(t *testing.T) {
 		if tc.ok && (w.URL != tc.key || w.SHA256 != sum) {
 			t.Errorf("ParseWheelKey(%q) = %+v", tc.key, w)
 		}
-		if !tc.ok && !errors.Is(err, submit.ErrBadWheel) {
+		if !tc.ok && !errors.Is(err, wheels.ErrBadWheel) {
 			t.Errorf("ParseWheelKey(%q): %v does not match ErrBadWheel", tc.key, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package submit_test
+package wheels_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchfleet/benchfleet/producer/submit"
+	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 )
@@ -19,9 +19,9 @@ const (
 	commitB = "2222222222222222222222222222222222222222"
 )
 
-func wheelOf(t *testing.T, b storage.Bucket, name, payload string) submit.WheelFile {
+func wheelOf(t *testing.T, b storage.Bucket, name, payload string) wheels.WheelFile {
 	t.Helper()
-	wf, err := submit.ReadWheelFile(writeWheel(t, t.TempDir(), name, payload))
+	wf, err := wheels.ReadWheelFile(writeWheel(t, t.TempDir(), name, payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,56 +36,56 @@ func TestStageWheelsRecordsTheCommitsBuild(t *testing.T) {
 	t.Parallel()
 	b := fileBucket(t)
 	wf := wheelOf(t, b, "forge-1.0-py3-none-any.whl", "fast")
-	job := func(commit string, w submit.WheelFile) *protocol.Job {
+	job := func(commit string, w wheels.WheelFile) *protocol.Job {
 		return &protocol.Job{ID: "j1", Source: protocol.Source{Repo: "tenstorrent/tt-forge-onnx", Commit: commit, Branch: "main", Wheels: []protocol.Wheel{w.Wheel()}}}
 	}
-	var events []submit.WheelEvent
-	progress := func(e submit.WheelEvent) { events = append(events, e) }
-	if err := submit.StageWheels(t.Context(), b, []submit.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, "", progress); err != nil {
+	var events []wheels.WheelEvent
+	progress := func(e wheels.WheelEvent) { events = append(events, e) }
+	if err := wheels.StageWheels(t.Context(), b, []wheels.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, "", progress); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := submit.ReadBuildRecord(t.Context(), b, commitA)
+	rec, err := wheels.ReadBuildRecord(t.Context(), b, commitA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Repo != "tenstorrent/tt-forge-onnx" || rec.Commit != commitA || len(rec.Wheels) != 1 || rec.Wheels[0] != wf.Wheel() {
 		t.Fatalf("record %+v, want commit A's one wheel %+v", rec, wf.Wheel())
 	}
-	if last := events[len(events)-1]; last.State != submit.BuildRecorded || last.Name != commitA || last.Key != "builds/commits/"+commitA+".json" {
+	if last := events[len(events)-1]; last.State != wheels.BuildRecorded || last.Name != commitA || last.Key != "builds/commits/"+commitA+".json" {
 		t.Fatalf("last event %+v, want the record written", last)
 	}
 
 	// The same build again: no change, no error.
 	events = nil
-	if err := submit.StageWheels(t.Context(), b, []submit.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, "", progress); err != nil {
+	if err := wheels.StageWheels(t.Context(), b, []wheels.WheelFile{wf}, []*protocol.Job{job(commitA, wf)}, "", progress); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range events {
-		if e.State == submit.BuildRecorded || e.State == submit.BuildRecordKept {
+		if e.State == wheels.BuildRecorded || e.State == wheels.BuildRecordKept {
 			t.Fatalf("the same build again: event %+v", e)
 		}
 	}
 	// A rebuild with other bytes: staged, but the record keeps the first.
 	other := wheelOf(t, b, "forge-1.0-py3-none-any.whl", "rebuilt")
 	events = nil
-	if err := submit.StageWheels(t.Context(), b, []submit.WheelFile{other}, []*protocol.Job{job(commitA, other)}, "", progress); err != nil {
+	if err := wheels.StageWheels(t.Context(), b, []wheels.WheelFile{other}, []*protocol.Job{job(commitA, other)}, "", progress); err != nil {
 		t.Fatal(err)
 	}
-	if last := events[len(events)-1]; last.State != submit.BuildRecordKept {
+	if last := events[len(events)-1]; last.State != wheels.BuildRecordKept {
 		t.Fatalf("another build of the commit: last event %+v, want record-kept", last)
 	}
-	if rec, err := submit.ReadBuildRecord(t.Context(), b, commitA); err != nil || rec.Wheels[0] != wf.Wheel() {
+	if rec, err := wheels.ReadBuildRecord(t.Context(), b, commitA); err != nil || rec.Wheels[0] != wf.Wheel() {
 		t.Fatalf("record after a rebuild: %+v %v, want the first build", rec, err)
 	}
-	if _, err := submit.WriteBuildRecord(t.Context(), b, &submit.BuildRecord{Repo: "r", Commit: commitA, Wheels: []protocol.Wheel{other.Wheel()}}); !errors.Is(err, submit.ErrBuildRecorded) {
+	if _, err := wheels.WriteBuildRecord(t.Context(), b, &wheels.BuildRecord{Repo: "r", Commit: commitA, Wheels: []protocol.Wheel{other.Wheel()}}); !errors.Is(err, wheels.ErrBuildRecorded) {
 		t.Fatalf("WriteBuildRecord of another build: %v, want ErrBuildRecorded", err)
 	}
 
 	// No commit, or an abbreviated one: nothing recorded.
-	if err := submit.StageWheels(t.Context(), b, nil, []*protocol.Job{job("", wf), job("2222222", wf)}, "", nil); err != nil {
+	if err := wheels.StageWheels(t.Context(), b, nil, []*protocol.Job{job("", wf), job("2222222", wf)}, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := submit.ReadBuildRecord(t.Context(), b, commitB); !errors.Is(err, submit.ErrNoBuild) {
+	if _, err := wheels.ReadBuildRecord(t.Context(), b, commitB); !errors.Is(err, wheels.ErrNoBuild) {
 		t.Fatalf("a commit never staged: %v, want ErrNoBuild", err)
 	}
 	var keys []string
@@ -111,22 +111,22 @@ func TestStageWheelsRecordsOnlyTheBaselineBranch(t *testing.T) {
 		return &protocol.Job{ID: "j1", Source: protocol.Source{Repo: "tenstorrent/tt-forge-onnx", Commit: commit, Branch: branch, Wheels: []protocol.Wheel{wf.Wheel()}}}
 	}
 	for _, c := range []struct{ commit, branch, baseline string }{{commitA, "feature/x", ""}, {commitA, "", ""}, {commitB, "main", "release"}} {
-		var events []submit.WheelEvent
-		if err := submit.StageWheels(t.Context(), b, []submit.WheelFile{wf}, []*protocol.Job{job(c.commit, c.branch)}, c.baseline, func(e submit.WheelEvent) { events = append(events, e) }); err != nil {
+		var events []wheels.WheelEvent
+		if err := wheels.StageWheels(t.Context(), b, []wheels.WheelFile{wf}, []*protocol.Job{job(c.commit, c.branch)}, c.baseline, func(e wheels.WheelEvent) { events = append(events, e) }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := submit.ReadBuildRecord(t.Context(), b, c.commit); !errors.Is(err, submit.ErrNoBuild) {
+		if _, err := wheels.ReadBuildRecord(t.Context(), b, c.commit); !errors.Is(err, wheels.ErrNoBuild) {
 			t.Errorf("branch %q, baseline %q: record %v, want none", c.branch, c.baseline, err)
 		}
 		last := events[len(events)-1]
-		if last.State != submit.BuildNotRecorded || !strings.Contains(last.String(), "not the baseline branch "+cmp.Or(c.baseline, "main")) {
+		if last.State != wheels.BuildNotRecorded || !strings.Contains(last.String(), "not the baseline branch "+cmp.Or(c.baseline, "main")) {
 			t.Errorf("branch %q, baseline %q: last event %+v %q, want not-recorded naming the baseline branch", c.branch, c.baseline, last, last.String())
 		}
 	}
-	if err := submit.StageWheels(t.Context(), b, []submit.WheelFile{wf}, []*protocol.Job{job(commitB, "release")}, "release", nil); err != nil {
+	if err := wheels.StageWheels(t.Context(), b, []wheels.WheelFile{wf}, []*protocol.Job{job(commitB, "release")}, "release", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := submit.ReadBuildRecord(t.Context(), b, commitB); err != nil {
+	if _, err := wheels.ReadBuildRecord(t.Context(), b, commitB); err != nil {
 		t.Errorf("a build of the baseline branch release: %v, want it recorded", err)
 	}
 }
@@ -154,29 +154,29 @@ func TestBuildRecordingIsBestEffort(t *testing.T) {
 	job := func(commit string) []*protocol.Job {
 		return []*protocol.Job{{ID: "j1", Source: protocol.Source{Repo: "tenstorrent/tt-forge-onnx", Commit: commit, Branch: "main", Wheels: []protocol.Wheel{wf.Wheel()}}}}
 	}
-	var events []submit.WheelEvent
-	progress := func(e submit.WheelEvent) { events = append(events, e) }
-	if err := submit.StageWheels(t.Context(), putFails{b, "builds/commits/"}, []submit.WheelFile{wf}, job(commitA), "", progress); err != nil {
+	var events []wheels.WheelEvent
+	progress := func(e wheels.WheelEvent) { events = append(events, e) }
+	if err := wheels.StageWheels(t.Context(), putFails{b, "builds/commits/"}, []wheels.WheelFile{wf}, job(commitA), "", progress); err != nil {
 		t.Fatalf("StageWheels with a failing record write: %v, want the submit to go on", err)
 	}
 	if ok, err := b.Exists(t.Context(), wf.Key()); err != nil || !ok {
 		t.Fatalf("the wheel after a failed record write: %v %v, want it staged", ok, err)
 	}
-	if last := events[len(events)-1]; last.State != submit.BuildRecordFailed || !strings.Contains(last.String(), "503 slow down") || !strings.Contains(last.String(), "the submit goes on") {
+	if last := events[len(events)-1]; last.State != wheels.BuildRecordFailed || !strings.Contains(last.String(), "503 slow down") || !strings.Contains(last.String(), "the submit goes on") {
 		t.Fatalf("last event %+v %q, want record-failed with the store's error", last, last.String())
 	}
 
-	if err := b.Put(t.Context(), submit.BuildRecordKey(commitB), strings.NewReader(`{"schema": "something else"}`)); err != nil {
+	if err := b.Put(t.Context(), wheels.BuildRecordKey(commitB), strings.NewReader(`{"schema": "something else"}`)); err != nil {
 		t.Fatal(err)
 	}
 	events = nil
-	if err := submit.StageWheels(t.Context(), b, []submit.WheelFile{wf}, job(commitB), "", progress); err != nil {
+	if err := wheels.StageWheels(t.Context(), b, []wheels.WheelFile{wf}, job(commitB), "", progress); err != nil {
 		t.Fatalf("StageWheels over a bad record: %v, want it kept and the submit to go on", err)
 	}
-	if last := events[len(events)-1]; last.State != submit.BuildRecordKept || !strings.Contains(last.Reason, "not a valid record") {
+	if last := events[len(events)-1]; last.State != wheels.BuildRecordKept || !strings.Contains(last.Reason, "not a valid record") {
 		t.Fatalf("last event %+v, want record-kept saying the record is not valid", last)
 	}
-	if _, err := submit.WriteBuildRecord(t.Context(), b, &submit.BuildRecord{Repo: "r", Commit: commitB, Wheels: []protocol.Wheel{wf.Wheel()}}); !errors.Is(err, submit.ErrBuildRecorded) {
+	if _, err := wheels.WriteBuildRecord(t.Context(), b, &wheels.BuildRecord{Repo: "r", Commit: commitB, Wheels: []protocol.Wheel{wf.Wheel()}}); !errors.Is(err, wheels.ErrBuildRecorded) {
 		t.Fatalf("WriteBuildRecord over a bad record: %v, want ErrBuildRecorded", err)
 	}
 }
@@ -185,16 +185,16 @@ func TestBuildRecordingIsBestEffort(t *testing.T) {
 func TestWheelEventStringOfRecords(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		e    submit.WheelEvent
+		e    wheels.WheelEvent
 		want string
 	}{
-		{submit.WheelEvent{Name: commitA, Key: submit.BuildRecordKey(commitA), State: submit.BuildRecorded},
+		{wheels.WheelEvent{Name: commitA, Key: wheels.BuildRecordKey(commitA), State: wheels.BuildRecorded},
 			"build of commit 111111111111: recorded at builds/commits/" + commitA + ".json (a bisect measures it)"},
-		{submit.WheelEvent{Name: commitA, State: submit.BuildRecordKept, Reason: "another record is kept: x names another build of the commit (a.whl)"},
+		{wheels.WheelEvent{Name: commitA, State: wheels.BuildRecordKept, Reason: "another record is kept: x names another build of the commit (a.whl)"},
 			"build of commit 111111111111: not recorded: another record is kept: x names another build of the commit (a.whl) (a bisect measures the recorded one)"},
-		{submit.WheelEvent{Name: commitA, State: submit.BuildNotRecorded, Reason: `branch "pr" is not the baseline branch main`},
+		{wheels.WheelEvent{Name: commitA, State: wheels.BuildNotRecorded, Reason: `branch "pr" is not the baseline branch main`},
 			`build of commit 111111111111: not recorded: branch "pr" is not the baseline branch main (a bisect measures baseline builds only)`},
-		{submit.WheelEvent{Name: commitA, State: submit.BuildRecordFailed, Reason: "503"},
+		{wheels.WheelEvent{Name: commitA, State: wheels.BuildRecordFailed, Reason: "503"},
 			"build of commit 111111111111: not recorded: 503 (the submit goes on; a bisect will skip the commit)"},
 	} {
 		if got := c.e.String(); got != c.want {
@@ -209,16 +209,16 @@ func TestReadBuildRecordIsStrict(t *testing.T) {
 	t.Parallel()
 	b := fileBucket(t)
 	w := protocol.Wheel{URL: protocol.BuildKey(strings.Repeat("a", 64), "forge-1.0-py3-none-any.whl"), SHA256: strings.Repeat("a", 64)}
-	if _, err := submit.WriteBuildRecord(t.Context(), b, &submit.BuildRecord{Repo: "tenstorrent/tt-forge-onnx", Commit: commitA, Wheels: []protocol.Wheel{w}}); err != nil {
+	if _, err := wheels.WriteBuildRecord(t.Context(), b, &wheels.BuildRecord{Repo: "tenstorrent/tt-forge-onnx", Commit: commitA, Wheels: []protocol.Wheel{w}}); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := b.Get(t.Context(), submit.BuildRecordKey(commitA))
+	rc, err := b.Get(t.Context(), wheels.BuildRecordKey(commitA))
 	if err != nil {
 		t.Fatal(err)
 	}
 	good, _ := io.ReadAll(rc)
 	rc.Close()
-	if _, err := submit.DecodeBuildRecord(good, commitA); err != nil {
+	if _, err := wheels.DecodeBuildRecord(good, commitA); err != nil {
 		t.Fatalf("the record written: %v", err)
 	}
 	for _, c := range []struct{ name, doc, want string }{
@@ -229,12 +229,12 @@ func TestReadBuildRecordIsStrict(t *testing.T) {
 		{"a sha256 other than the key's", strings.Replace(string(good), `"sha256":"aaaa`, `"sha256":"bbbb`, 1), "wheels[0]"},
 		{"no wheels", strings.Replace(string(good), string(good[bytes.Index(good, []byte(`[`)):bytes.LastIndex(good, []byte(`]`))+1]), "[]", 1), "wheels"},
 	} {
-		_, err := submit.DecodeBuildRecord([]byte(c.doc), commitA)
-		if !errors.Is(err, submit.ErrBadBuildRecord) || !strings.Contains(err.Error(), c.want) {
+		_, err := wheels.DecodeBuildRecord([]byte(c.doc), commitA)
+		if !errors.Is(err, wheels.ErrBadBuildRecord) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a bad record naming %q", c.name, err, c.want)
 		}
 	}
-	if _, err := submit.DecodeBuildRecord(good, commitB); !errors.Is(err, submit.ErrBadBuildRecord) || !strings.Contains(err.Error(), "record of commit "+commitA) {
+	if _, err := wheels.DecodeBuildRecord(good, commitB); !errors.Is(err, wheels.ErrBadBuildRecord) || !strings.Contains(err.Error(), "record of commit "+commitA) {
 		t.Errorf("commit A's record read as B's: %v", err)
 	}
 }
