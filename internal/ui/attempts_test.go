@@ -23,7 +23,7 @@ func TestRunPageShowsAttempts(t *testing.T) {
 	plantHistory(t, cfg.Store, jobs[0], 1000)
 	publish("ui-confirm", jobs)
 	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool { return len(fleettest.Results(t, cfg.Store, "ui-confirm")) == 1 })
-	v, err := gate.JudgeStored(t.Context(), gate.StoredJudge{Run: "ui-confirm", Store: cfg.Store, Gate: true, GateConfig: gate.GateConfig{Repeats: 2}})
+	v, err := gate.JudgeRun(t.Context(), gate.RunInput{Run: "ui-confirm", Store: cfg.Store, Gate: true, GateConfig: gate.GateConfig{Repeats: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

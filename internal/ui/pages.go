@@ -292,9 +292,9 @@ func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map
 		err error
 	)
 	if states != nil {
-		v, err = gate.Judge(ctx, gate.JudgeRequest{Manifest: m, Rows: runstate.Rows(m, states), Gate: true, GateConfig: s.cfg.Gate, History: s.history})
+		v, err = gate.JudgeRun(ctx, gate.RunInput{Manifest: m, States: states, Gate: true, GateConfig: s.cfg.Gate, History: s.history})
 	} else {
-		v, err = gate.JudgeStored(ctx, gate.StoredJudge{Run: m.Run, Manifest: m, Store: s.cfg.Store, Query: s.history, Gate: true, GateConfig: s.cfg.Gate})
+		v, err = gate.JudgeRun(ctx, gate.RunInput{Run: m.Run, Manifest: m, Store: s.cfg.Store, History: s.history, Gate: true, GateConfig: s.cfg.Gate})
 	}
 	if err != nil {
 		return nil, err

@@ -160,7 +160,7 @@ func TestForgedRepeatIsNoAttempt(t *testing.T) {
 	if len(rows) != 1 || len(rows[0].Repeats) != 0 {
 		t.Fatalf("%d rows, %d attempts; want 1 row, no attempts", len(rows), len(rows[0].Repeats))
 	}
-	v, err := Judge(t.Context(), JudgeRequest{Manifest: m, Rows: rows, Gate: true, History: gatetest.HistoryOf(hist)})
+	v, err := JudgeRun(t.Context(), RunInput{Manifest: m, Results: rs, Gate: true, History: gatetest.HistoryOf(hist)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -15,52 +14,6 @@ import (
 // ErrNoRun matches a run the store knows nothing of: no manifest and no
 // results.
 var ErrNoRun = errors.New("no manifest and no results in the store")
-
-// StoredJudge is a run to judge from its stored results.
-type StoredJudge struct {
-	// Run is the run (required).
-	Run string
-	// Manifest is the run's manifest; nil: the store's
-	// (runs/<run>/manifest.json), else one rebuilt from the results.
-	Manifest *protocol.RunManifest
-	// Store holds the results (required).
-	Store storage.Bucket
-	// Query reads results: the run's and the gate's history (nil:
-	// storage.Query on Store).
-	Query HistoryFunc
-	// Gate and GateConfig are JudgeRequest's.
-	Gate       bool
-	GateConfig GateConfig
-}
-
-// JudgeStored is the gate from stored results, as `results gate` and the
-// dashboard show a run: the run's rows from its results (confirmation
-// repeats folded into their original's row), judged by Judge. A run
-// without manifest and results is ErrNoRun.
-func JudgeStored(ctx context.Context, req StoredJudge) (*RunVerdict, error) {
-	query := req.Query
-	if query == nil {
-		query = func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
-			rs, _, err := storage.Query(ctx, req.Store, f)
-			return rs, err
-		}
-	}
-	f := storage.Filter{Run: req.Run}
-	if req.Manifest != nil && !req.Manifest.CreatedAt.IsZero() {
-		f.Since = req.Manifest.CreatedAt.Add(-time.Second)
-	}
-	rs, err := query(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	m := req.Manifest
-	if m == nil {
-		if m, err = StoredManifest(ctx, req.Store, req.Run, rs); err != nil {
-			return nil, err
-		}
-	}
-	return Judge(ctx, JudgeRequest{Manifest: m, Rows: RowsFromResults(m, rs), Gate: req.Gate, GateConfig: req.GateConfig, History: query})
-}
 
 // StoredManifest reads a run's manifest from the store, or rebuilds it
 // from the run's results rs (ManifestFromResults). A run with neither is

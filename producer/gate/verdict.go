@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/storage"
 )
 
 // ErrGateConfig matches a bad gate configuration (a usage error).
@@ -23,18 +25,32 @@ func RowsOutcome(rows []runstate.Row) Outcome {
 	return OutcomePass
 }
 
-// JudgeRequest is a finished (or timed-out) run to judge.
-type JudgeRequest struct {
+// RunInput is a finished (or timed-out) run to judge, from any of the
+// three places a run's jobs are known: States (a waiter followed them;
+// their results were read from the store), Results (the run's stored
+// results, read already), or else Store (the run's results read from it).
+type RunInput struct {
+	// Run names the run (required without Manifest).
+	Run string
+	// Manifest is the run's manifest; nil: the store's
+	// (runs/<run>/manifest.json), else one rebuilt from the results.
 	Manifest *protocol.RunManifest
-	// Rows are the run's jobs as they ended (Rows of the watcher's states).
-	Rows []runstate.Row
+	// States are the run's jobs as a waiter followed them (Rows of
+	// them); nil: the run's results (Results, else read from Store), with
+	// confirmation repeats folded into their original's row.
+	States map[string]*runstate.JobState
+	// Results are the run's stored results, read already.
+	Results []*protocol.Result
+	// Store holds the results when neither States nor Results are given.
+	Store storage.Bucket
 	// Gate turns the regression gate on: a regression makes the run exit 2,
 	// and unreadable history is an error rather than a warning.
 	Gate bool
 	// GateConfig tunes the gate (zero: the defaults).
 	GateConfig GateConfig
-	// History reads the baseline history (nil: none; every passed job is
-	// then insufficient-history).
+	// History reads the baseline history (nil: none with States or
+	// Results, and every passed job is then insufficient-history; from
+	// Store, storage.Query on it), and the run's results from Store.
 	History HistoryFunc
 	// TimedOut and Warnings are copied to the report (RunReport).
 	TimedOut bool
@@ -51,30 +67,75 @@ type RunVerdict struct {
 	HistoryErr error
 }
 
-// Judge is the run verdict pipeline every front end shares (submit --wait,
-// runs watch, results gate, the web UI): it compares each row with its
-// baseline history (setting Change and Verdict), and gives the report and
-// its outcome (RunReport.Outcome()), which each front end turns into its
-// own answer (the CLI's exit code).
-func Judge(ctx context.Context, req JudgeRequest) (*RunVerdict, error) {
-	rep := &RunReport{Manifest: req.Manifest, Rows: req.Rows, GateOn: req.Gate, TimedOut: req.TimedOut, Warnings: req.Warnings}
+// JudgeRun is the run verdict pipeline every front end calls (submit
+// --wait, runs watch, results gate, the dashboard's run page): it reads
+// the run's rows from in, compares each with its baseline history
+// (setting Change and Verdict), and gives the report and its outcome
+// (RunReport.Outcome()), which each front end turns into its own answer
+// (the CLI's exit code, a page). A run the store knows nothing of (no
+// manifest, no results) is ErrNoRun.
+func JudgeRun(ctx context.Context, in RunInput) (*RunVerdict, error) {
+	m, rows, history, err := in.rows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := &RunReport{Manifest: m, Rows: rows, GateOn: in.Gate, TimedOut: in.TimedOut, Warnings: in.Warnings}
 	v := &RunVerdict{Report: rep}
-	if req.History != nil || req.Gate {
-		g, err := NewGate(req.GateConfig, req.History)
+	if history != nil || in.Gate {
+		g, err := NewGate(in.GateConfig, history)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrGateConfig, err)
 		}
-		verdicts, err := g.Evaluate(ctx, req.Manifest, req.Rows)
+		verdicts, err := g.Evaluate(ctx, m, rows)
 		switch {
-		case err != nil && req.Gate:
+		case err != nil && in.Gate:
 			return nil, fmt.Errorf("regression gate: %w", err)
 		case err != nil:
 			v.HistoryErr = err
 		default:
-			ApplyVerdicts(req.Rows, verdicts)
+			ApplyVerdicts(rows, verdicts)
 			rep.Verdicts, rep.Gate = verdicts, g.Config()
 		}
 	}
 	v.Outcome = rep.Outcome()
 	return v, nil
+}
+
+// rows gives the run's manifest, its rows and the history to judge them
+// against, from wherever in knows the run's jobs.
+func (in RunInput) rows(ctx context.Context) (*protocol.RunManifest, []runstate.Row, HistoryFunc, error) {
+	if in.States != nil {
+		return in.Manifest, runstate.Rows(in.Manifest, in.States), in.History, nil
+	}
+	query, rs := in.History, in.Results
+	if rs == nil {
+		if query == nil {
+			query = func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
+				rs, _, err := storage.Query(ctx, in.Store, f)
+				return rs, err
+			}
+		}
+		f := storage.Filter{Run: in.Run}
+		if in.Manifest != nil && !in.Manifest.CreatedAt.IsZero() {
+			f.Since = in.Manifest.CreatedAt.Add(-time.Second)
+		}
+		var err error
+		if rs, err = query(ctx, f); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	m := in.Manifest
+	if m == nil && in.Store == nil {
+		if len(rs) == 0 {
+			return nil, nil, nil, fmt.Errorf("run %q: %w", in.Run, ErrNoRun)
+		}
+		m = ManifestFromResults(in.Run, rs)
+	}
+	if m == nil {
+		var err error
+		if m, err = StoredManifest(ctx, in.Store, in.Run, rs); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return m, RowsFromResults(m, rs), query, nil
 }

@@ -46,7 +46,7 @@ func TestEvaluateConfirmation(t *testing.T) {
 			if len(rows) != 1 || len(rows[0].Repeats) != 2 {
 				t.Fatalf("%d rows (want 1) with %d repeats (want 2)", len(rows), len(rows[0].Repeats))
 			}
-			v, err := gate.Judge(t.Context(), gate.JudgeRequest{Manifest: m, Rows: rows, Gate: true, History: gatetest.HistoryOf(hist)})
+			v, err := gate.JudgeRun(t.Context(), gate.RunInput{Manifest: m, Results: rs, Gate: true, History: gatetest.HistoryOf(hist)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestConfirmationPending(t *testing.T) {
 		hist = append(hist, gatetest.HistResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
 	}
 	m, rs := gatetest.RunWithRepeats(now, 900, 1000, 0)
-	v, err := gate.Judge(t.Context(), gate.JudgeRequest{Manifest: m, Rows: gate.RowsFromResults(m, rs), Gate: true, History: gatetest.HistoryOf(hist)})
+	v, err := gate.JudgeRun(t.Context(), gate.RunInput{Manifest: m, Results: rs, Gate: true, History: gatetest.HistoryOf(hist)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +149,7 @@ func TestTableShowsTheMedian(t *testing.T) {
 		hist = append(hist, gatetest.HistResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
 	}
 	m, rs := gatetest.RunWithRepeats(now, 800, 1000, 1002)
-	rows := gate.RowsFromResults(m, rs)
-	v, err := gate.Judge(t.Context(), gate.JudgeRequest{Manifest: m, Rows: rows, Gate: true, History: gatetest.HistoryOf(hist)})
+	v, err := gate.JudgeRun(t.Context(), gate.RunInput{Manifest: m, Results: rs, Gate: true, History: gatetest.HistoryOf(hist)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +174,7 @@ func TestJudgedValueBesideItsChange(t *testing.T) {
 		hist = append(hist, gatetest.HistResult(fmt.Sprintf("h%d", i), "net", "main", now.Add(-time.Duration(10-i)*time.Hour), v))
 	}
 	m, rs := gatetest.RunWithRepeats(now, 900, 1000, 1002)
-	v, err := gate.Judge(t.Context(), gate.JudgeRequest{Manifest: m, Rows: gate.RowsFromResults(m, rs), Gate: true, History: gatetest.HistoryOf(hist)})
+	v, err := gate.JudgeRun(t.Context(), gate.RunInput{Manifest: m, Results: rs, Gate: true, History: gatetest.HistoryOf(hist)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +207,7 @@ func TestJudgedValueBesideItsChange(t *testing.T) {
 // precedence over a regression in the same run; history is the baseline
 // branch's passed results; a branch without history judges nothing; a run
 // the store does not know is gate.ErrNoRun.
-func TestJudgeStored(t *testing.T) {
+func TestJudgeRunFromTheStore(t *testing.T) {
 	t.Parallel()
 	store, err := storage.NewFileBucket(t.TempDir())
 	if err != nil {
@@ -238,7 +237,7 @@ func TestJudgeStored(t *testing.T) {
 	put(a)
 	put(b)
 
-	v, err := gate.JudgeStored(t.Context(), gate.StoredJudge{Run: "pr-1", Store: store, Gate: true})
+	v, err := gate.JudgeRun(t.Context(), gate.RunInput{Run: "pr-1", Store: store, Gate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,11 +259,11 @@ func TestJudgeStored(t *testing.T) {
 		t.Errorf("markdown: want FAIL, the PCC reason, the regression row first:\n%s", s)
 	}
 
-	v, err = gate.JudgeStored(t.Context(), gate.StoredJudge{Run: "pr-1", Store: store, Gate: true, GateConfig: gate.GateConfig{BaselineBranch: "release-9"}})
+	v, err = gate.JudgeRun(t.Context(), gate.RunInput{Run: "pr-1", Store: store, Gate: true, GateConfig: gate.GateConfig{BaselineBranch: "release-9"}})
 	if err != nil || gate.CountVerdicts(v.Report.Verdicts).InsufficientHistory != 1 || gate.CountVerdicts(v.Report.Verdicts).Regressions != 0 {
 		t.Errorf("baseline release-9: %v %+v; want no history, no regression", err, gate.CountVerdicts(v.Report.Verdicts))
 	}
-	if _, err := gate.JudgeStored(t.Context(), gate.StoredJudge{Run: "nothing-here", Store: store}); !errors.Is(err, gate.ErrNoRun) {
+	if _, err := gate.JudgeRun(t.Context(), gate.RunInput{Run: "nothing-here", Store: store}); !errors.Is(err, gate.ErrNoRun) {
 		t.Errorf("unknown run: %v, want gate.ErrNoRun", err)
 	}
 }
@@ -279,7 +278,7 @@ func TestConfirmFailureKeepsStates(t *testing.T) {
 	var said error
 	c := &submit.Confirmer{Repeats: 2, OnFailed: func(err error) { said = err }}
 	bad := errors.New("history down")
-	req := gate.JudgeRequest{History: func(context.Context, storage.Filter) ([]*protocol.Result, error) { return nil, bad }}
+	req := gate.RunInput{History: func(context.Context, storage.Filter) ([]*protocol.Result, error) { return nil, bad }}
 	got, n, err := c.Confirm(t.Context(), &watch.Watcher{Manifest: m}, states, req, nil)
 	if err != nil || n != 0 || got["j0"] != states["j0"] || !errors.Is(said, bad) {
 		t.Fatalf("confirm with no history: %v, %d queued, said %v", err, n, said)

@@ -214,9 +214,9 @@ func (c *Confirmer) record(ctx context.Context, runs jetstream.KeyValue, up *man
 // returns states as they were, with no error, and the gate judges their
 // suspects unconfirmed (a regression fails, as with Repeats 0). A ctx that
 // ends returns the states so far and ctx's error, as Watcher.Wait does.
-func (c *Confirmer) Confirm(ctx context.Context, w *watch.Watcher, states map[string]*runstate.JobState, req gate.JudgeRequest, onUpdate func(runstate.Progress)) (map[string]*runstate.JobState, int, error) {
-	req.Manifest, req.Rows, req.Gate = w.Manifest, runstate.Rows(w.Manifest, states), true
-	v, err := gate.Judge(ctx, req)
+func (c *Confirmer) Confirm(ctx context.Context, w *watch.Watcher, states map[string]*runstate.JobState, req gate.RunInput, onUpdate func(runstate.Progress)) (map[string]*runstate.JobState, int, error) {
+	req.Manifest, req.States, req.Gate = w.Manifest, states, true
+	v, err := gate.JudgeRun(ctx, req)
 	var m *protocol.RunManifest
 	n := 0
 	if err == nil {

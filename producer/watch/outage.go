@@ -159,14 +159,14 @@ func natsOutage(ctx context.Context, err error) bool {
 		errors.Is(err, nats.ErrNoServers)
 }
 
-// JudgeStoredWaiting is JudgeStored that rides out a store outage, for
+// JudgeRunWaiting is gate.JudgeRun from the store that rides out its outage, for
 // `results gate`: while the store does not answer (a look for the run's
 // manifest within CallTimeout, or a judging that fails because the store
 // does not answer) it tells onOutage (if not nil) once when the store
 // stops answering and again when it answers, and tries again every
 // DefaultResultPoll. When ctx's deadline passes during the outage, the
 // error is an *OutageError (it Is ErrUnreachable).
-func JudgeStoredWaiting(ctx context.Context, req gate.StoredJudge, onOutage func(Outage)) (*gate.RunVerdict, error) {
+func JudgeRunWaiting(ctx context.Context, req gate.RunInput, onOutage func(Outage)) (*gate.RunVerdict, error) {
 	out := &outageTracker{on: onOutage}
 	t := time.NewTicker(DefaultResultPoll)
 	defer t.Stop()
@@ -177,7 +177,7 @@ func JudgeStoredWaiting(ctx context.Context, req gate.StoredJudge, onOutage func
 		if !storageOutage(ctx, err) && ctx.Err() == nil {
 			out.store(ctx, nil)
 			var v *gate.RunVerdict
-			if v, err = gate.JudgeStored(ctx, req); !storageOutage(ctx, err) {
+			if v, err = gate.JudgeRun(ctx, req); !storageOutage(ctx, err) {
 				if ctx.Err() != nil {
 					return nil, out.timedOut(ctx, req.Run)
 				}

@@ -11,8 +11,9 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// reportRun compares the run's jobs with their baseline history when a
-// store is configured (setting each row's Change and Verdict), prints the
+// reportRun judges the run (gate.JudgeRun on its jobs' states), comparing
+// them with their baseline history when compare and a store is configured
+// (setting each row's Change and Verdict), prints the
 // gate's verdicts when o.gate, writes the JUnit (o.junit) and Markdown
 // (o.summaryMD, appended) reports, and returns the exit code: 1 when any
 // job did not pass — a failure takes precedence over a regression in the
@@ -20,9 +21,9 @@ import (
 //
 // The gate's tuning comes from o.gateConfig (zero: the defaults). Without a
 // store there is no history: every passed job is insufficient-history.
-func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []runstate.Row, o waitOptions) (*gate.RunReport, int, error) {
-	req := gate.JudgeRequest{Manifest: m, Rows: rows, Gate: o.gate, GateConfig: o.gateConfig, TimedOut: o.timedOut, Warnings: o.warnings}
-	if a.storeURL != "" {
+func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, states map[string]*runstate.JobState, compare bool, o waitOptions) (*gate.RunReport, int, error) {
+	req := gate.RunInput{Manifest: m, States: states, Gate: o.gate, GateConfig: o.gateConfig, TimedOut: o.timedOut, Warnings: o.warnings}
+	if compare && a.storeURL != "" {
 		b, err := a.openStoreRead(ctx)
 		if err != nil {
 			return nil, ExitFailed, err
@@ -30,7 +31,7 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, rows []run
 		defer b.Close()
 		req.History = a.historyFrom(b)
 	}
-	v, err := gate.Judge(ctx, req)
+	v, err := gate.JudgeRun(ctx, req)
 	switch {
 	case errors.Is(err, gate.ErrGateConfig):
 		return nil, ExitUsage, usageErr("%v", err)

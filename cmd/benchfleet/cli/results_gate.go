@@ -102,7 +102,7 @@ so only --store is needed; without a manifest the run's results are used.
 				return err
 			}
 			defer b.Close()
-			v, err := watch.JudgeStoredWaiting(ctx, gate.StoredJudge{Run: run, Store: b, Query: a.historyFrom(b), Gate: true, GateConfig: cfg},
+			v, err := watch.JudgeRunWaiting(ctx, gate.RunInput{Run: run, Store: b, History: a.historyFrom(b), Gate: true, GateConfig: cfg},
 				func(o watch.Outage) { fmt.Fprintf(a.stderr, "warning: %s\n", o) })
 			switch {
 			case errors.Is(err, gate.ErrNoRun), errors.Is(err, gate.ErrGateConfig):

@@ -98,7 +98,7 @@ func (a *app) waitRun(ctx context.Context, w *watch.Watcher, o waitOptions) erro
 			pr.Interrupt(func() { fmt.Fprintln(a.stdout, note) })
 		}
 		c := &submit.Confirmer{JS: w.JS, Store: store, Repeats: o.gateConfig.Repeats, Log: a.log, OnQueued: say, OnFailed: func(err error) { warn(err.Error()) }}
-		req := gate.JudgeRequest{GateConfig: o.gateConfig, History: a.historyFrom(store)}
+		req := gate.RunInput{GateConfig: o.gateConfig, History: a.historyFrom(store)}
 		states, _, err = c.Confirm(wctx, w, states, req, onProgress)
 	}
 	stopWatch()
@@ -116,25 +116,22 @@ func (a *app) waitRun(ctx context.Context, w *watch.Watcher, o waitOptions) erro
 			return err
 		}
 	}
-	rows := runstate.Rows(m, states)
-	code := outcomeCode(gate.RowsOutcome(rows))
 	// The comparison with the baseline (for reports, the gate, or a run of
 	// a commit) fills each row's change and verdict, so it runs before the
 	// table is printed.
-	var rep *gate.RunReport
-	if o.gate || o.junit != "" || o.summaryMD != "" || m.Source.Commit != "" {
-		if rep, code, err = a.reportRun(ctx, m, rows, o); err != nil {
-			return err
-		}
+	compare := o.gate || o.junit != "" || o.summaryMD != "" || m.Source.Commit != ""
+	rep, code, err := a.reportRun(ctx, m, states, compare, o)
+	if err != nil {
+		return err
 	}
-	if o.gate && o.notify != nil && rep != nil && !o.timedOut {
+	if o.gate && o.notify != nil && !o.timedOut {
 		o.notify.send(ctx, a, store, rep)
 	}
 	fmt.Fprintln(a.stdout)
-	if err := report.WriteTable(a.stdout, rows); err != nil {
+	if err := report.WriteTable(a.stdout, rep.Rows); err != nil {
 		return err
 	}
-	if o.gate && rep != nil && rep.Verdicts != nil {
+	if o.gate && rep.Verdicts != nil {
 		fmt.Fprintln(a.stdout)
 		if err := report.WriteGateTable(a.stdout, rep); err != nil {
 			return err
