@@ -173,10 +173,10 @@ func trendPanels(lines []TrendLine, gate gatepkg.GateConfig) []trendPanel {
 // judgeLine folds a series' results into one point per run (a job and its
 // confirmation repeats are one point, at the median of its passed
 // results) and applies the gate's rule to each against the earlier runs
-// (producer.JudgeRuns: the last Window of them, one value each); a run
+// (producer.JudgeSeries: the last Window of them, one value each); a run
 // that did not pass is failed.
 func judgeLine(l TrendLine, gate gatepkg.GateConfig) []gatepkg.SeriesPoint {
-	return gatepkg.JudgeRuns(l.Results, gate, nil)
+	return gatepkg.JudgeSeries(l.Results, gate, nil)
 }
 
 // pointValue is the metric's value of run point p: the median over the
@@ -603,7 +603,7 @@ type ReportRow struct {
 }
 
 // ReportRows is the latest run of every series (TrendLines order; a run's
-// results of a series are one point, producer.JudgeRuns), with its change
+// results of a series are one point, producer.JudgeSeries), with its change
 // against the previous passed run of that series and the gate's judgement
 // (default producer.GateConfig) against the earlier ones.
 func ReportRows(rs []*protocol.Result) []ReportRow {

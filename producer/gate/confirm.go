@@ -36,9 +36,9 @@ type Confirmation struct {
 	Pending bool `json:"pending,omitempty"`
 }
 
-// Outcome is the confirmation in words: "pending", "reproduced" or "not
+// Finding is the confirmation in words: "pending", "reproduced" or "not
 // reproduced".
-func (c *Confirmation) Outcome() string {
+func (c *Confirmation) Finding() string {
 	switch {
 	case c.Pending:
 		return "pending"
@@ -150,14 +150,14 @@ func AttemptsText(c *Confirmation) string {
 			b.WriteString(" (" + strings.Join(notes, ", ") + ")")
 		}
 	}
-	fmt.Fprintf(&b, ": median %s, %s", runstate.FmtRate(c.Median), c.Outcome())
+	fmt.Fprintf(&b, ": median %s, %s", runstate.FmtRate(c.Median), c.Finding())
 	return b.String()
 }
 
 // confirmNote is a confirmation in a few words for a table's note column,
 // e.g. "3 attempts, median 999.9: not reproduced".
 func confirmNote(c *Confirmation) string {
-	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), runstate.FmtRate(c.Median), c.Outcome())
+	return fmt.Sprintf("%d attempts, median %s: %s", len(c.Attempts), runstate.FmtRate(c.Median), c.Finding())
 }
 
 // MergeRepeats is own (the manifest this process submitted or attached

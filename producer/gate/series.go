@@ -58,7 +58,7 @@ func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoin
 		}
 	}
 	sort.SliceStable(mine, func(i, j int) bool { return ResultBefore(mine[i], mine[j]) })
-	return JudgeRuns(mine, gate, func(r *protocol.Result) bool { return r.Source.Branch == gate.BaselineBranch })
+	return JudgeSeries(mine, gate, func(r *protocol.Result) bool { return r.Source.Branch == gate.BaselineBranch })
 }
 
 // InBaseline reports whether r may be a point of a baseline's history
@@ -68,14 +68,14 @@ func InBaseline(r *protocol.Result) bool {
 	return BaselinePCC(r) && !r.Untrusted()
 }
 
-// JudgeRuns folds rs, the results of one series oldest first, into one
+// JudgeSeries folds rs, the results of one series oldest first, into one
 // point per run (in the order of each run's first result) and judges each
 // against the earlier points that baseline accepts (nil: every point), as
 // the gate does: a run on the median of its passed results (JudgeAttempts),
 // the history one value per run (the lower median of its passed results
 // that may be in a baseline, InBaseline), the run's own results never in
 // it. A run of the untrusted producer is judged but is never OnBaseline.
-func JudgeRuns(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) []SeriesPoint {
+func JudgeSeries(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) []SeriesPoint {
 	order, byRun := groupByRun(rs)
 	out := make([]SeriesPoint, 0, len(order))
 	var history []float64

@@ -31,12 +31,12 @@ type CancelRequest struct {
 	// LeaveQueued leaves the run's queued jobs in their stream, for a
 	// caller that may not delete them (the untrusted user of deploy/nats):
 	// the cancel flag alone ends them, as the worker that claims one drops
-	// it with a cancelled result. Counted in CancelOutcome.Queued.
+	// it with a cancelled result. Counted in CancelResult.Queued.
 	LeaveQueued bool
 }
 
-// CancelOutcome says what CancelRun did.
-type CancelOutcome struct {
+// CancelResult says what CancelRun did.
+type CancelResult struct {
 	Manifest *protocol.RunManifest
 	// Finished is true when every job had already ended: nothing was changed.
 	Finished bool
@@ -68,7 +68,7 @@ type CancelOutcome struct {
 // claims one drops it (Queued). A run whose jobs have all ended
 // is left as it is (Finished). An unknown run is jetstream.ErrKeyNotFound.
 // It opens the topology and creates nothing.
-func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (*CancelOutcome, error) {
+func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (*CancelResult, error) {
 	topo, err := topology.Open(ctx, js)
 	if err != nil {
 		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
@@ -82,7 +82,7 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("cancel %s: %w", req.Run, err)
 	}
-	out := &CancelOutcome{Manifest: m, Finished: true}
+	out := &CancelResult{Manifest: m, Finished: true}
 	for _, st := range states {
 		if !st.Terminal() {
 			out.Finished = false
@@ -148,7 +148,7 @@ func CancelRun(ctx context.Context, js jetstream.JetStream, req CancelRequest) (
 // CancelSummary says what a cancel did, e.g. "2 jobs removed from the
 // queue, 1 being stopped, 3 of workers that are gone (cancelled when
 // redelivered)".
-func CancelSummary(out *CancelOutcome) string {
+func CancelSummary(out *CancelResult) string {
 	s := fmt.Sprintf("%s removed from the queue, %s being stopped", nJobs(out.Removed), nJobs(out.Running))
 	if out.Queued > 0 {
 		s = fmt.Sprintf("%s left queued (dropped, cancelled, when a worker claims them), %s being stopped", nJobs(out.Queued), nJobs(out.Running))
@@ -175,7 +175,7 @@ type queued struct{ del, events bool }
 // of trust): each removed (q.del; else left for the worker that claims it
 // to drop, counted in out.Queued) and ended with a cancelled result (when
 // req has a store) and event (q.events).
-func (q queued) end(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, trust protocol.Trust, req CancelRequest, m *protocol.RunManifest, states map[string]*runstate.JobState, now time.Time, out *CancelOutcome) error {
+func (q queued) end(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, trust protocol.Trust, req CancelRequest, m *protocol.RunManifest, states map[string]*runstate.JobState, now time.Time, out *CancelResult) error {
 	info, err := stream.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", req.Run, err)
