@@ -1,6 +1,25 @@
-// Package producer is the submitting side of benchfleet: it expands matrix
-// files into jobs, submits a run idempotently (deterministic job ids sent
-// with Nats-Msg-Id, re-attaching to a run already in bench-runs), waits for
-// a run through its events with progress, and summarizes the outcome as a
-// table, JUnit and Markdown.
+// Package producer is the side of benchfleet that submits runs and reads
+// them back. It holds no code of its own: each responsibility is a
+// package below it, and the arrows point down (a package imports only
+// those listed after it here, and the worker side imports none of them).
+//
+//   - bisect: the commit that made a series slower, found by measuring
+//     commits between a good and a bad one.
+//   - submit: matrix files expanded into jobs, a run submitted
+//     idempotently (re-attached, squat-checked, ordered by expected
+//     duration), its suspected regressions re-queued to confirm, cancel.
+//   - wheels: a commit's wheels staged in the store and its build record.
+//   - report: what a run looks like to people and CI: the table, JUnit,
+//     Markdown, the gate's notices and commit statuses, the runs and
+//     dead-letter lists.
+//   - watch: following a run to its end through its events and its stored
+//     results, riding out NATS and store outages; the pools' service.
+//   - gate: the verdict pipeline (JudgeRun), the regression gate, the
+//     confirmation of suspects, series and their baselines.
+//   - runstate: a run's jobs and their state, progress and rows, the
+//     manifest as stored in bench-runs, the formatting every view shares.
+//
+// Below them, worker/fleet reads the farm's state (workers, boards, dead
+// letters) and storage the results; producer/chart draws series charts
+// for `results trend` and the dashboard.
 package producer
