@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // Bisect: the first bad commit of a confirmed regression. Between a good
@@ -395,7 +396,7 @@ func bisectTemplate(ctx context.Context, store storage.Bucket, cfg BisectConfig)
 	s := cfg.Series
 	var last *protocol.Result
 	for _, c := range []string{cfg.Bad, cfg.Good} {
-		rs, _, err := storage.Query(ctx, store, storage.Filter{Model: s.Model, Pool: s.Pool, Commit: c})
+		rs, _, err := index.Query(ctx, store, index.Filter{Model: s.Model, Pool: s.Pool, Commit: c})
 		if err != nil {
 			return protocol.Job{}, fmt.Errorf("bisect: the series' results at %s: %w", ShortCommit(c), err)
 		}

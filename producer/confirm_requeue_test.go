@@ -16,6 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // Requeue records the repeats in the run's manifest (bench-runs, chunked
@@ -27,7 +28,7 @@ func TestRequeueRecordsAndPublishesRepeats(t *testing.T) {
 		srv := fleettest.Server(t)
 		_, js := fleettest.Connect(t, srv.ClientURL())
 		topo := fleettest.Topology(t, js, topology.Config{})
-		store, err := storage.NewFileBucket(t.TempDir())
+		store, err := file.NewBucket(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func suspectRun(t *testing.T, run string, n int) (*producer.RunReport, *protocol
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // A suspect is judged on the median of its attempts, at the noise band of
@@ -79,7 +79,7 @@ func runWithRepeats(created time.Time, value float64, repeats ...float64) (*prot
 }
 
 func historyOf(hist []*protocol.Result) HistoryFunc {
-	return func(_ context.Context, f storage.Filter) ([]*protocol.Result, error) {
+	return func(_ context.Context, f index.Filter) ([]*protocol.Result, error) {
 		var out []*protocol.Result
 		for _, r := range hist {
 			if f.Match(r) {
@@ -256,7 +256,7 @@ func TestConfirmFailureKeepsStates(t *testing.T) {
 	var said error
 	c := &Confirmer{Repeats: 2, OnFailed: func(err error) { said = err }}
 	bad := errors.New("history down")
-	req := JudgeRequest{History: func(context.Context, storage.Filter) ([]*protocol.Result, error) { return nil, bad }}
+	req := JudgeRequest{History: func(context.Context, index.Filter) ([]*protocol.Result, error) { return nil, bad }}
 	got, n, err := c.Confirm(t.Context(), &Watcher{Manifest: m}, states, req, nil)
 	if err != nil || n != 0 || got["j0"] != states["j0"] || !errors.Is(said, bad) {
 		t.Fatalf("confirm with no history: %v, %d queued, said %v", err, n, said)

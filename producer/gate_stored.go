@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // ErrNoRun matches a run the store knows nothing of: no manifest and no
@@ -26,7 +27,7 @@ type StoredJudge struct {
 	// Store holds the results (required).
 	Store storage.Bucket
 	// Query reads results: the run's and the gate's history (nil:
-	// storage.Query on Store).
+	// index.Query on Store).
 	Query HistoryFunc
 	// Gate and GateConfig are JudgeRequest's.
 	Gate       bool
@@ -40,12 +41,12 @@ type StoredJudge struct {
 func JudgeStored(ctx context.Context, req StoredJudge) (*RunVerdict, error) {
 	query := req.Query
 	if query == nil {
-		query = func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
-			rs, _, err := storage.Query(ctx, req.Store, f)
+		query = func(ctx context.Context, f index.Filter) ([]*protocol.Result, error) {
+			rs, _, err := index.Query(ctx, req.Store, f)
 			return rs, err
 		}
 	}
-	f := storage.Filter{Run: req.Run}
+	f := index.Filter{Run: req.Run}
 	if req.Manifest != nil && !req.Manifest.CreatedAt.IsZero() {
 		f.Since = req.Manifest.CreatedAt.Add(-time.Second)
 	}
@@ -82,11 +83,11 @@ func StoredManifest(ctx context.Context, b storage.Bucket, run string, rs []*pro
 }
 
 // Query runs a results query against b: through the Parquet index for
-// compacted dates, the JSON results for the rest (storage.Query). Index
+// compacted dates, the JSON results for the rest (index.Query). Index
 // parts it could not use and results it could not decode are logged as
 // warnings (their dates were read from JSON), what it read at debug level.
-func Query(ctx context.Context, b storage.Bucket, f storage.Filter, log zerolog.Logger) ([]*protocol.Result, error) {
-	rs, st, err := storage.Query(ctx, b, f)
+func Query(ctx context.Context, b storage.Bucket, f index.Filter, log zerolog.Logger) ([]*protocol.Result, error) {
+	rs, st, err := index.Query(ctx, b, f)
 	for _, w := range st.Warnings {
 		log.Warn().Str("component", "query").Msg(w + "; read its date from JSON instead (repair: benchfleet results compact --force)")
 	}

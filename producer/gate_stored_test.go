@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // The gate from stored results alone (no manifest): a failed job takes
@@ -18,7 +19,7 @@ import (
 // the store does not know is ErrNoRun.
 func TestJudgeStored(t *testing.T) {
 	t.Parallel()
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // around returns n values centred on c: c·(1 + spread·k/n) for k spread
@@ -193,7 +193,7 @@ func TestEvaluate(t *testing.T) {
 	lax.PCC = protocol.PCC{Value: 0.01, Min: 1e-9, Passed: true}
 	hist = append(hist, failed, later, self, lax)
 	calls := 0
-	history := func(_ context.Context, f storage.Filter) ([]*protocol.Result, error) {
+	history := func(_ context.Context, f index.Filter) ([]*protocol.Result, error) {
 		calls++
 		var out []*protocol.Result
 		for _, r := range hist {

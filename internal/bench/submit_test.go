@@ -15,6 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // `bench submit` measures both rates and their ratio per round, and the
@@ -100,7 +101,7 @@ func TestRunSubmit(t *testing.T) {
 	if events != 0 {
 		t.Errorf("%d events published by the submit, want none (a manifest job without events is queued)", events)
 	}
-	store, err := storage.NewFileBucket(filepath.Join(dir, "store"))
+	store, err := file.NewBucket(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,11 @@ import (
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // queryStore opens --store, runs one results query and closes the store.
-func (a *app) queryStore(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
+func (a *app) queryStore(ctx context.Context, f index.Filter) ([]*protocol.Result, error) {
 	b, err := a.openStoreRead(ctx)
 	if err != nil {
 		return nil, err
@@ -22,7 +23,7 @@ func (a *app) queryStore(ctx context.Context, f storage.Filter) ([]*protocol.Res
 
 // query runs a results query against the store (producer.Query), logging
 // what it read.
-func (a *app) query(ctx context.Context, b storage.Bucket, f storage.Filter) ([]*protocol.Result, error) {
+func (a *app) query(ctx context.Context, b storage.Bucket, f index.Filter) ([]*protocol.Result, error) {
 	return producer.Query(ctx, b, f, a.log)
 }
 

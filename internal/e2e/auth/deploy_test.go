@@ -25,7 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -269,7 +269,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 
 	// Worker with its nkey: runs and acks the job.
 	ncW, jsW, logW := connectAs(t, natsconn.Options{URL: url, NKeySeed: seedFile, TLSCA: p.ca, InboxPrefix: "_INBOX_worker"})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/benchfleet/benchfleet/producer"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -54,7 +56,7 @@ func trustFleet(t *testing.T, slots int) (url, storeURL string, store storage.Bu
 	t.Helper()
 	url = appliedServer(t)
 	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
+	store, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestUntrustedRunsNeverEnterTheBaseline(t *testing.T) {
 	if r := rows[0]; r.Verdict != producer.VerdictOK || r.Baseline == nil || *r.Baseline < 990 || *r.Baseline > 1010 || r.Trust != "" {
 		t.Errorf("after-1's gate row: %+v (baseline %v), want ok against the trusted baseline ~1000", r, r.Baseline)
 	}
-	results, _, err := storage.Query(t.Context(), store, storage.Filter{Branch: "main"})
+	results, _, err := index.Query(t.Context(), store, index.Filter{Branch: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +333,7 @@ func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 	if _, err := sub.Submit(t.Context(), producer.Submission{Run: "ci-trusted-1", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: trusted}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +394,7 @@ func TestUntrustedCancelsItsQueuedRun(t *testing.T) {
 	if _, err := topoP.Runs.Get(t.Context(), protocol.CancelKey(run)); err != nil {
 		t.Fatalf("the cancel flag: %v", err)
 	}
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
