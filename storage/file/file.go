@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/benchfleet/benchfleet/internal/atomicfile"
 	"github.com/benchfleet/benchfleet/storage"
 )
 
@@ -161,16 +162,11 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts ...stora
 		}
 		return nil
 	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+	// Without a group flush: the directory's fsync makes the new name
+	// durable (a file system that cannot sync a directory is accepted).
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return fmt.Errorf("storage: put %q: %w", key, err)
 	}
-	defer d.Close()
-	_ = d.Sync() // best effort: not every filesystem supports it
 	return nil
 }
 

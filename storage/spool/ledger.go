@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/benchfleet/benchfleet/internal/atomicfile"
 )
 
 // Dir is the spool's directory, absolute.
@@ -198,6 +200,6 @@ func (l Ledger) Record(worker, dir string) error {
 		os.Remove(f.Name())
 		return fmt.Errorf("storage: spool ledger: %w", err)
 	}
-	_ = syncDirStrict(l.Dir)
+	_ = atomicfile.SyncDir(l.Dir)
 	return nil
 }

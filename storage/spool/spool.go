@@ -20,9 +20,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/benchfleet/benchfleet/internal/atomicfile"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/rs/zerolog"
@@ -307,7 +307,7 @@ func (s *Spool) write(r *protocol.Result, key string, files []storage.ArtifactFi
 		return "", err
 	}
 	for _, d := range []string{fdir, tmp} {
-		if err := syncDirStrict(d); err != nil {
+		if err := atomicfile.SyncDir(d); err != nil {
 			return "", err
 		}
 	}
@@ -316,10 +316,10 @@ func (s *Spool) write(r *protocol.Result, key string, files []storage.ArtifactFi
 		return "", err
 	}
 	// The rename is the commit; make it durable before the caller acks.
-	if err := syncDirStrict(ready); err != nil {
+	if err := atomicfile.SyncDir(ready); err != nil {
 		return "", err
 	}
-	_ = syncDirStrict(filepath.Join(s.dir, spoolTmp))
+	_ = atomicfile.SyncDir(filepath.Join(s.dir, spoolTmp))
 	s.pending.Add(1)
 	select {
 	case s.wake <- struct{}{}:
@@ -453,7 +453,7 @@ func (s *Spool) remove(name string) error {
 	if err := os.Rename(filepath.Join(s.dir, spoolReady, name), trash); err != nil {
 		return fmt.Errorf("storage: spool: remove delivered entry %s: %w", name, err)
 	}
-	_ = syncDirStrict(filepath.Join(s.dir, spoolReady))
+	_ = atomicfile.SyncDir(filepath.Join(s.dir, spoolReady))
 	s.pending.Add(-1)
 	if err := os.RemoveAll(trash); err != nil {
 		s.log.Warn().Err(err).Str("entry", name).Msg("could not remove a delivered spool entry; it is removed at the next start")
@@ -466,7 +466,7 @@ func (s *Spool) quarantine(name string) error {
 	if err := os.Rename(filepath.Join(s.dir, spoolReady, name), filepath.Join(s.dir, spoolFailed, name)); err != nil {
 		return fmt.Errorf("storage: spool: quarantine entry %s: %w", name, err)
 	}
-	_ = syncDirStrict(filepath.Join(s.dir, spoolReady))
+	_ = atomicfile.SyncDir(filepath.Join(s.dir, spoolReady))
 	s.pending.Add(-1)
 	return nil
 }
@@ -537,19 +537,4 @@ func writeFileSync(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-// syncDirStrict fsyncs a directory. Filesystems that cannot sync a
-// directory (EINVAL, ENOTSUP) are accepted: there is nothing more to do.
-func syncDirStrict(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) &&
-		!errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
