@@ -59,7 +59,7 @@ fuzz-short:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-short.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./device/cpu/ ./storage/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./device/cpu/ ./storage/...
 
 demo:
 	$(GO) run ./cmd/benchfleet demo

@@ -1,6 +1,10 @@
-// Package storage is benchfleet's object store: the Bucket interface, the
-// file and S3 backends, and the result layout on top of them (results,
-// artifacts, run manifests, spool, index and query).
+// Package storage is the core of benchfleet's object store, which the
+// providers and every other package import: the Bucket interface (with its
+// errors, wrappers and optional capabilities) and the result layout on top
+// of it (keys, write-once Deliver of results and artifacts, job markers,
+// run manifests). The providers are storage/file and storage/s3
+// (storage/storeurl opens one from a URL); the outage spool is
+// storage/spool, the Parquet index and queries storage/index.
 package storage
 
 import (

@@ -11,29 +11,12 @@ import (
 // (metrics, counting, logging). Unwrap returns the wrapped bucket, so the
 // optional capabilities of a backend (partition stamps and folder listing
 // of the file store, the index's fast paths) are found through any chain
-// of wrappers, as errors.Unwrap finds a wrapped error. A wrapper that
+// of wrappers (As), as errors.Unwrap finds a wrapped error. A wrapper that
 // rewrites keys (a prefix) must not implement Wrapper: the wrapped
 // bucket's capabilities speak of other keys.
 type Wrapper interface {
 	Bucket
 	Unwrap() Bucket
-}
-
-// capability returns the first bucket of b's Unwrap chain that implements
-// T (b itself first).
-func capability[T any](b Bucket) (T, bool) {
-	for b != nil {
-		if t, ok := b.(T); ok {
-			return t, true
-		}
-		w, ok := b.(Wrapper)
-		if !ok {
-			break
-		}
-		b = w.Unwrap()
-	}
-	var zero T
-	return zero, false
 }
 
 // Operations an Observer sees.

@@ -17,8 +17,9 @@ import (
 // write-once, which turns at-least-once delivery into exactly-once results.
 //
 // Either way it then leaves the result's late marker if the date is already
-// compacted (index_seal.go), and until that is done it returns the
-// marker's error, not nil or ErrExists, so the caller retries.
+// compacted (layout_index.go; the protocol is in storage/index's seal.go),
+// and until that is done it returns the marker's error, not nil or
+// ErrExists, so the caller retries.
 func PutResult(ctx context.Context, b Bucket, r *protocol.Result) (string, error) {
 	key := ResultKey(r.RunCreatedAt, r.Run, r.Job)
 	data, err := json.MarshalIndent(r, "", "  ")

@@ -42,22 +42,3 @@ func supersede(ctx context.Context, b Bucket, key string, r *protocol.Result) (b
 	}
 	return true, nil
 }
-
-// dropIndexParts deletes the index parts of the date of the result at key,
-// so queries read that date's JSON results until Compact writes a new part.
-func dropIndexParts(ctx context.Context, b Bucket, key string) error {
-	date, _, _, ok := ResultKeyParts(key)
-	if !ok {
-		return nil
-	}
-	p, err := listDateIndex(ctx, b, date)
-	if err != nil {
-		return fmt.Errorf("storage: index of %s: %w", date, err)
-	}
-	for _, part := range p.parts {
-		if err := b.Delete(ctx, part); err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("storage: drop index part %s: %w", part, err)
-		}
-	}
-	return nil
-}

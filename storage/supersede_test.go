@@ -7,6 +7,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // A dead letter's result is written once, and only the
@@ -15,7 +17,7 @@ import (
 func TestDeliverReplacesOnlyADeadLettersResult(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	b, err := storage.NewFileBucket(t.TempDir())
+	b, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +51,10 @@ func TestDeliverReplacesOnlyADeadLettersResult(t *testing.T) {
 		t.Fatalf("replacing a final result: %v, want ErrExists", err)
 	}
 	// Compact the date: the part covers the dead letter's result.
-	if _, err := storage.Compact(ctx, b, storage.CompactOptions{}); err != nil {
+	if _, err := index.Compact(ctx, b, index.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if rs, _, err := storage.Query(ctx, b, storage.Filter{Status: protocol.StatusError}); err != nil || len(rs) != 2 {
+	if rs, _, err := index.Query(ctx, b, index.Filter{Status: protocol.StatusError}); err != nil || len(rs) != 2 {
 		t.Fatalf("errors before the retry: %d, %v; want 2", len(rs), err)
 	}
 	// The re-queued job's attempt 5 passes: it replaces the dead letter's.
@@ -63,7 +65,7 @@ func TestDeliverReplacesOnlyADeadLettersResult(t *testing.T) {
 	if err != nil || r.Status != protocol.StatusPassed || r.Attempt != 5 {
 		t.Fatalf("stored: %+v, %v; want attempt 5 passed", r, err)
 	}
-	rs, _, err := storage.Query(ctx, b, storage.Filter{Run: "rdead"})
+	rs, _, err := index.Query(ctx, b, index.Filter{Run: "rdead"})
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("query: %d results, %v", len(rs), err)
 	}
@@ -73,10 +75,10 @@ func TestDeliverReplacesOnlyADeadLettersResult(t *testing.T) {
 		}
 	}
 	// And after the next compaction too.
-	if _, err := storage.Compact(ctx, b, storage.CompactOptions{}); err != nil {
+	if _, err := index.Compact(ctx, b, index.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if rs, _, err := storage.Query(ctx, b, storage.Filter{Status: protocol.StatusError}); err != nil || len(rs) != 1 || rs[0].Job != "jinfra" {
+	if rs, _, err := index.Query(ctx, b, index.Filter{Status: protocol.StatusError}); err != nil || len(rs) != 1 || rs[0].Job != "jinfra" {
 		t.Fatalf("errors after compacting again: %+v, %v; want jinfra only", rs, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // Created_at is not in a job's content id, so a
@@ -21,7 +22,7 @@ func TestDeliverOneResultPerJobWhateverItsDate(t *testing.T) {
 	t.Parallel()
 	t.Run("file", func(t *testing.T) {
 		t.Parallel()
-		b, err := storage.NewFileBucket(t.TempDir())
+		b, err := file.NewBucket(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +31,7 @@ func TestDeliverOneResultPerJobWhateverItsDate(t *testing.T) {
 	t.Run("s3", func(t *testing.T) {
 		t.Parallel()
 		srv := s3test.Start(t)
-		checkOneResultPerJob(t, newS3Bucket(t, s3Config(srv, "once/")))
+		checkOneResultPerJob(t, s3test.Open(t, srv.Config("once/")))
 	})
 }
 
@@ -108,12 +109,12 @@ func read(t *testing.T, ctx context.Context, b storage.Bucket, key string) strin
 // that was never a run.
 func TestRunSinceFromAJobMarker(t *testing.T) {
 	t.Parallel()
-	b, err := storage.NewFileBucket(t.TempDir())
+	b, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := testResult("dated", "j1", 1)
-	r.RunCreatedAt = time.Date(2026, 3, 7, 15, 4, 5, 0, time.UTC)
+	r := &protocol.Result{Schema: protocol.SchemaResult, Run: "dated", Job: "j1", RunCreatedAt: time.Date(2026, 3, 7, 15, 4, 5, 0, time.UTC),
+		Pool: "sim", Runner: "sim", Status: protocol.StatusPassed, Attempt: 1}
 	if _, err := storage.Deliver(t.Context(), b, r, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// Sink makes results durable. storage.Spool implements it (spooling to
+// Sink makes results durable. spool.Spool implements it (spooling to
 // local disk while the store is down); DirectSink writes straight to a
 // bucket.
 type Sink interface {

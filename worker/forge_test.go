@@ -21,6 +21,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/fleet"
 )
@@ -103,7 +104,7 @@ func (f *ttFleet) start(t *testing.T, id string, slots []worker.Slot) *worker.Wo
 func (f *ttFleet) results(t *testing.T, run string, n int) map[string]*protocol.Result {
 	t.Helper()
 	fleettest.Eventually(t, 3*time.Minute, "results", func() bool {
-		rs, _, _ := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: run})
+		rs, _, _ := index.QueryJSON(t.Context(), f.store, index.Filter{Run: run})
 		return len(rs) == n
 	})
 	return fleettest.Results(t, f.store, run)

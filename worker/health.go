@@ -14,7 +14,7 @@ import (
 )
 
 // SinkChecker is implemented by a Sink that can say whether it can take a
-// result now (storage.Spool: its directory takes a file; DirectSink: the
+// result now (spool.Spool: its directory takes a file; DirectSink: the
 // store answers).
 type SinkChecker interface {
 	Check(ctx context.Context) error

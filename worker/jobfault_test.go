@@ -15,7 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -79,7 +79,7 @@ func TestJobsCrashingTheirInterpreterLeaveAHealthyBoardInService(t *testing.T) {
 		if w.Status().Devices[0].State == protocol.DeviceQuarantined {
 			return true
 		}
-		rs, _, _ := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: run})
+		rs, _, _ := index.QueryJSON(t.Context(), f.store, index.Filter{Run: run})
 		return len(rs) == len(jobs)
 	})
 	if d := w.Status().Devices[0]; d.State == protocol.DeviceQuarantined {
@@ -161,7 +161,7 @@ func TestCrashOnABoardThatFailsItsCheckAfterQuarantinesIt(t *testing.T) {
 	if calls := host.Calls(t); !strings.Contains(strings.Join(calls, "\n"), "tt-smi -r "+bdf0) {
 		t.Fatalf("tt-smi calls %q: the board was not reset", calls)
 	}
-	if rs, _, _ := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: run}); len(rs) != 0 {
+	if rs, _, _ := index.QueryJSON(t.Context(), f.store, index.Filter{Run: run}); len(rs) != 0 {
 		t.Fatalf("the job was recorded (%s, %+v): it was the board's fault and goes back for another board", rs[0].Status, rs[0].Error)
 	}
 }

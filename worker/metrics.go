@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/spool"
 )
 
 // QueueDepthInterval is how often a worker with metrics reads the queue
@@ -308,7 +308,7 @@ func boolGauge(b bool) float64 {
 // The spool reports its entries (benchfleet_spool_entries) and whether it
 // can take a result (/healthz).
 var (
-	_ interface{ Pending() int } = (*storage.Spool)(nil)
-	_ SinkChecker                = (*storage.Spool)(nil)
+	_ interface{ Pending() int } = (*spool.Spool)(nil)
+	_ SinkChecker                = (*spool.Spool)(nil)
 	_ SinkChecker                = DirectSink{}
 )

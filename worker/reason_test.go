@@ -10,7 +10,9 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
+	"github.com/benchfleet/benchfleet/storage/spool"
 )
 
 // With the store and the spool both unable to take a result (each broken
@@ -24,11 +26,11 @@ func TestStoreAndSpoolBrokenJobWaits(t *testing.T) {
 	f := newFaultFleet(t)
 	dir := t.TempDir()
 	storeDir, spoolDir := filepath.Join(dir, "store"), filepath.Join(dir, "spool")
-	store, err := storage.NewFileBucket(storeDir)
+	store, err := file.NewBucket(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spool, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: spoolDir, Bucket: store})
+	sp, err := spool.NewWithConfig(spool.Config{Dir: spoolDir, Bucket: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestStoreAndSpoolBrokenJobWaits(t *testing.T) {
 		}
 	}
 	cfg := f.workerConfig(t, "full-w", 1)
-	cfg.Store, cfg.Sink, cfg.MaxDeliver = store, spool, 2
+	cfg.Store, cfg.Sink, cfg.MaxDeliver = store, sp, 2
 	w := fleettest.StartWorker(t, cfg)
 	const run = "store-down"
 	jobs := fleettest.SimJobs(t, run, 1, map[string]string{"sim.duration": "10ms"})
@@ -75,7 +77,7 @@ func TestStoreAndSpoolBrokenJobWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 30*time.Second, "the job's result", func() bool {
-		rs, _, err := storage.QueryJSON(t.Context(), store, storage.Filter{Run: run})
+		rs, _, err := index.QueryJSON(t.Context(), store, index.Filter{Run: run})
 		return err == nil && len(rs) == 1
 	})
 	if r := fleettest.Results(t, store, run)[jobs[0].ID]; r == nil || r.Status != protocol.StatusPassed {

@@ -15,6 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/fleet"
 )
@@ -31,7 +32,7 @@ func TestRepublishedJobWithOtherCreatedAtDoesNotRunAgain(t *testing.T) {
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	tc := topology.Config{AckWait: 10 * time.Second}
 	topo := fleettest.Topology(t, js, tc)
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

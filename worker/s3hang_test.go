@@ -16,16 +16,18 @@ import (
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
+	"github.com/benchfleet/benchfleet/storage/s3"
+	"github.com/benchfleet/benchfleet/storage/spool"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
 // s3Bucket opens the S3 store of srv under prefix with static credentials
 // (the test stays parallel) and the backend's default call timeout (60 s),
 // as a worker opens it.
-func s3Bucket(t *testing.T, srv *s3test.Server, prefix string) *storage.S3Bucket {
+func s3Bucket(t *testing.T, srv *s3test.Server, prefix string) *s3.Bucket {
 	t.Helper()
-	b, err := storage.NewS3Bucket(t.Context(), storage.S3Config{Bucket: srv.Bucket, Prefix: prefix, Endpoint: srv.Endpoint,
+	b, err := s3.NewBucket(t.Context(), s3.Config{Bucket: srv.Bucket, Prefix: prefix, Endpoint: srv.Endpoint,
 		Region: s3test.Region, PathStyle: true, AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +37,7 @@ func s3Bucket(t *testing.T, srv *s3test.Server, prefix string) *storage.S3Bucket
 }
 
 // runSpool runs sp's uploader until the test ends.
-func runSpool(t *testing.T, sp *storage.Spool) {
+func runSpool(t *testing.T, sp *spool.Spool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -90,8 +92,8 @@ func TestHungStoreRunsEachJobOnceAndSpools(t *testing.T) {
 }
 
 func testHungStore(t *testing.T, freeze time.Duration) {
-	s3 := s3test.Start(t)
-	bucket := s3Bucket(t, s3, "farm")
+	gw := s3test.Start(t)
+	bucket := s3Bucket(t, gw, "farm")
 	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 10 * time.Second}
 	_, js := fleettest.Connect(t, srv.ClientURL())
@@ -99,9 +101,9 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 
 	const nWorkers = 3
 	var workers []*worker.Worker
-	var spools []*storage.Spool
+	var spools []*spool.Spool
 	for i := range nWorkers {
-		sp, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: t.TempDir(), Bucket: bucket,
+		sp, err := spool.NewWithConfig(spool.Config{Dir: t.TempDir(), Bucket: bucket,
 			RetryMin: 100 * time.Millisecond, RetryMax: time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -115,9 +117,9 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 			Log: zerolog.Nop()}))
 	}
 
-	s3.Freeze()
+	gw.Freeze()
 	frozen := time.Now()
-	t.Cleanup(s3.Thaw) // before its Stop: cleanups run last first
+	t.Cleanup(gw.Thaw) // before its Stop: cleanups run last first
 	const run = "store-hang"
 	jobs := fleettest.SimJobs(t, run, nWorkers, map[string]string{"sim.duration": "3s"})
 	fleettest.Submit(t, js, topo, nil, run, protocol.PriorityNormal, jobs)
@@ -155,10 +157,10 @@ func testHungStore(t *testing.T, freeze time.Duration) {
 	// The store stays frozen for the whole freeze: no job is claimed
 	// again meanwhile (its ack wait passes several times over).
 	time.Sleep(time.Until(frozen.Add(freeze)))
-	s3.Thaw()
+	gw.Thaw()
 
 	fleettest.Eventually(t, 90*time.Second, "every result in the bucket and the spools drained", func() bool {
-		rs, _, err := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
+		rs, _, err := index.QueryJSON(context.Background(), bucket, index.Filter{Run: run})
 		return err == nil && len(rs) == nWorkers && pending() == 0
 	})
 	results := fleettest.Results(t, bucket, run)

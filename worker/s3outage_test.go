@@ -11,7 +11,9 @@ import (
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
+	"github.com/benchfleet/benchfleet/storage/spool"
+	"github.com/benchfleet/benchfleet/storage/storeurl"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -22,26 +24,26 @@ func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
 	s3 := s3test.Start(t)
 	s3.SetEnv(t) // not parallel: sets the AWS_* environment
 	ctx := t.Context()
-	bucket, err := storage.Open(ctx, s3.URL("farm"), zerolog.Nop())
+	bucket, err := storeurl.Open(ctx, s3.URL("farm"), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bucket.Close()
-	spool, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: t.TempDir(), Bucket: bucket,
+	sp, err := spool.NewWithConfig(spool.Config{Dir: t.TempDir(), Bucket: bucket,
 		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sctx, stopSpool := context.WithCancel(context.Background())
 	defer stopSpool()
-	go spool.Run(sctx)
+	go sp.Run(sctx)
 
 	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 10 * time.Second}
 	nc, _ := fleettest.Connect(t, srv.ClientURL())
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, tc)
-	fleettest.StartWorker(t, worker.Config{ID: "w", Conn: nc, Store: bucket, Sink: spool, Slots: fleettest.SimSlots("s", 4),
+	fleettest.StartWorker(t, worker.Config{ID: "w", Conn: nc, Store: bucket, Sink: sp, Slots: fleettest.SimSlots("s", 4),
 		AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 
 	const run, n = "s3-outage", 40
@@ -51,16 +53,16 @@ func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
 	// Stop the server once some results are in, keep it down while more
 	// jobs finish, then start it again.
 	fleettest.Eventually(t, 60*time.Second, "first results in the bucket", func() bool {
-		rs, _, _ := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
+		rs, _, _ := index.QueryJSON(context.Background(), bucket, index.Filter{Run: run})
 		return len(rs) >= 4
 	})
 	s3.Stop()
-	fleettest.Eventually(t, 60*time.Second, "results to spool during the outage", func() bool { return spool.Pending() >= 4 })
+	fleettest.Eventually(t, 60*time.Second, "results to spool during the outage", func() bool { return sp.Pending() >= 4 })
 	s3.Start()
 
 	fleettest.Eventually(t, 90*time.Second, "every result in the bucket and the spool drained", func() bool {
-		rs, _, err := storage.QueryJSON(context.Background(), bucket, storage.Filter{Run: run})
-		return err == nil && len(rs) == n && spool.Pending() == 0
+		rs, _, err := index.QueryJSON(context.Background(), bucket, index.Filter{Run: run})
+		return err == nil && len(rs) == n && sp.Pending() == 0
 	})
 	results := fleettest.Results(t, bucket, run)
 	for _, j := range jobs {

@@ -16,6 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/spool"
 )
 
 func TestClassifyRun(t *testing.T) {
@@ -87,8 +88,8 @@ func TestClassifyDelivery(t *testing.T) {
 		{name: "recorded by an earlier attempt", err: fmt.Errorf("put: %w", storage.ErrExists), want: actAck},
 		{name: "recorded earlier, while stopping", err: storage.ErrExists, stopping: true, want: actAck},
 		{name: "stopping hard", err: errors.New("context canceled"), stopping: true, want: actHandBack},
-		{name: "stopping hard beats unrecordable", err: storage.ErrSpoolRefused, stopping: true, want: actHandBack},
-		{name: "spool refuses", err: fmt.Errorf("spool: %w", storage.ErrSpoolRefused), want: actUnrecordable},
+		{name: "stopping hard beats unrecordable", err: spool.ErrRefused, stopping: true, want: actHandBack},
+		{name: "spool refuses", err: fmt.Errorf("spool: %w", spool.ErrRefused), want: actUnrecordable},
 		{name: "store down, no spool", err: fmt.Errorf("put: %w", storage.ErrUnavailable), want: actUnrecordable},
 		{name: "any other failure", err: errors.New("disk on fire"), want: actRetry},
 	} {

@@ -16,7 +16,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
+	"github.com/benchfleet/benchfleet/storage/spool"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -36,12 +37,12 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 	t.Cleanup(func() { _ = unix.Unmount(disk, unix.MNT_DETACH) })
 	s3 := s3test.Start(t)
 	bucket := s3Bucket(t, s3, "farm")
-	spool, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: filepath.Join(disk, "spool"), Bucket: bucket,
+	sp, err := spool.NewWithConfig(spool.Config{Dir: filepath.Join(disk, "spool"), Bucket: bucket,
 		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runSpool(t, spool)
+	runSpool(t, sp)
 	fillDisk(t, disk)
 	s3.Stop()
 
@@ -50,7 +51,7 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 	nc, _ := fleettest.Connect(t, srv.ClientURL())
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, tc)
-	w := fleettest.StartWorker(t, worker.Config{ID: "full", Conn: nc, Store: bucket, Sink: spool, Slots: fleettest.SimSlots("full", 2),
+	w := fleettest.StartWorker(t, worker.Config{ID: "full", Conn: nc, Store: bucket, Sink: sp, Slots: fleettest.SimSlots("full", 2),
 		AckWait: tc.AckWait, MaxDeliver: 2, Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	const run, n = "spool-full", 6
@@ -88,7 +89,7 @@ func TestStoreDownSpoolDiskFullJobsWait(t *testing.T) {
 
 	s3.Start()
 	fleettest.Eventually(t, 60*time.Second, "every job's result once the store is back", func() bool {
-		rs, _, err := storage.QueryJSON(t.Context(), bucket, storage.Filter{Run: run})
+		rs, _, err := index.QueryJSON(t.Context(), bucket, index.Filter{Run: run})
 		return err == nil && len(rs) == n
 	})
 	results := fleettest.Results(t, bucket, run)

@@ -10,12 +10,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/spool"
 )
 
 // StoreCallTimeout bounds each store call on a job's path: the check at
 // claim for an earlier attempt's result and, without a spool, each request
 // of the result's delivery (a spool bounds its own the same way:
-// storage.SpoolConfig.CallTimeout, 5 s by default; a Put also gets time for
+// spool.Config.CallTimeout, 5 s by default; a Put also gets time for
 // its bytes, storage.CallTimeoutMinRate). A store that does not answer
 // within it is treated as down: the job runs, its result goes to the spool
 // and the job is acked, while the claim's heartbeat keeps it this slot's.
@@ -264,7 +265,7 @@ func (g *recordGate) probe(ctx context.Context) {
 // record results now (the store did not answer and the spool, if any,
 // refused), not because of the result.
 func unrecordable(err error) bool {
-	return errors.Is(err, storage.ErrSpoolRefused) || errors.Is(err, storage.ErrUnavailable)
+	return errors.Is(err, spool.ErrRefused) || errors.Is(err, storage.ErrUnavailable)
 }
 
 // excusedDeliveries counts, per job, the deliveries this worker handed

@@ -20,6 +20,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/s3"
+	"github.com/benchfleet/benchfleet/storage/spool"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -61,9 +63,9 @@ func storeBuildHost(t *testing.T, store storage.Bucket, repos map[string]string,
 
 // s3BucketAt opens the bucket of srv through endpoint (the server's own, or
 // a proxy in front of it), as a worker opens it.
-func s3BucketAt(t *testing.T, srv *s3test.Server, endpoint string) *storage.S3Bucket {
+func s3BucketAt(t *testing.T, srv *s3test.Server, endpoint string) *s3.Bucket {
 	t.Helper()
-	b, err := storage.NewS3Bucket(t.Context(), storage.S3Config{Bucket: srv.Bucket, Prefix: "farm", Endpoint: endpoint,
+	b, err := s3.NewBucket(t.Context(), s3.Config{Bucket: srv.Bucket, Prefix: "farm", Endpoint: endpoint,
 		Region: s3test.Region, PathStyle: true, AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +92,7 @@ func wheelJobs(t *testing.T, run, commit string, wheels []protocol.Wheel, n int)
 // (as a farm's workers run), retries of at most 2 s.
 func spooledWorker(t *testing.T, f *ttFleet, id string, slots []worker.Slot) *worker.Worker {
 	t.Helper()
-	sp, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: t.TempDir(), Bucket: f.store, RetryMin: 100 * time.Millisecond, RetryMax: time.Second})
+	sp, err := spool.NewWithConfig(spool.Config{Dir: t.TempDir(), Bucket: f.store, RetryMin: 100 * time.Millisecond, RetryMax: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +116,15 @@ const storeOutage = 75 * time.Second
 func TestWheelStoreOutageUsesNoDelivery(t *testing.T) {
 	t.Parallel()
 	buildtest.Python(t)
-	s3 := s3test.Start(t)
-	bucket := s3BucketAt(t, s3, s3.Endpoint)
+	gw := s3test.Start(t)
+	bucket := s3BucketAt(t, gw, gw.Endpoint)
 	f := &ttFleet{Fleet: fleettest.New(t, fleettest.Options{AckWait: 10 * time.Second, Store: bucket})}
 	f.srv, f.js, f.topo, f.tc, f.store = f.URL, f.JS, f.Topo, f.Topology, f.Store
 	repo, commits, wheels := forgeBuild(t, f)
 	host := storeBuildHost(t, bucket, map[string]string{forgeRepoName: repo}, 4, 0, 0)
 	w := spooledWorker(t, f, "tt-wheel-outage", host.slots)
 
-	s3.Stop()
+	gw.Stop()
 	down := time.Now()
 	const run, n = "wheel-store-outage", 8
 	jobs := wheelJobs(t, run, commits[0], wheels, n)
@@ -132,7 +134,7 @@ func TestWheelStoreOutageUsesNoDelivery(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(body, "store not answering")
 	})
 	time.Sleep(time.Until(down.Add(storeOutage)))
-	s3.Start()
+	gw.Start()
 
 	results := f.results(t, run, n)
 	maxAttempt, passed := 0, 0
@@ -174,9 +176,9 @@ func TestWheelStoreOutageUsesNoDelivery(t *testing.T) {
 func TestWheelStoreFrozenMidDownloadFreesSlots(t *testing.T) {
 	t.Parallel()
 	buildtest.Python(t)
-	s3 := s3test.Start(t)
-	proxy := fleettest.StartProxy(t, strings.TrimPrefix(s3.Endpoint, "http://"))
-	bucket := s3BucketAt(t, s3, "http://"+proxy.Addr())
+	gw := s3test.Start(t)
+	proxy := fleettest.StartProxy(t, strings.TrimPrefix(gw.Endpoint, "http://"))
+	bucket := s3BucketAt(t, gw, "http://"+proxy.Addr())
 	f := &ttFleet{Fleet: fleettest.New(t, fleettest.Options{AckWait: 10 * time.Second, Store: bucket})}
 	f.srv, f.js, f.topo, f.tc, f.store = f.URL, f.JS, f.Topo, f.Topology, f.Store
 	repo, commits := buildtest.Repo(t, harnesstest.Files(t, protocol.RunnerForge, "checkout"))

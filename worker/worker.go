@@ -306,7 +306,7 @@ func (w *Worker) Status() protocol.WorkerStatus {
 		Store:     w.rec.describe(),
 		PID:       os.Getpid(),
 	}
-	// A spool (storage.Spool) says where it is and what it holds, so a
+	// A spool (spool.Spool) says where it is and what it holds, so a
 	// result spooled here is never out of sight.
 	if sp, ok := w.cfg.Sink.(interface {
 		Dir() string

@@ -12,11 +12,13 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
 func newStore(t *testing.T) storage.Bucket {
-	b, err := storage.NewFileBucket(t.TempDir())
+	b, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestTwoWorkersTwoHundredJobsOneStopped(t *testing.T) {
 
 	var results map[string]*protocol.Result
 	fleettest.Eventually(t, 90*time.Second, "200 results", func() bool {
-		rs, _, _ := storage.QueryJSON(context.Background(), store, storage.Filter{Run: run})
+		rs, _, _ := index.QueryJSON(context.Background(), store, index.Filter{Run: run})
 		return len(rs) == 200
 	})
 	results = fleettest.Results(t, store, run)

@@ -20,6 +20,7 @@ import (
 	"github.com/benchfleet/benchfleet/device/build/buildtest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // The test tree: commit 1 and commit 2 differ in data/note.txt.
@@ -37,7 +38,7 @@ const testRepo = "example/bench-tree"
 // fixture is a store with wheels, a repository and a way to make caches.
 type fixture struct {
 	python  string
-	store   *storage.FileBucket
+	store   *file.Bucket
 	wheels  string // where wheel files are written
 	repo    string
 	commits []string
@@ -46,7 +47,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	py := buildtest.Python(t)
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

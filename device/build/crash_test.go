@@ -16,6 +16,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // crashChildEnv makes the test binary a worker that provisions one build
@@ -40,7 +41,7 @@ func crashChild(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	store, err := storage.NewFileBucket(s.Store)
+	store, err := file.NewBucket(s.Store)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -16,7 +16,8 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/harness"
 	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/spool"
 )
 
 // requireRoot skips a test of the job user's box where the worker cannot
@@ -44,12 +45,12 @@ func TestHostileHarnessFindsNoSecret(t *testing.T) {
 	if err := os.WriteFile(creds, []byte("-----BEGIN NATS USER JWT-----\n"+secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	store, err := storage.NewFileBucket(filepath.Join(dir, "store"))
+	store, err := file.NewBucket(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	spoolDir := filepath.Join(dir, "spool")
-	if _, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: spoolDir, Bucket: store, Log: zerolog.Nop()}); err != nil {
+	if _, err := spool.NewWithConfig(spool.Config{Dir: spoolDir, Bucket: store, Log: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	}
 	dump := harnesstest.DumpPath(t)

@@ -27,7 +27,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/process"
 )
@@ -142,7 +142,7 @@ type fleet struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	topo  *topology.Handles
-	store *storage.FileBucket
+	store *file.Bucket
 }
 
 // startFleet starts a fleet in dir; log receives the topology's warnings
@@ -159,7 +159,7 @@ func startFleet(ctx context.Context, dir string, log zerolog.Logger) (*fleet, er
 		}
 	}
 	if err == nil {
-		f.store, err = storage.NewFileBucket(filepath.Join(dir, "store"))
+		f.store, err = file.NewBucket(filepath.Join(dir, "store"))
 	}
 	if err != nil {
 		f.close()

@@ -28,6 +28,8 @@ import (
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // ChaosConfig configures `bench chaos`, which proves the delivery contract
@@ -180,7 +182,7 @@ func (c *chaosRun) run(ctx context.Context) (*ChaosReport, error) {
 	c.cleanups = append(c.cleanups, func() { srv.Shutdown(); srv.WaitForShutdown() })
 	url := srv.ClientURL()
 	storeDir := filepath.Join(c.dir, "store")
-	store, err := storage.NewFileBucket(storeDir)
+	store, err := file.NewBucket(storeDir)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +321,7 @@ wait:
 // and the worker logs.
 func (c *chaosRun) count(ctx context.Context, js jetstream.JetStream, store storage.Bucket, run string, jobs []*protocol.Job, kills int, start time.Time) (*ChaosReport, error) {
 	rep := &ChaosReport{Jobs: len(jobs), Kills: kills, Elapsed: time.Since(start), Seed: c.f.Seed}
-	results, bad, err := storage.QueryJSON(ctx, store, storage.Filter{Run: run})
+	results, bad, err := index.QueryJSON(ctx, store, index.Filter{Run: run})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: read results: %w", err)
 	}

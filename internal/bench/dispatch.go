@@ -18,6 +18,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -256,7 +257,7 @@ func (f *fleet) dispatch(ctx context.Context, run string, n int, d time.Duration
 		return 0, 0, nil, err
 	}
 	seen = time.Since(start)
-	rs, _, err := storage.QueryJSON(ctx, f.store, storage.Filter{Run: run})
+	rs, _, err := index.QueryJSON(ctx, f.store, index.Filter{Run: run})
 	if err != nil {
 		return 0, 0, nil, err
 	}

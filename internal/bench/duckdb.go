@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 //go:embed duckdb_query.mjs
@@ -53,7 +53,7 @@ func FindDuckDB() (*DuckDB, error) {
 
 // query runs f over the part files matching glob repeat times and returns
 // the row count and each run's time in seconds.
-func (d *DuckDB) query(ctx context.Context, glob string, f storage.Filter, repeat int) (int, []float64, error) {
+func (d *DuckDB) query(ctx context.Context, glob string, f index.Filter, repeat int) (int, []float64, error) {
 	script, err := os.CreateTemp("", "benchfleet-duckdb-*.mjs")
 	if err != nil {
 		return 0, nil, err
@@ -88,7 +88,7 @@ func (d *DuckDB) query(ctx context.Context, glob string, f storage.Filter, repea
 
 // duckWhere is f as an SQL condition over the index columns
 // (docs/schema-parquet.md), with every value a quoted literal.
-func duckWhere(f storage.Filter) string {
+func duckWhere(f index.Filter) string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	conds := []string{"true"}
 	for _, c := range [][2]string{{"model", f.Model}, {"pool", f.Pool}, {"branch", f.Branch}, {"status", string(f.Status)},

@@ -13,6 +13,9 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
+	"github.com/benchfleet/benchfleet/storage/s3"
 )
 
 // Defaults of QueryConfig, for the command line's flags.
@@ -32,7 +35,7 @@ type QueryConfig struct {
 	// reported); at least 1.
 	Repeat int
 	// Filter is the query; FilterText how the report names it.
-	Filter     storage.Filter
+	Filter     index.Filter
 	FilterText string
 	// Store is where the history is written; it must hold no results nor
 	// index yet. Default (nil): a fresh temporary file store, removed
@@ -67,23 +70,23 @@ func (c *QueryConfig) Validate() error {
 // QueryReport is what `bench query` measured; its JSON form is `bench
 // query --format json`.
 type QueryReport struct {
-	Store          string             `json:"store"`
-	Results        int                `json:"results"`
-	Days           int                `json:"days"`
-	Filter         string             `json:"filter"`
-	Matched        int                `json:"matched"`
-	GenerateS      float64            `json:"generate_s"`
-	CompactS       float64            `json:"compact_s"`
-	JSONS          float64            `json:"json_s"`
-	IndexS         float64            `json:"index_s"`
-	Ratio          float64            `json:"ratio"`
-	JSONRuns       []float64          `json:"json_runs_s"`
-	IndexRuns      []float64          `json:"index_runs_s"`
-	Stats          storage.QueryStats `json:"index_stats"`
-	SameResultsSet bool               `json:"same_results"`
+	Store          string           `json:"store"`
+	Results        int              `json:"results"`
+	Days           int              `json:"days"`
+	Filter         string           `json:"filter"`
+	Matched        int              `json:"matched"`
+	GenerateS      float64          `json:"generate_s"`
+	CompactS       float64          `json:"compact_s"`
+	JSONS          float64          `json:"json_s"`
+	IndexS         float64          `json:"index_s"`
+	Ratio          float64          `json:"ratio"`
+	JSONRuns       []float64        `json:"json_runs_s"`
+	IndexRuns      []float64        `json:"index_runs_s"`
+	Stats          index.QueryStats `json:"index_stats"`
+	SameResultsSet bool             `json:"same_results"`
 	// S3 request counts of one run of each query (S3 stores only).
-	S3IndexRequests *storage.S3RequestCounts `json:"s3_index_requests,omitempty"`
-	S3JSONRequests  *storage.S3RequestCounts `json:"s3_json_requests,omitempty"`
+	S3IndexRequests *s3.RequestCounts `json:"s3_index_requests,omitempty"`
+	S3JSONRequests  *s3.RequestCounts `json:"s3_json_requests,omitempty"`
 	// DuckDB's time for the same query over the same part files.
 	DuckDBS    float64   `json:"duckdb_s,omitempty"`
 	DuckDBRuns []float64 `json:"duckdb_runs_s,omitempty"`
@@ -100,8 +103,8 @@ type QueryReport struct {
 }
 
 // RunQuery generates the history, compacts it, then runs the query over
-// the raw JSON results (storage.QueryJSON) and through the index
-// (storage.Query), Repeat times each, alternating, and checks that both
+// the raw JSON results (index.QueryJSON) and through the index
+// (index.Query), Repeat times each, alternating, and checks that both
 // return the same jobs with the same documents. On an S3 store it counts
 // one run's requests of each.
 func RunQuery(ctx context.Context, cfg QueryConfig) (*QueryReport, error) {
@@ -118,7 +121,7 @@ func RunQuery(ctx context.Context, cfg QueryConfig) (*QueryReport, error) {
 		if !cfg.Keep {
 			defer os.RemoveAll(dir)
 		}
-		fb, err := storage.NewFileBucket(dir)
+		fb, err := file.NewBucket(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +134,7 @@ func RunQuery(ctx context.Context, cfg QueryConfig) (*QueryReport, error) {
 	}
 	var parts string // the part files, for DuckDB
 	if cfg.DuckDB != nil {
-		fb, ok := storage.AsFile(b)
+		fb, ok := file.As(b)
 		if !ok {
 			return nil, configErr("--duckdb reads the part files in place: it needs a file store, not %s", where)
 		}
@@ -141,13 +144,13 @@ func RunQuery(ctx context.Context, cfg QueryConfig) (*QueryReport, error) {
 	rep := &QueryReport{Store: where, Results: cfg.Results, Days: cfg.Days, Filter: cfg.FilterText, Kept: temp && cfg.Keep}
 	fmt.Fprintf(cfg.Progress, "generating %d results over %d days in %s ...\n", cfg.Results, cfg.Days, where)
 	start := time.Now()
-	if err := storage.WriteSynth(ctx, b, storage.SynthOptions{Results: cfg.Results, Days: cfg.Days, End: time.Now()}); err != nil {
+	if err := index.WriteSynth(ctx, b, index.SynthOptions{Results: cfg.Results, Days: cfg.Days, End: time.Now()}); err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 	rep.GenerateS = time.Since(start).Seconds()
 	fmt.Fprintf(cfg.Progress, "compacting ...\n")
 	start = time.Now()
-	cst, err := storage.Compact(ctx, b, storage.CompactOptions{})
+	cst, err := index.Compact(ctx, b, index.CompactOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -162,17 +165,17 @@ func RunQuery(ctx context.Context, cfg QueryConfig) (*QueryReport, error) {
 	var viaJSON, viaIndex []*protocol.Result
 	// On S3 each run's requests are counted (the last run's are reported;
 	// every run sends the same).
-	s3b, onS3 := storage.AsS3(b)
-	requests := func() storage.S3RequestCounts {
+	s3b, onS3 := s3.As(b)
+	requests := func() s3.RequestCounts {
 		if onS3 {
 			return s3b.Requests()
 		}
-		return storage.S3RequestCounts{}
+		return s3.RequestCounts{}
 	}
-	var jsonReqs, indexReqs storage.S3RequestCounts
+	var jsonReqs, indexReqs s3.RequestCounts
 	for range cfg.Repeat {
 		start, before := time.Now(), requests()
-		rs, bad, err := storage.QueryJSON(ctx, b, cfg.Filter)
+		rs, bad, err := index.QueryJSON(ctx, b, cfg.Filter)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +187,7 @@ func RunQuery(ctx context.Context, cfg QueryConfig) (*QueryReport, error) {
 		viaJSON = rs
 
 		start, before = time.Now(), requests()
-		rs, st, err := storage.Query(ctx, b, cfg.Filter)
+		rs, st, err := index.Query(ctx, b, cfg.Filter)
 		if err != nil {
 			return nil, err
 		}

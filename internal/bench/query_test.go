@@ -6,19 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // `bench query` finds the same results through the index as through the
 // JSON scan, and refuses a store that holds results already.
 func TestRunQuery(t *testing.T) {
 	t.Parallel()
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	since := time.Now().AddDate(0, 0, -10)
-	cfg := QueryConfig{Results: 800, Days: 20, Repeat: 2, Filter: storage.Filter{Model: "resnet50", Since: since},
+	cfg := QueryConfig{Results: 800, Days: 20, Repeat: 2, Filter: index.Filter{Model: "resnet50", Since: since},
 		FilterText: "--model resnet50 --since 10d", Store: store, StoreName: "test store"}
 	rep, err := RunQuery(t.Context(), cfg)
 	if err != nil {
@@ -53,7 +54,7 @@ func TestRunQueryDuckDB(t *testing.T) {
 		t.Skip(err)
 	}
 	rep, err := RunQuery(t.Context(), QueryConfig{Results: 800, Days: 20, Repeat: 1, DuckDB: duck,
-		Filter: storage.Filter{Since: time.Now().AddDate(0, 0, -10)}})
+		Filter: index.Filter{Since: time.Now().AddDate(0, 0, -10)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestRunQueryDuckDB(t *testing.T) {
 		t.Fatalf("report %+v: want DuckDB's rows to be the index's", rep)
 	}
 	// A filter DuckDB must quote: no rows, no SQL error.
-	rep, err = RunQuery(t.Context(), QueryConfig{Results: 100, Days: 5, Repeat: 1, DuckDB: duck, Filter: storage.Filter{Model: "it's"}})
+	rep, err = RunQuery(t.Context(), QueryConfig{Results: 100, Days: 5, Repeat: 1, DuckDB: duck, Filter: index.Filter{Model: "it's"}})
 	if err != nil || rep.Matched != 0 || rep.DuckDBRows != 0 {
 		t.Fatalf("quoted filter: %v, %+v", err, rep)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -140,7 +141,7 @@ func RunSchedule(ctx context.Context, cfg ScheduleConfig) (*ScheduleReport, erro
 	if rep.Matrix, err = f.schedulePass(ctx, "schedule-matrix", durations, nil); err != nil {
 		return nil, fmt.Errorf("schedule: matrix order: %w", err)
 	}
-	if _, err := storage.Compact(ctx, f.store, storage.CompactOptions{}); err != nil {
+	if _, err := index.Compact(ctx, f.store, index.CompactOptions{}); err != nil {
 		return nil, fmt.Errorf("schedule: compact the first pass: %w", err)
 	}
 	if rep.Expected, err = f.schedulePass(ctx, "schedule-expected", durations, f.store); err != nil {
@@ -190,7 +191,7 @@ func (f *fleet) schedulePass(ctx context.Context, run string, durations []time.D
 	if _, err := wt.Wait(ctx, nil); err != nil {
 		return SchedulePass{}, err
 	}
-	rs, _, err := storage.QueryJSON(ctx, f.store, storage.Filter{Run: run})
+	rs, _, err := index.QueryJSON(ctx, f.store, index.Filter{Run: run})
 	if err != nil {
 		return SchedulePass{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	workers "github.com/benchfleet/benchfleet/worker/fleet"
 )
 
@@ -101,7 +102,7 @@ func TestRunSubmit(t *testing.T) {
 	if events != 0 {
 		t.Errorf("%d events published by the submit, want none (a manifest job without events is queued)", events)
 	}
-	store, err := storage.NewFileBucket(filepath.Join(dir, "store"))
+	store, err := file.NewBucket(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}

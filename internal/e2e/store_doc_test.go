@@ -18,6 +18,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/storagetest"
+	"github.com/benchfleet/benchfleet/storage/storeurl"
 )
 
 // docBlocks returns the ```sh blocks of the section of doc headed head.
@@ -124,7 +125,7 @@ func TestStoreDocRunsVersityGW(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Bucket {
 		n++
 		u := strings.Replace(url, "/farm?", "/farm-"+strconv.Itoa(n)+"?", 1)
-		b, err := storage.Open(t.Context(), u, zerolog.Nop())
+		b, err := storeurl.Open(t.Context(), u, zerolog.Nop())
 		if err != nil {
 			t.Fatalf("open %s: %v", u, err)
 		}

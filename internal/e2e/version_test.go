@@ -14,7 +14,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // `make build` stamps the commit it builds: `benchfleet version` and
@@ -91,7 +91,7 @@ func TestVersionNamesTheCommitBuilt(t *testing.T) {
 	if out, err := sub.CombinedOutput(); err != nil {
 		t.Fatalf("submit --wait: %v\n%s", err, out)
 	}
-	store, err := storage.NewFileBucket(storeDir)
+	store, err := file.NewBucket(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/process"
 )
@@ -163,7 +165,7 @@ func FreePort(t testing.TB) int {
 func Results(t testing.TB, store storage.Bucket, run string) map[string]*protocol.Result {
 	t.Helper()
 	out := map[string]*protocol.Result{}
-	rs, bad, err := storage.QueryJSON(t.Context(), store, storage.Filter{Run: run})
+	rs, bad, err := index.QueryJSON(t.Context(), store, index.Filter{Run: run})
 	if err != nil || bad > 0 {
 		t.Fatalf("query results: %v (%d unreadable)", err, bad)
 	}
@@ -211,14 +213,14 @@ func New(t testing.TB, o Options) *Fleet {
 	f.URL = f.Server.ClientURL()
 	if f.Store == nil {
 		dir := t.TempDir()
-		b, err := storage.NewFileBucket(dir)
+		b, err := file.NewBucket(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
 		f.Store = b
 	}
-	if fb, ok := f.Store.(*storage.FileBucket); ok {
+	if fb, ok := f.Store.(*file.Bucket); ok {
 		f.StoreURL = "file://" + fb.Root()
 	}
 	f.Conn, f.JS = Connect(t, f.URL)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 func fastRetries(c Config) Config {
@@ -38,7 +38,7 @@ func TestWebhookRetriesThenDedups(t *testing.T) {
 		ok.Add(1)
 	}))
 	defer srv.Close()
-	b, err := storage.NewFileBucket(t.TempDir())
+	b, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestWebhookFailureReleasesKey(t *testing.T) {
 		delivered.Add(1)
 	}))
 	defer srv.Close()
-	b, err := storage.NewFileBucket(t.TempDir())
+	b, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 func serve(t *testing.T, cfg ui.Config) *httptest.Server {
@@ -110,25 +112,25 @@ func TestActionsNeedFlagAndToken(t *testing.T) {
 
 // BenchmarkSeriesPage100k times the series page on a store of 100,000
 // synthetic results over a year, compacted into the Parquet index
-// (storage.WriteSynth, storage.Compact): run with
+// (index.WriteSynth, index.Compact): run with
 // go test -run '^$' -bench SeriesPage ./internal/ui/
 func BenchmarkSeriesPage100k(b *testing.B) {
 	dir := b.TempDir()
-	store, err := storage.NewFileBucket(dir)
+	store, err := file.NewBucket(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	end := time.Now().UTC()
 	start := time.Now()
-	if err := storage.WriteSynth(ctx, store, storage.SynthOptions{Results: 100000, Days: 365, End: end}); err != nil {
+	if err := index.WriteSynth(ctx, store, index.SynthOptions{Results: 100000, Days: 365, End: end}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := storage.Compact(ctx, store, storage.CompactOptions{}); err != nil {
+	if _, err := index.Compact(ctx, store, index.CompactOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("100,000 results written and compacted in %s", time.Since(start).Round(time.Millisecond))
-	r := storage.SynthResult(99999, storage.SynthOptions{Results: 100000, Days: 365, End: end})
+	r := index.SynthResult(99999, index.SynthOptions{Results: 100000, Days: 365, End: end})
 	srv := fleettest.Server(b)
 	_, js := fleettest.Connect(b, srv.ClientURL())
 	topo := fleettest.Topology(b, js, topologyConfig())

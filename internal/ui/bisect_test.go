@@ -12,6 +12,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // A series page shows one bisect command, for a series whose results ran
@@ -23,7 +24,7 @@ import (
 // runner, without wheels, shows none.
 func TestSeriesShowsItsBisectOnce(t *testing.T) {
 	t.Parallel()
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -34,7 +35,7 @@ func newFarm(t *testing.T) (ui.Config, func(run string, jobs []*protocol.Job)) {
 	nc, _ := fleettest.Connect(t, srv.ClientURL())
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, tc)
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestBrowserReadsAsAUser(t *testing.T) {
 	tc := topologyConfig()
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, tc)
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

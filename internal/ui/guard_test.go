@@ -16,7 +16,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/ui"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // bareConfig is a dashboard's Config over an empty farm (no worker).
@@ -24,7 +24,7 @@ func bareConfig(t *testing.T) ui.Config {
 	t.Helper()
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

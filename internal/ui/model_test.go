@@ -10,6 +10,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 func seriesPoint(created time.Time, branch string, sps float64) gate.SeriesPoint {
@@ -188,7 +189,7 @@ func TestSpecFromCell(t *testing.T) {
 // once are not read again.
 func TestBoardTallyCountsStoredResults(t *testing.T) {
 	t.Parallel()
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,9 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/spool"
+	"github.com/benchfleet/benchfleet/storage/storeurl"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -60,7 +62,7 @@ func TestBrowserQuorumLostBanner(t *testing.T) {
 	nc, js := fleettest.Connect(t, third)
 	tc := topology.Config{AckWait: 10 * time.Second, Replicas: 3}
 	topo := fleettest.Topology(t, js, tc)
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,25 +138,25 @@ func TestBrowserStoreDownBanner(t *testing.T) {
 	ctx, _ := browser(t)
 	s3 := s3test.Start(t)
 	s3.SetEnv(t) // not parallel: sets the AWS_* environment
-	bucket, err := storage.Open(t.Context(), s3.URL("farm"), zerolog.Nop())
+	bucket, err := storeurl.Open(t.Context(), s3.URL("farm"), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bucket.Close() })
 	spoolDir := t.TempDir()
-	spool, err := storage.NewSpoolWithConfig(storage.SpoolConfig{Dir: spoolDir, Bucket: bucket, RetryMin: 100 * time.Millisecond, RetryMax: time.Second})
+	sp, err := spool.NewWithConfig(spool.Config{Dir: spoolDir, Bucket: bucket, RetryMin: 100 * time.Millisecond, RetryMax: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sctx, stopSpool := context.WithCancel(context.Background())
 	t.Cleanup(stopSpool)
-	go spool.Run(sctx)
+	go sp.Run(sctx)
 	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 10 * time.Second}
 	nc, _ := fleettest.Connect(t, srv.ClientURL())
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, tc)
-	fleettest.StartWorker(t, worker.Config{ID: "spool-host", Conn: nc, Store: bucket, Sink: spool, Slots: fleettest.SimSlots("sim", 4),
+	fleettest.StartWorker(t, worker.Config{ID: "spool-host", Conn: nc, Store: bucket, Sink: sp, Slots: fleettest.SimSlots("sim", 4),
 		AckWait: tc.AckWait, Backoff: 50 * time.Millisecond, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	s, err := ui.New(ui.Config{JS: js, Topology: topo, Store: bucket, Refresh: -1})
 	if err != nil {
@@ -169,7 +171,7 @@ func TestBrowserStoreDownBanner(t *testing.T) {
 	fleettest.Submit(t, js, topo, nil, "store-down", protocol.PriorityNormal, append(
 		fleettest.SimJobs(t, "store-down", 2, map[string]string{"sim.duration": "10ms"}),
 		fleettest.SimJobs(t, "store-down-long", 2, map[string]string{"sim.duration": "5m"})...))
-	fleettest.Eventually(t, 60*time.Second, "two results spooled", func() bool { return spool.Pending() >= 2 })
+	fleettest.Eventually(t, 60*time.Second, "two results spooled", func() bool { return sp.Pending() >= 2 })
 
 	b := &drive{t: t, ctx: ctx}
 	dir := shots(t)

@@ -24,6 +24,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 	workers "github.com/benchfleet/benchfleet/worker/fleet"
 )
 
@@ -494,7 +495,7 @@ func (s *Server) manifest(ctx context.Context, w http.ResponseWriter, r *http.Re
 		// for in the last runLookback only: a request for a name that
 		// was never a run must not scan every date.
 		since := storage.RunSince(ctx, s.cfg.Store, run, time.Now().Add(-runLookback))
-		rs, _, qerr := storage.Query(ctx, s.cfg.Store, storage.Filter{Run: run, Since: since})
+		rs, _, qerr := index.Query(ctx, s.cfg.Store, index.Filter{Run: run, Since: since})
 		if qerr != nil || len(rs) == 0 {
 			s.fail(w, r, http.StatusNotFound, fmt.Errorf("run %q not found", run))
 			return nil, false
@@ -836,7 +837,7 @@ type storedRun struct {
 // storedRuns are the runs with results created in the day before now,
 // newest first, at most n.
 func storedRuns(ctx context.Context, b storage.Bucket, now time.Time, n int) ([]storedRun, error) {
-	rs, _, err := storage.Query(ctx, b, storage.Filter{Since: now.Add(-24 * time.Hour)})
+	rs, _, err := index.Query(ctx, b, index.Filter{Since: now.Add(-24 * time.Hour)})
 	if err != nil {
 		return nil, fmt.Errorf("runs in the store: %w", err)
 	}

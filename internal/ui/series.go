@@ -13,7 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 func urlQuery(s string) string { return url.QueryEscape(s) }
@@ -101,7 +101,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		cancel()
 	}
 	start := time.Now()
-	rs, _, err := storage.Query(r.Context(), s.cfg.Store, storage.Filter{Model: ser.Model, Pool: ser.Pool,
+	rs, _, err := index.Query(r.Context(), s.cfg.Store, index.Filter{Model: ser.Model, Pool: ser.Pool,
 		Since: time.Now().UTC().AddDate(0, 0, -days)})
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)

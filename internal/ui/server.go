@@ -31,6 +31,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 //go:embed templates/*.html
@@ -246,8 +247,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // history is the gate's baseline reader: the results query, through the
 // Parquet index for compacted dates.
-func (s *Server) history(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
-	rs, _, err := storage.Query(ctx, s.cfg.Store, f)
+func (s *Server) history(ctx context.Context, f index.Filter) ([]*protocol.Result, error) {
+	rs, _, err := index.Query(ctx, s.cfg.Store, f)
 	return rs, err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // Bisect: the first bad commit of a confirmed regression. Between a good
@@ -400,7 +401,7 @@ func bisectTemplate(ctx context.Context, store storage.Bucket, cfg BisectConfig)
 	s := cfg.Series
 	var last *protocol.Result
 	for _, c := range []string{cfg.Bad, cfg.Good} {
-		rs, _, err := storage.Query(ctx, store, storage.Filter{Model: s.Model, Pool: s.Pool, Commit: c})
+		rs, _, err := index.Query(ctx, store, index.Filter{Model: s.Model, Pool: s.Pool, Commit: c})
 		if err != nil {
 			return protocol.Job{}, fmt.Errorf("bisect: the series' results at %s: %w", runstate.ShortCommit(c), err)
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // Verdict is the regression gate's judgement of one job.
@@ -219,7 +219,7 @@ func (s Series) Name() string {
 
 // HistoryFunc reads the results matching a filter (the CLI passes its
 // results query, which may use the Parquet index).
-type HistoryFunc func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error)
+type HistoryFunc func(ctx context.Context, f index.Filter) ([]*protocol.Result, error)
 
 // Judgement is the gate's assessment of one value against its history.
 type Judgement struct {
@@ -450,7 +450,7 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 	if g.history == nil {
 		return out, nil
 	}
-	rs, err := g.history(ctx, storage.Filter{Model: model, Pool: pool, Branch: g.cfg.BaselineBranch, Status: protocol.StatusPassed})
+	rs, err := g.history(ctx, index.Filter{Model: model, Pool: pool, Branch: g.cfg.BaselineBranch, Status: protocol.StatusPassed})
 	if err != nil {
 		return nil, fmt.Errorf("gate: history of %s on %s: %w", model, pool, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // ErrNoResults matches a run with no results in the store.
@@ -25,7 +25,7 @@ func CompareRuns(ctx context.Context, query HistoryFunc, a, b string) (Compariso
 	}
 	var sets [2][]*protocol.Result
 	for i, run := range []string{a, b} {
-		rs, err := query(ctx, storage.Filter{Run: run})
+		rs, err := query(ctx, index.Filter{Run: run})
 		if err != nil {
 			return Comparison{}, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // ErrNoRun matches a run the store knows nothing of: no manifest and no
@@ -35,11 +36,11 @@ func StoredManifest(ctx context.Context, b storage.Bucket, run string, rs []*pro
 }
 
 // Query runs a results query against b: through the Parquet index for
-// compacted dates, the JSON results for the rest (storage.Query). Index
+// compacted dates, the JSON results for the rest (index.Query). Index
 // parts it could not use and results it could not decode are logged as
 // warnings (their dates were read from JSON), what it read at debug level.
-func Query(ctx context.Context, b storage.Bucket, f storage.Filter, log zerolog.Logger) ([]*protocol.Result, error) {
-	rs, st, err := storage.Query(ctx, b, f)
+func Query(ctx context.Context, b storage.Bucket, f index.Filter, log zerolog.Logger) ([]*protocol.Result, error) {
+	rs, st, err := index.Query(ctx, b, f)
 	for _, w := range st.Warnings {
 		log.Warn().Str("component", "query").Msg(w + "; read its date from JSON instead (repair: benchfleet results compact --force)")
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/gate/gatetest"
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 func repeat(v float64, n int) []float64 {
@@ -176,7 +176,7 @@ func TestEvaluate(t *testing.T) {
 	lax.PCC = protocol.PCC{Value: 0.01, Min: 1e-9, Passed: true}
 	hist = append(hist, failed, later, self, lax)
 	calls := 0
-	history := func(_ context.Context, f storage.Filter) ([]*protocol.Result, error) {
+	history := func(_ context.Context, f index.Filter) ([]*protocol.Result, error) {
 		calls++
 		var out []*protocol.Result
 		for _, r := range hist {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // trustHistory is five trusted results at 1000 samples/s on main, then
@@ -43,7 +43,7 @@ func TestGateExcludesUntrustedResults(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	hist := trustHistory(t0)
-	history := func(_ context.Context, f storage.Filter) ([]*protocol.Result, error) { return hist, nil }
+	history := func(_ context.Context, f index.Filter) ([]*protocol.Result, error) { return hist, nil }
 	g, err := NewGate(GateConfig{}, history)
 	if err != nil {
 		t.Fatal(err)

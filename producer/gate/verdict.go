@@ -9,6 +9,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // ErrGateConfig matches a bad gate configuration (a usage error).
@@ -110,12 +111,12 @@ func (in RunInput) rows(ctx context.Context) (*protocol.RunManifest, []runstate.
 	query, rs := in.History, in.Results
 	if rs == nil {
 		if query == nil {
-			query = func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
-				rs, _, err := storage.Query(ctx, in.Store, f)
+			query = func(ctx context.Context, f index.Filter) ([]*protocol.Result, error) {
+				rs, _, err := index.Query(ctx, in.Store, f)
 				return rs, err
 			}
 		}
-		f := storage.Filter{Run: in.Run}
+		f := index.Filter{Run: in.Run}
 		if in.Manifest != nil && !in.Manifest.CreatedAt.IsZero() {
 			f.Since = in.Manifest.CreatedAt.Add(-time.Second)
 		}

@@ -17,6 +17,8 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // The gate folds a job's repeats into its row: one row, its attempts, the
@@ -209,7 +211,7 @@ func TestJudgedValueBesideItsChange(t *testing.T) {
 // the store does not know is gate.ErrNoRun.
 func TestJudgeRunFromTheStore(t *testing.T) {
 	t.Parallel()
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +280,7 @@ func TestConfirmFailureKeepsStates(t *testing.T) {
 	var said error
 	c := &submit.Confirmer{Repeats: 2, OnFailed: func(err error) { said = err }}
 	bad := errors.New("history down")
-	req := gate.RunInput{History: func(context.Context, storage.Filter) ([]*protocol.Result, error) { return nil, bad }}
+	req := gate.RunInput{History: func(context.Context, index.Filter) ([]*protocol.Result, error) { return nil, bad }}
 	got, n, err := c.Confirm(t.Context(), &watch.Watcher{Manifest: m}, states, req, nil)
 	if err != nil || n != 0 || got["j0"] != states["j0"] || !errors.Is(said, bad) {
 		t.Fatalf("confirm with no history: %v, %d queued, said %v", err, n, said)

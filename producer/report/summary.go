@@ -15,7 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/escape"
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // WriteTable prints rows as an aligned table, then what their results
@@ -65,8 +65,8 @@ type ResultQuery struct {
 // Filter validates q and gives its storage filter, ages counted back from
 // now. An error starts with the field it is about ("pool", "run",
 // "status", "since").
-func (q ResultQuery) Filter(now time.Time) (storage.Filter, error) {
-	f := storage.Filter{Model: q.Model, Pool: q.Pool, Run: q.Run, Commit: q.Commit, Branch: q.Branch, Status: protocol.Status(q.Status)}
+func (q ResultQuery) Filter(now time.Time) (index.Filter, error) {
+	f := index.Filter{Model: q.Model, Pool: q.Pool, Run: q.Run, Commit: q.Commit, Branch: q.Branch, Status: protocol.Status(q.Status)}
 	if q.Pool != "" && !protocol.ValidPool(q.Pool) {
 		return f, fmt.Errorf("pool %q: want one of %s", q.Pool, strings.Join(protocol.Pools, ", "))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // Requeue records the repeats in the run's manifest (bench-runs, chunked
@@ -29,7 +30,7 @@ func TestRequeueRecordsAndPublishesRepeats(t *testing.T) {
 		srv := fleettest.Server(t)
 		_, js := fleettest.Connect(t, srv.ClientURL())
 		topo := fleettest.Topology(t, js, topology.Config{})
-		store, err := storage.NewFileBucket(t.TempDir())
+		store, err := file.NewBucket(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func suspectRun(t *testing.T, run string, n int) (*gate.RunReport, *protocol.Job
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

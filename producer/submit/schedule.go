@@ -11,6 +11,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // A run ends when its last job ends. Submit with a History publishes a
@@ -86,7 +87,7 @@ func AttemptDuration(r *protocol.Result) time.Duration {
 // ExpectedDurations reads from b the expected attempt duration of each
 // series of jobs: the median AttemptDuration of its cfg.Recent latest
 // passed results of runs created since now - cfg.Since. A series without
-// one is absent. It reads through storage.Query (the Parquet index for
+// one is absent. It reads through index.Query (the Parquet index for
 // compacted days), one query per (pool, model) pair of the run, or per
 // pool when there are more pairs than maxHistoryQueries (historyFilters):
 // never the whole store's results, however many pools the run spans.
@@ -98,7 +99,7 @@ func ExpectedDurations(ctx context.Context, b storage.Bucket, jobs []*protocol.J
 	}
 	var rs []*protocol.Result
 	for _, f := range historyFilters(jobs, now.Add(-cfg.Since)) {
-		got, _, err := storage.Query(ctx, b, f)
+		got, _, err := index.Query(ctx, b, f)
 		if err != nil {
 			return nil, fmt.Errorf("expected durations: %w", err)
 		}
@@ -133,7 +134,7 @@ const maxHistoryQueries = 16
 // model) pair, in the order first seen; more pairs than maxHistoryQueries,
 // one per pool; more pools than that too, one query of every pool. The
 // filters are disjoint: no result matches two.
-func historyFilters(jobs []*protocol.Job, since time.Time) []storage.Filter {
+func historyFilters(jobs []*protocol.Job, since time.Time) []index.Filter {
 	type pair struct{ pool, model string }
 	var pairs []pair
 	var pools []string
@@ -148,8 +149,8 @@ func historyFilters(jobs []*protocol.Job, since time.Time) []storage.Filter {
 			pools = append(pools, j.Pool)
 		}
 	}
-	base := storage.Filter{Status: protocol.StatusPassed, Since: since}
-	var fs []storage.Filter
+	base := index.Filter{Status: protocol.StatusPassed, Since: since}
+	var fs []index.Filter
 	switch {
 	case len(pairs) <= maxHistoryQueries:
 		for _, p := range pairs {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // A run's history is read with one filtered query per (pool, model) pair,
@@ -20,7 +20,7 @@ func TestHistoryFiltersPerPoolAndModel(t *testing.T) {
 	}
 	jobs := []*protocol.Job{job("a", "m1"), job("b", "m1"), job("a", "m2"), job("a", "m1")}
 	fs := historyFilters(jobs, since)
-	want := []storage.Filter{{Pool: "a", Model: "m1"}, {Pool: "b", Model: "m1"}, {Pool: "a", Model: "m2"}}
+	want := []index.Filter{{Pool: "a", Model: "m1"}, {Pool: "b", Model: "m1"}, {Pool: "a", Model: "m2"}}
 	if len(fs) != len(want) {
 		t.Fatalf("filters %+v, want one per pair %+v", fs, want)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // schedJob is a sim job of model m at priority prio.
@@ -102,7 +104,7 @@ func putHistory(t *testing.T, b storage.Bucket, m string, ds ...time.Duration) {
 // pool goes first.
 func TestExpectedDurationsOverTwoPools(t *testing.T) {
 	t.Parallel()
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestExpectedDurationsOverTwoPools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := storage.Compact(t.Context(), store, storage.CompactOptions{}); err != nil {
+	if _, err := index.Compact(t.Context(), store, index.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	jobs := []*protocol.Job{schedJob(t, "two", "short", protocol.PriorityNormal), other(schedJob(t, "two", "b-mid", protocol.PriorityNormal)),
@@ -145,7 +147,7 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestSubmitPublishesLongestExpectedFirst(t *testing.T) {
 		t.Errorf("schedule says %q", res.Schedule)
 	}
 
-	if _, err := storage.Compact(t.Context(), store, storage.CompactOptions{}); err != nil {
+	if _, err := index.Compact(t.Context(), store, index.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	expected, err := submit.ExpectedDurations(t.Context(), store, []*protocol.Job{schedJob(t, "x", "long", protocol.PriorityNormal),

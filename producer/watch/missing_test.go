@@ -13,6 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // A job reported ended whose result does not reach the
@@ -23,7 +24,7 @@ func TestWaitTellsOfAResultMissingAfterItsEvent(t *testing.T) {
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestWaitSetsADeadLettersResultAsideOnRequeue(t *testing.T) {
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 func publishEvent(t *testing.T, js jetstream.JetStream, e protocol.Event) {
@@ -37,7 +38,7 @@ func TestWaitReplaysPastARequeuedDeadLetter(t *testing.T) {
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestWaitConcludesFromStoredResults(t *testing.T) {
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 func writeWheel(t *testing.T, dir, name, payload string) string {
@@ -35,7 +36,7 @@ func writeWheel(t *testing.T, dir, name, payload string) string {
 
 func fileBucket(t *testing.T) storage.Bucket {
 	t.Helper()
-	b, err := storage.NewFileBucket(t.TempDir())
+	b, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

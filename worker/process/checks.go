@@ -14,7 +14,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/spool"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/fleet"
 )
@@ -24,7 +25,7 @@ import (
 // and it starts with another one (o.Spool; "" = none) — the ledger in
 // o.StateDir, and with o.CheckID the id's last heartbeat in bench-workers,
 // name it.
-func (p *Process) checkStart(ctx context.Context, o Options, ledger storage.SpoolLedger, id string) error {
+func (p *Process) checkStart(ctx context.Context, o Options, ledger spool.Ledger, id string) error {
 	var also []string
 	if o.CheckID {
 		host, _ := os.Hostname()
@@ -47,7 +48,7 @@ func (p *Process) checkStart(ctx context.Context, o Options, ledger storage.Spoo
 		}
 	}
 	if err := ledger.Check(id, o.Spool, also...); err != nil {
-		if errors.Is(err, storage.ErrSpoolMoved) {
+		if errors.Is(err, spool.ErrMoved) {
 			return &OptionError{Option: "--spool", Err: err}
 		}
 		p.log.Warn().Err(err).Msg("could not check this worker's earlier spool")
@@ -66,8 +67,8 @@ func processAlive(pid int) bool {
 }
 
 // removeStaleTemps removes what Puts killed mid-write left in a file store.
-func removeStaleTemps(ctx context.Context, fb *storage.FileBucket, log zerolog.Logger) {
-	n, err := fb.RemoveStaleTemps(ctx, storage.StaleTempAge)
+func removeStaleTemps(ctx context.Context, fb *file.Bucket, log zerolog.Logger) {
+	n, err := fb.RemoveStaleTemps(ctx, file.StaleTempAge)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not remove stale temporary files from the file store")
 		return

@@ -24,6 +24,9 @@ import (
 	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/spool"
+	"github.com/benchfleet/benchfleet/storage/storeurl"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -112,7 +115,7 @@ type Process struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	store storage.Bucket
-	spool *storage.Spool
+	spool *spool.Spool
 	slots []worker.Slot
 	addr  string
 	// stopRun ends the spool's uploader and the store's clean-up first;
@@ -175,7 +178,7 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 		if o.StoreURL == "" {
 			return nil, &OptionError{Err: errors.New("no result store: give --store URL or set BENCHFLEET_STORE")}
 		}
-		b, err := storage.Open(ctx, o.StoreURL, log)
+		b, err := storeurl.Open(ctx, o.StoreURL, log)
 		if errors.Is(err, storage.ErrBadStoreURL) {
 			return nil, &OptionError{Option: "--store", Err: err}
 		} else if err != nil {
@@ -186,7 +189,7 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 	}
 	p.store = cfg.Store
 	store.set(cfg.Store)
-	if fb, ok := storage.AsFile(cfg.Store); ok {
+	if fb, ok := file.As(cfg.Store); ok {
 		go removeStaleTemps(runCtx, fb, log)
 	}
 	if cfg.Conn == nil {
@@ -207,7 +210,7 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 	if cfg.ID == "" {
 		cfg.ID, _ = os.Hostname()
 	}
-	ledger := storage.SpoolLedger{Dir: o.StateDir}
+	ledger := spool.Ledger{Dir: o.StateDir}
 	if err := p.checkStart(ctx, o, ledger, cfg.ID); err != nil {
 		return nil, err
 	}
@@ -224,7 +227,7 @@ func Start(ctx context.Context, o Options, log zerolog.Logger) (_ *Process, err 
 			return nil, err
 		}
 		p.closes = append(p.closes, lock.Unlock)
-		if p.spool, err = storage.NewSpool(o.Spool, cfg.Store, log); err != nil {
+		if p.spool, err = spool.New(o.Spool, cfg.Store, log); err != nil {
 			return nil, err
 		}
 		cfg.Sink = p.spool

@@ -16,7 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/storeurl"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/process"
 )
@@ -88,7 +88,7 @@ func TestStartRefusesAndLeavesNothingHeld(t *testing.T) {
 	t.Parallel()
 	srv := fleettest.Server(t)
 	dir := t.TempDir()
-	store, err := storage.Open(t.Context(), "file://"+filepath.Join(dir, "store"), zerolog.Nop())
+	store, err := storeurl.Open(t.Context(), "file://"+filepath.Join(dir, "store"), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // A manifest claiming 10^12 jobs (anyone who may write bench-runs can
@@ -19,7 +19,7 @@ func TestRunsSkipBadManifest(t *testing.T) {
 	srv := fleettest.Server(t)
 	_, js := fleettest.Connect(t, srv.ClientURL())
 	topo := fleettest.Topology(t, js, topology.Config{})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -335,7 +336,7 @@ func TestCISubmitGateReportsAndReattach(t *testing.T) {
 func TestCIGateFailureTakesPrecedence(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
+	store, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

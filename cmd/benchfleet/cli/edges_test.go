@@ -20,6 +20,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
@@ -137,7 +138,7 @@ func TestHandWrittenJobGetsDefaults(t *testing.T) {
 	}
 	var r *protocol.Result
 	fleettest.Eventually(t, 60*time.Second, "the hand-written job's result", func() bool {
-		rs, _, err := storage.QueryJSON(t.Context(), f.store, storage.Filter{Run: "handrun"})
+		rs, _, err := index.QueryJSON(t.Context(), f.store, index.Filter{Run: "handrun"})
 		if err == nil && len(rs) == 1 {
 			r = rs[0]
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // A forged `passed` event for a job that no worker ran (a producer may
@@ -22,7 +23,7 @@ func TestForgedPassedEventDoesNotPass(t *testing.T) {
 	t.Parallel()
 	srv := fleettest.Server(t)
 	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
+	store, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // scrape GETs /metrics and parses it with the Prometheus text parser.
@@ -82,7 +82,7 @@ func TestWorkerMetricsAndHealthz(t *testing.T) {
 	srv := fleettest.Server(t)
 	dir := t.TempDir()
 	storeDir := filepath.Join(dir, "store")
-	store, err := storage.NewFileBucket(storeDir)
+	store, err := file.NewBucket(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

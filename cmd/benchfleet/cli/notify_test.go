@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/benchfleet/benchfleet/worker"
 	"io"
 	"math"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/worker"
 )
 
 // recorder is an httptest server that keeps every request it gets.
@@ -58,7 +59,7 @@ func (r *recorder) got() []recorded {
 func TestGateNotifyOnceAndCommitStatus(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
+	store, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

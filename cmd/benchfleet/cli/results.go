@@ -9,6 +9,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/report"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 func (a *app) resultsCmd() *cobra.Command {
@@ -28,7 +29,7 @@ func (q *queryFlags) query() report.ResultQuery {
 }
 
 // filter validates the filters; an error is a usage error naming its flag.
-func (q *queryFlags) filter() (storage.Filter, error) {
+func (q *queryFlags) filter() (index.Filter, error) {
 	f, err := q.query().Filter(time.Now())
 	if err != nil {
 		return f, usageErr("--%v", err)
@@ -87,7 +88,7 @@ func (a *app) resultsShowCmd() *cobra.Command {
 			if err := protocol.ValidID("job", args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			rs, err := a.queryStore(cmd.Context(), storage.Filter{Job: args[0]})
+			rs, err := a.queryStore(cmd.Context(), index.Filter{Job: args[0]})
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/wheels"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // A bisect over 16 commits on real workers: a real git repository of 17
@@ -65,7 +66,7 @@ func TestBisectNamesThePlantedCommit(t *testing.T) {
 	}
 	// The commits between: their wheels as CI's submit stored them
 	// (StageWheels, the submit path), their runs not repeated here.
-	store, err := storage.NewFileBucket(strings.TrimPrefix(b.store, "file://"))
+	store, err := file.NewBucket(strings.TrimPrefix(b.store, "file://"))
 	if err != nil {
 		t.Fatal(err)
 	}

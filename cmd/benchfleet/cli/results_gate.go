@@ -15,6 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // gateFlags are the regression gate's tuning flags, shared by `submit`,
@@ -46,7 +47,7 @@ func (g *gateFlags) config() (gate.GateConfig, error) {
 // historyFrom reads baseline history through the CLI's results query
 // (which uses the Parquet index where there is one).
 func (a *app) historyFrom(b storage.Bucket) gate.HistoryFunc {
-	return func(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) { return a.query(ctx, b, f) }
+	return func(ctx context.Context, f index.Filter) ([]*protocol.Result, error) { return a.query(ctx, b, f) }
 }
 
 func (a *app) resultsGateCmds() []*cobra.Command {

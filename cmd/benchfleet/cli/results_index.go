@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/producer/report"
-	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/export"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 func (a *app) resultsCompactCmd() *cobra.Command {
@@ -26,7 +26,7 @@ func (a *app) resultsCompactCmd() *cobra.Command {
   benchfleet results compact --force     # rewrite every part (repairs a damaged one)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := storage.CompactOptions{Force: force}
+			opts := index.CompactOptions{Force: force}
 			if since != "" {
 				t, err := report.ParseSince(since, time.Now())
 				if err != nil {
@@ -40,7 +40,7 @@ func (a *app) resultsCompactCmd() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			rep, err := storage.Maintain(ctx, b, opts)
+			rep, err := index.Maintain(ctx, b, opts)
 			if rep.TempsErr != nil {
 				a.log.Warn().Err(rep.TempsErr).Msg("could not remove stale temporary files")
 			}

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // `results compact`, `results query` through the index, `results export`
@@ -16,11 +17,11 @@ import (
 func TestResultsCompactQueryExport(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b, err := storage.NewFileBucket(dir)
+	b, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := storage.WriteSynth(t.Context(), b, storage.SynthOptions{Results: 300, Days: 10, End: time.Now()}); err != nil {
+	if err := index.WriteSynth(t.Context(), b, index.SynthOptions{Results: 300, Days: 10, End: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	store := "file://" + dir

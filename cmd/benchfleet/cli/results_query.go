@@ -8,10 +8,11 @@ import (
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // queryStore opens --store, runs one results query and closes the store.
-func (a *app) queryStore(ctx context.Context, f storage.Filter) ([]*protocol.Result, error) {
+func (a *app) queryStore(ctx context.Context, f index.Filter) ([]*protocol.Result, error) {
 	b, err := a.openStoreRead(ctx)
 	if err != nil {
 		return nil, err
@@ -20,9 +21,9 @@ func (a *app) queryStore(ctx context.Context, f storage.Filter) ([]*protocol.Res
 	return a.query(ctx, b, f)
 }
 
-// query runs a results query against the store (producer.Query), logging
+// query runs a results query against the store (gate.Query), logging
 // what it read.
-func (a *app) query(ctx context.Context, b storage.Bucket, f storage.Filter) ([]*protocol.Result, error) {
+func (a *app) query(ctx context.Context, b storage.Bucket, f index.Filter) ([]*protocol.Result, error) {
 	return gate.Query(ctx, b, f, a.log)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // trendStore is a file store with three runs of two series (resnet50 and
@@ -18,7 +19,7 @@ import (
 func trendStore(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := storage.NewFileBucket(dir)
+	b, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/spool"
 	"github.com/benchfleet/benchfleet/worker/process"
 )
 
@@ -42,7 +42,7 @@ func (a *app) spoolCmd() *cobra.Command {
 			var oe *process.OptionError
 			if errors.As(err, &oe) {
 				return usageErr("spool %v", oe.Err)
-			} else if err != nil && rep == (storage.DrainReport{}) {
+			} else if err != nil && rep == (spool.DrainReport{}) {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "spool %s: %s delivered to the store", dir, count(rep.Delivered, "result"))

@@ -16,6 +16,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/spool"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -34,11 +36,11 @@ func TestWaiterAndDashboardShowSpooledResults(t *testing.T) {
 	// answers but does not have them.
 	broken := brokenStoreDir(t)
 	spoolDir := filepath.Join(t.TempDir(), "spool")
-	spool, err := storage.NewSpool(spoolDir, broken, zerolog.Nop())
+	sp, err := spool.New(spoolDir, broken, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := fleettest.StartWorker(t, worker.Config{ID: "spooler", Conn: nc, Store: broken, Sink: spool, Slots: fleettest.SimSlots("sim", 1),
+	w := fleettest.StartWorker(t, worker.Config{ID: "spooler", Conn: nc, Store: broken, Sink: sp, Slots: fleettest.SimSlots("sim", 1),
 		AckWait: tc.AckWait, IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop()})
 	readDir := t.TempDir()
 	args := []string{"--nats", srv.ClientURL(), "--store", "file://" + readDir, "--log-level", "warn"}
@@ -66,7 +68,7 @@ func TestWaiterAndDashboardShowSpooledResults(t *testing.T) {
 		t.Errorf("fleet status: exit %d, does not say what spooler's spool holds\n%s\n%s", code, out, errOut)
 	}
 
-	readStore, err := storage.NewFileBucket(readDir)
+	readStore, err := file.NewBucket(readDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func brokenStoreDir(t *testing.T) storage.Bucket {
 	if err := os.WriteFile(filepath.Join(dir, "results"), []byte("not a folder"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := storage.NewFileBucket(dir)
+	b, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

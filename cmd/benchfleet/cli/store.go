@@ -8,6 +8,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/storeurl"
 )
 
 // hiddenFlags adds the global flags --help does not list: knobs for tests.
@@ -26,7 +27,7 @@ func (a *app) openStore(ctx context.Context) (storage.Bucket, error) {
 	if a.storeURL == "" {
 		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
 	}
-	b, err := storage.Open(ctx, a.storeURL, a.log)
+	b, err := storeurl.Open(ctx, a.storeURL, a.log)
 	if errors.Is(err, storage.ErrBadStoreURL) {
 		return nil, usageErr("--store: %v", err)
 	}
@@ -41,8 +42,8 @@ func (a *app) openStoreRead(ctx context.Context) (storage.Bucket, error) {
 	if a.storeURL == "" {
 		return nil, usageErr("no result store: give --store URL or set BENCHFLEET_STORE")
 	}
-	b, err := storage.OpenExisting(ctx, a.storeURL, a.log)
-	if errors.Is(err, storage.ErrNoStore) || errors.Is(err, storage.ErrBadStoreURL) {
+	b, err := storeurl.OpenExisting(ctx, a.storeURL, a.log)
+	if errors.Is(err, storeurl.ErrNoStore) || errors.Is(err, storage.ErrBadStoreURL) {
 		return nil, usageErr("--store: %v", err)
 	}
 	return b, err

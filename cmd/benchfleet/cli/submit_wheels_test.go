@@ -19,6 +19,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/s3test"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/storeurl"
 )
 
 const (
@@ -160,7 +162,7 @@ func checkUploadOnce(t *testing.T, store string, bucket storage.Bucket) {
 func TestSubmitBuildWheelUploadsOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	bucket, err := storage.NewFileBucket(dir)
+	bucket, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestSubmitBuildWheelUploadsOnceS3(t *testing.T) {
 	gw := s3test.Start(t)
 	gw.SetEnv(t) // not parallel: sets the AWS_* environment, AWS_EC2_METADATA_DISABLED too
 	store := gw.URL("farm")
-	bucket, err := storage.Open(t.Context(), store, zerolog.Nop())
+	bucket, err := storeurl.Open(t.Context(), store, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

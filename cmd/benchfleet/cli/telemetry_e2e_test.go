@@ -22,8 +22,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/recordtest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/export"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -42,7 +42,7 @@ func TestTelemetryFollowsTheBoardAndReachesExportAndIndex(t *testing.T) {
 
 	srv := fleettest.Server(t)
 	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
+	store, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

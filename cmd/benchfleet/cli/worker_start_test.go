@@ -18,6 +18,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/spool"
 )
 
 // brokenStore is a file store whose results/ is a regular file, so every
@@ -28,7 +30,7 @@ func brokenStore(t *testing.T) storage.Bucket {
 	if err := os.WriteFile(filepath.Join(dir, "results"), []byte("not a folder"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := storage.NewFileBucket(dir)
+	b, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func brokenStore(t *testing.T) storage.Bucket {
 // while its store is down.
 func spoolResults(t *testing.T, dir, run string, n int) {
 	t.Helper()
-	sp, err := storage.NewSpool(dir, brokenStore(t), zerolog.Nop())
+	sp, err := spool.New(dir, brokenStore(t), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestWorkerRefusesAnotherSpoolWhileTheOldHoldsResults(t *testing.T) {
 
 func openStore(t *testing.T, dir string) storage.Bucket {
 	t.Helper()
-	b, err := storage.NewFileBucket(dir)
+	b, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

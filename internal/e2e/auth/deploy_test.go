@@ -26,7 +26,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -270,7 +270,7 @@ func TestDeployClusterPermissions(t *testing.T) {
 
 	// Worker with its nkey: runs and acks the job.
 	ncW, jsW, logW := connectAs(t, natsconn.Options{URL: url, NKeySeed: seedFile, TLSCA: p.ca, InboxPrefix: "_INBOX_worker"})
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

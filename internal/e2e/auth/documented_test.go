@@ -18,7 +18,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
@@ -154,7 +154,7 @@ func TestDocumentedCommandsRunAsTheirUsers(t *testing.T) {
 		}
 	})
 	_, jsR, _ := as(t, url, "reader")
-	b, err := storage.NewFileBucket(storeDir)
+	b, err := file.NewBucket(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

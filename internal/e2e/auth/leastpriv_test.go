@@ -20,7 +20,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -104,7 +104,7 @@ func TestAccountsLeastPrivilege(t *testing.T) {
 	if err == nil {
 		defer spyW.Unsubscribe()
 	}
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

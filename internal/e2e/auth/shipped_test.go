@@ -31,6 +31,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -577,7 +578,7 @@ func startFarmWorker(t *testing.T, url, ca, storeDir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	store, err := storage.NewFileBucket(storeDir)
+	store, err := file.NewBucket(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

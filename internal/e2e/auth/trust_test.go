@@ -21,6 +21,8 @@ import (
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/fleet"
 )
@@ -56,7 +58,7 @@ func trustFleet(t *testing.T, slots int) (url, storeURL string, store storage.Bu
 	t.Helper()
 	url = appliedServer(t)
 	dir := t.TempDir()
-	store, err := storage.NewFileBucket(dir)
+	store, err := file.NewBucket(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestUntrustedRunsNeverEnterTheBaseline(t *testing.T) {
 	if r := rows[0]; r.Verdict != gate.VerdictOK || r.Baseline == nil || *r.Baseline < 990 || *r.Baseline > 1010 || r.Trust != "" {
 		t.Errorf("after-1's gate row: %+v (baseline %v), want ok against the trusted baseline ~1000", r, r.Baseline)
 	}
-	results, _, err := storage.Query(t.Context(), store, storage.Filter{Branch: "main"})
+	results, _, err := index.Query(t.Context(), store, index.Filter{Branch: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ func TestWorkerMarksJobsOfTheUntrustedStream(t *testing.T) {
 	if _, err := sub.Submit(t.Context(), submit.Submission{Run: "ci-trusted-1", Submitter: "test", Priority: protocol.PriorityNormal, Jobs: trusted}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +396,7 @@ func TestUntrustedCancelsItsQueuedRun(t *testing.T) {
 	if _, err := topoP.Runs.Get(t.Context(), protocol.CancelKey(run)); err != nil {
 		t.Fatalf("the cancel flag: %v", err)
 	}
-	store, err := storage.NewFileBucket(t.TempDir())
+	store, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

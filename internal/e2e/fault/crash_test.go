@@ -19,6 +19,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -34,7 +36,7 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 	const ackWait = 3 * time.Second
 	tc := topology.Config{AckWait: ackWait}
 	storeDir := t.TempDir()
-	fb, err := storage.NewFileBucket(storeDir)
+	fb, err := file.NewBucket(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestWorkerProcessKilledMidJob(t *testing.T) {
 		IdlePoll: 100 * time.Millisecond, Log: zerolog.Nop(),
 	})
 	fleettest.Eventually(t, 45*time.Second, "6 results", func() bool {
-		rs, _, _ := storage.QueryJSON(context.Background(), store, storage.Filter{Run: run})
+		rs, _, _ := index.QueryJSON(context.Background(), store, index.Filter{Run: run})
 		return len(rs) == len(jobs)
 	})
 	results := fleettest.Results(t, store, run)

@@ -13,7 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -26,7 +26,7 @@ func TestDeadLetterNotStoredJobHandedBack(t *testing.T) {
 	t.Parallel()
 	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 3 * time.Second}
-	fb, err := storage.NewFileBucket(t.TempDir())
+	fb, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

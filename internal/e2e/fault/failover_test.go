@@ -18,6 +18,8 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
+	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
 )
 
@@ -36,7 +38,7 @@ func TestStreamLeaderNodeShutDownMidRun(t *testing.T) {
 	t.Cleanup(cluster.Shutdown)
 
 	tc := topology.Config{AckWait: 3 * time.Second, Replicas: 3}
-	fb, err := storage.NewFileBucket(t.TempDir())
+	fb, err := file.NewBucket(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestStreamLeaderNodeShutDownMidRun(t *testing.T) {
 	countResults := func() int {
 		n := 0
 		for _, run := range runs {
-			rs, _, _ := storage.QueryJSON(context.Background(), store, storage.Filter{Run: run})
+			rs, _, _ := index.QueryJSON(context.Background(), store, index.Filter{Run: run})
 			n += len(rs)
 		}
 		return n

@@ -16,7 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/internal/ui"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/file"
 )
 
 // A worker process SIGKILLed while it runs two jobs is listed as lost
@@ -30,7 +30,7 @@ func TestKilledWorkerIsListedLost(t *testing.T) {
 	srv := fleettest.Server(t)
 	tc := topology.Config{AckWait: 5 * time.Minute} // no redelivery while the test looks
 	storeDir := t.TempDir()
-	store, err := storage.NewFileBucket(storeDir)
+	store, err := file.NewBucket(storeDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/storage/index"
 )
 
 // Around is n values spread evenly over c ± c·spread.
@@ -56,8 +56,8 @@ func RunWithRepeats(created time.Time, value float64, repeats ...float64) (*prot
 }
 
 // HistoryOf reads a series' history from hist (a gate.HistoryFunc).
-func HistoryOf(hist []*protocol.Result) func(context.Context, storage.Filter) ([]*protocol.Result, error) {
-	return func(_ context.Context, f storage.Filter) ([]*protocol.Result, error) {
+func HistoryOf(hist []*protocol.Result) func(context.Context, index.Filter) ([]*protocol.Result, error) {
+	return func(_ context.Context, f index.Filter) ([]*protocol.Result, error) {
 		var out []*protocol.Result
 		for _, r := range hist {
 			if f.Match(r) {
