@@ -33,7 +33,7 @@ type workerView struct {
 	protocol.WorkerStatus
 	Age    string // since the last heartbeat
 	Boards []boardView
-	// Build is its version and revision (producer.WorkerVersion).
+	// Build is its version and revision (fleet.WorkerVersion).
 	Build string
 }
 
@@ -68,7 +68,7 @@ type queueRow struct {
 	InFlight  uint64
 	Total     uint64
 	// Unserved says, when no live worker serves the pool with a board in
-	// service, why its jobs wait (producer.PoolService), as submit warns.
+	// service, why its jobs wait (watch.PoolService), as submit warns.
 	Unserved string
 }
 
@@ -284,7 +284,7 @@ func (s *Server) finishedVerdict(ctx context.Context, rs watch.RunSummary, store
 	return v
 }
 
-// report is a run with the gate's verdicts (producer.Judge, the gate every
+// report is a run with the gate's verdicts (gate.JudgeRun, the gate every
 // front end shares): from states when given (a Watcher snapshot), else
 // from the run's stored results.
 func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map[string]*runstate.JobState) (*gate.RunReport, error) {
@@ -572,7 +572,7 @@ type jobData struct {
 	// around a missing or short baseline.
 	Gate gate.GateConfig
 	// HostCommit is the commit the job named when its result ran the
-	// host's installed build instead (producer.HostCommit).
+	// host's installed build instead (report.HostCommit).
 	HostCommit string
 }
 
@@ -682,7 +682,7 @@ type dlqRow struct {
 	CanRetry bool
 	NoRetry  string
 	// Invalid: the job itself is not worth a retry
-	// (producer.DeadEntry.NotRetryable), whoever asks.
+	// (fleet.DeadEntry.NotRetryable), whoever asks.
 	Invalid bool
 }
 

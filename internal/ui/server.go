@@ -52,7 +52,7 @@ type Config struct {
 	// Gate tunes the regression verdicts shown (zero: the gate's defaults).
 	// The dashboard re-queues nothing (it judges whatever repeats a run
 	// has); Gate.Repeats is the confirmation its gate line names, the one
-	// `submit --gate` gives (0: producer.DefaultRepeats, as --confirm's
+	// `submit --gate` gives (0: gate.DefaultRepeats, as --confirm's
 	// default; negative: none).
 	Gate gate.GateConfig
 	// Actions enables cancel, dlq retry and fleet release (POST with the
