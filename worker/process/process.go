@@ -25,6 +25,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/notify"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 )
 
 // Options configure a worker process. Worker holds the worker's own
@@ -45,7 +46,7 @@ type Options struct {
 	StoreURL string
 	// File is the decoded worker config file (nil: none): its slots,
 	// discovery, harness settings, build cache and job user.
-	File *worker.File
+	File *configfile.File
 	// ConfigPath is File's path: a file the job user must not read.
 	ConfigPath string
 	// Slots are built-in slots, "pool=count[,pool=count]" (e.g. cpu=2),

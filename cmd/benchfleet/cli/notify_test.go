@@ -2,7 +2,7 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 	"io"
 	"math"
 	"net/http"
@@ -206,7 +206,7 @@ func TestWorkerConfigMetricsAndNotify(t *testing.T) {
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf, err := worker.LoadFile(p)
+	wf, err := configfile.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestWorkerConfigMetricsAndNotify(t *testing.T) {
 	if err := os.WriteFile(p, []byte("notify: {url: x, channel: y}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := worker.LoadFile(p); err == nil || !strings.Contains(err.Error(), "channel") {
+	if _, err := configfile.Load(p); err == nil || !strings.Contains(err.Error(), "channel") {
 		t.Errorf("unknown notify key: %v", err)
 	}
 }
