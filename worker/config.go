@@ -125,7 +125,7 @@ type Config struct {
 	WorkDir string
 	// Log is the logger (default: disabled).
 	Log zerolog.Logger
-	// Registry receives the worker's Prometheus metrics (see Metrics);
+	// Registry receives the worker's Prometheus metrics (metrics.Worker);
 	// nil = no metrics. Handler serves /metrics from it when it is also a
 	// prometheus.Gatherer (a *prometheus.Registry is both). Registering
 	// two workers on one registry fails in New.

@@ -18,6 +18,7 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker/metrics"
 )
 
 // attemptState is what one delivery of one job is about.
@@ -154,7 +155,7 @@ func (a *attemptState) process(ctx context.Context) outcome {
 		return outcome{act: actAck}
 	case err != nil:
 		if !errors.Is(err, errStoreNotAsked) {
-			s.w.metrics.storageError(StorageOpExists)
+			s.w.metrics.StorageError(metrics.StorageOpExists)
 		}
 		a.log.Debug().Err(err).Msg("no check for an earlier result; the job runs")
 		if rerr := s.w.rec.canRecord(ctx); rerr != nil {
@@ -208,7 +209,7 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	s.lastJob = job.ID
 	s.mu.Unlock()
 	s.setState(protocol.DeviceBusy, job.ID, job.Run, "")
-	s.w.metrics.claimed(a.msg, a.attempt-a.deliveries)
+	s.w.metrics.Claimed(a.msg, a.attempt-a.deliveries)
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
 

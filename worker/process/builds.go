@@ -12,8 +12,8 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/build"
 	"github.com/benchfleet/benchfleet/storage"
-	"github.com/benchfleet/benchfleet/worker"
 	"github.com/benchfleet/benchfleet/worker/configfile"
+	"github.com/benchfleet/benchfleet/worker/metrics"
 )
 
 // storeRef is the worker's store, opened after its slots are built: the
@@ -49,7 +49,7 @@ func buildCache(wf *configfile.File, workDir string, store *storeRef, reg promet
 		return nil, err
 	}
 	var cache atomic.Pointer[build.Cache]
-	m, err := worker.NewBuildMetrics(reg, func() int64 {
+	m, err := metrics.NewBuildCache(reg, func() int64 {
 		if c := cache.Load(); c != nil {
 			return c.Bytes()
 		}
