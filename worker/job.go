@@ -284,7 +284,7 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	switch class {
 	case runMeasured, runBenchmark, runInvalid, runJobFault:
 		// The harness ran to an end of its own here: this host can run it.
-		s.w.streaks.ran(s.runner.Name())
+		s.w.streaks.Ran(s.runner.Name())
 	}
 	switch class {
 	case runStopped:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/hostfault"
 	"github.com/benchfleet/benchfleet/worker/metrics"
 )
 
@@ -33,7 +34,7 @@ type Worker struct {
 	events  *eventPublisher
 	failed  *failedBoards
 	excused *excusedDeliveries
-	streaks *hostStreaks
+	streaks *hostfault.Streaks
 	rec     *recordGate
 	jsGate  *jetStreamGate
 	metrics *metrics.Worker
@@ -83,7 +84,7 @@ func New(cfg Config) (*Worker, error) {
 		statusKick: make(chan struct{}, 1),
 		failed:     newFailedBoards(),
 		excused:    newExcusedDeliveries(),
-		streaks:    newHostStreaks(),
+		streaks:    hostfault.NewStreaks(),
 	}
 	w.rec = newRecordGate(cfg.Store, cfg.Sink, w.log, w.kickStatus)
 	w.jsGate = newJetStreamGate(w.log, w.kickStatus)
