@@ -19,6 +19,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/worker/metrics"
+	"github.com/benchfleet/benchfleet/worker/recorder"
 )
 
 // attemptState is what one delivery of one job is about.
@@ -219,7 +220,7 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	// The job's directory is made only if its log outgrows memory; it is
 	// removed once the attempt is settled (its artifacts uploaded).
 	var dir string
-	rec := newRecorder(func() (string, error) {
+	rec := recorder.New(func() (string, error) {
 		if dir == "" {
 			d, err := os.MkdirTemp(s.w.cfg.WorkDir, "benchfleet-"+job.ID+"-")
 			if err != nil {
@@ -265,15 +266,15 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	cause := context.Cause(tctx)
 	tcancel()
 	announce.stop()
-	phases, files := rec.finish()
+	phases, files := rec.Finish()
 	var telemetry *protocol.Telemetry
-	if from, to, ok := rec.window(device.PhaseTiming); ok {
+	if from, to, ok := rec.Window(device.PhaseTiming); ok {
 		telemetry = device.Summarize(samples(), from, to)
 	}
 
 	record := func(r *protocol.Result) outcome {
 		if r.Build == nil {
-			r.Build = rec.builtWith(job)
+			r.Build = rec.BuiltWith(job)
 		}
 		if r.Build != nil && r.Build.SetupS > 0 {
 			r.Phases.SetupS = r.Build.SetupS // one figure for the one setup
