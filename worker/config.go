@@ -5,7 +5,10 @@
 // its failure classes (invalid → dead letter, benchmark failure
 // → failed result, infrastructure → reset, health check, NakWithDelay, dead
 // letter after MaxDeliver), cancels runs, reports its state to the
-// bench-workers bucket and drains gracefully.
+// bench-workers bucket and drains gracefully. Its parts of one noun each
+// are below it: configfile (the config file and its slot plan), metrics,
+// boardhealth (a board's lasting health), hostfault (a job's host-fault
+// record) and recorder (what an attempt records).
 package worker
 
 import (
