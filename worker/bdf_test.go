@@ -13,6 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 )
 
 // Device nodes 0, 2 and 3 (board 1 gone): the board of node 2 is the
@@ -27,12 +28,12 @@ func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
 	bdf2 := host.BDFs[2]
 	dump := harnesstest.DumpPath(t)
 	c := harnesstest.NewCheckout(t, protocol.RunnerForge, "", false)
-	wf := &worker.File{
-		Slots:     []worker.SlotSpec{{Pool: "n150", Runner: protocol.RunnerForge, Devices: []string{"2"}}},
-		Discovery: worker.DiscoverySpec{TTSMI: host.TTSMI, DevRoot: host.DevRoot, SysRoot: host.Sys},
-		Forge: &worker.HarnessSpec{Workdir: c.Workdir, Python: c.Python, Env: map[string]string{
+	wf := &configfile.File{
+		Slots:     []configfile.SlotSpec{{Pool: "n150", Runner: protocol.RunnerForge, Devices: []string{"2"}}},
+		Discovery: configfile.DiscoverySpec{TTSMI: host.TTSMI, DevRoot: host.DevRoot, SysRoot: host.Sys},
+		Forge: &configfile.HarnessSpec{Workdir: c.Workdir, Python: c.Python, Env: map[string]string{
 			"FAKE_ENV_DUMP": dump, "FAKE_HANG_DEVICES": bdf2, "FAKE_WATCHDOG_SCALE": "0.001"}},
-		Isolation: worker.IsolationSpec{Writable: []string{filepath.Dir(dump)}},
+		Isolation: configfile.IsolationSpec{Writable: []string{filepath.Dir(dump)}},
 	}
 	slots, err := worker.BuildSlots(t.Context(), wf, "", t.TempDir(), nil, zerolog.Nop())
 	if err != nil {
@@ -64,31 +65,5 @@ func TestSparseNodesSlotNamesItsBoardByBDF(t *testing.T) {
 		if strings.HasPrefix(call, "tt-smi -r") && call != "tt-smi -r "+bdf2 {
 			t.Fatalf("tt-smi calls %q: a reset named another target than %s", host.Calls(t), bdf2)
 		}
-	}
-}
-
-// Discovered slots name their boards by BDF too; a static slot whose node
-// names no board (node 1 is gone) is an error naming the key and the node.
-func TestPlanSlotsSparseNodes(t *testing.T) {
-	t.Parallel()
-	host := harnesstest.NewTTHostNodes(t, []int{0, 2, 3})
-	disc := worker.DiscoverySpec{Enabled: true, TTSMI: host.TTSMI, DevRoot: host.DevRoot, SysRoot: host.Sys}
-	planned, err := worker.PlanSlots(t.Context(), &worker.File{Discovery: disc}, "", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, p := range planned {
-		got[p.Device.ID] = p.Device.Visible
-	}
-	if len(got) != 3 || got["tt0"] != host.BDFs[0] || got["tt2"] != host.BDFs[2] || got["tt3"] != host.BDFs[3] {
-		t.Fatalf("discovered slots' TT_VISIBLE_DEVICES %v, want their BDFs %v", got, host.BDFs)
-	}
-
-	disc.Enabled = false
-	wf := &worker.File{Discovery: disc, Slots: []worker.SlotSpec{{Pool: "n150", Runner: protocol.RunnerForge, Devices: []string{"1"}}}}
-	_, err = worker.PlanSlots(t.Context(), wf, "", zerolog.Nop())
-	if err == nil || !strings.Contains(err.Error(), "config slots[0].devices") || !strings.Contains(err.Error(), "device node 1") {
-		t.Fatalf("a static slot on a missing node: %v", err)
 	}
 }

@@ -3,22 +3,16 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/boardhealth"
 )
 
 // A Tenstorrent board's lasting health lives in the bench-health bucket
-// (protocol.DeviceHealth): its quarantine, which survives a worker restart
-// until an operator releases it (`benchfleet fleet release WORKER DEVICE`),
-// and its history of outcomes, resets and quarantines. Built-in slots keep
-// none (they have no board).
+// (package boardhealth). Built-in slots keep none (they have no board).
 
 // board reports whether the slot serves a real board (not a built-in slot).
 func (s *slot) board() bool {
@@ -34,20 +28,7 @@ func (s *slot) loadHealth(ctx context.Context) {
 	if !s.board() || s.w.topo == nil || s.w.topo.Health == nil {
 		return
 	}
-	h := &protocol.DeviceHealth{Schema: protocol.SchemaHealth, Worker: s.w.cfg.ID, Device: s.dev.ID, Pool: s.dev.Pool}
-	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	e, err := s.w.topo.Health.Get(gctx, s.healthKey())
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	case err != nil:
-		s.log.Warn().Err(err).Msg("board health not read; starting with an empty history")
-	default:
-		if err := json.Unmarshal(e.Value(), h); err != nil {
-			s.log.Warn().Err(err).Msg("board health record unreadable; starting with an empty history")
-			h = &protocol.DeviceHealth{Schema: protocol.SchemaHealth, Worker: s.w.cfg.ID, Device: s.dev.ID, Pool: s.dev.Pool}
-		}
-	}
+	h := boardhealth.Load(ctx, s.w.topo.Health, s.w.cfg.ID, s.dev.ID, s.dev.Pool, s.log)
 	s.mu.Lock()
 	s.hist = h
 	s.mu.Unlock()
@@ -61,8 +42,8 @@ func (s *slot) loadHealth(ctx context.Context) {
 // record adds an event to the board's history and stores it. quarantine,
 // when not nil, also records the board leaving service with that reason,
 // and record returns once that is stored. Other events are stored in the
-// background (healthWriter): a pass recorded after every job costs the slot
-// no round trip to NATS between two jobs.
+// background (boardhealth.Writer): a pass recorded after every job costs
+// the slot no round trip to NATS between two jobs.
 func (s *slot) record(kind, job string, quarantine error) {
 	if !s.board() {
 		return
@@ -83,9 +64,9 @@ func (s *slot) record(kind, job string, quarantine error) {
 	if err != nil {
 		return
 	}
-	v := s.healthW.store(data)
+	v := s.healthW.Store(data)
 	if quarantine != nil {
-		s.healthW.wait(v)
+		s.healthW.Wait(v)
 	}
 }
 
@@ -96,85 +77,6 @@ func (s *slot) putHealth(data []byte) {
 	if _, err := s.w.topo.Health.Put(ctx, s.healthKey(), data); err != nil {
 		s.log.Warn().Err(err).Msg("board health not stored")
 	}
-}
-
-// healthWriter stores a board's health record off the slot's path. Each
-// snapshot is the whole record, so only the newest matters: store hands it
-// over and returns; one goroutine at a time writes the newest snapshot
-// until none is newer, so a burst of events costs one write and writes
-// never land out of order. wait returns once a given snapshot (or a newer
-// one) is stored.
-type healthWriter struct {
-	put func([]byte)
-
-	mu      sync.Mutex
-	cond    *sync.Cond
-	latest  []byte
-	version uint64 // snapshots handed in
-	written uint64 // the newest stored
-	running bool
-}
-
-func newHealthWriter(put func([]byte)) *healthWriter {
-	h := &healthWriter{put: put}
-	h.cond = sync.NewCond(&h.mu)
-	return h
-}
-
-// store hands in a snapshot and returns its version.
-func (h *healthWriter) store(data []byte) uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.version++
-	h.latest = data
-	if !h.running {
-		h.running = true
-		go h.write()
-	}
-	return h.version
-}
-
-func (h *healthWriter) write() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for h.written < h.version {
-		data, v := h.latest, h.version
-		h.mu.Unlock()
-		h.put(data)
-		h.mu.Lock()
-		h.written = v
-		h.cond.Broadcast()
-	}
-	h.running = false
-}
-
-// wait returns once snapshot v or a newer one is stored (or its write
-// failed: the failure is logged by put).
-func (h *healthWriter) wait(v uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for h.written < v {
-		h.cond.Wait()
-	}
-}
-
-// flush waits until every snapshot handed in so far is stored.
-func (h *healthWriter) flush() {
-	h.mu.Lock()
-	v := h.version
-	h.mu.Unlock()
-	h.wait(v)
-}
-
-// counts is the board's outcomes over the last protocol.HealthWindow.
-func (s *slot) counts() *protocol.HealthCounts {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hist == nil {
-		return nil
-	}
-	c := s.hist.Counts(time.Now(), protocol.HealthWindow)
-	return &c
 }
 
 // watchReleases returns quarantined boards to service when an operator
@@ -193,45 +95,14 @@ func (w *Worker) watchReleases(ctx context.Context) error {
 	if len(boards) == 0 {
 		return nil
 	}
-	wa, err := w.topo.Health.Watch(ctx, w.cfg.ID+".*", jetstream.UpdatesOnly())
-	if err != nil {
-		return fmt.Errorf("worker: watch %s: %w", protocol.BucketHealth, err)
-	}
-	w.watchers.Add(1)
-	go func() {
-		defer w.watchers.Done()
-		defer wa.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-wa.Updates():
-				if !ok {
-					return
-				}
-				if e == nil {
-					continue
-				}
-				s := boards[e.Key()]
-				if s == nil {
-					continue
-				}
-				// Only an operator's release counts: the record's last event
-				// is a release (producer.ReleaseBoard), or the record was
-				// deleted. The worker's own writes (a reset recorded just
-				// before a quarantine, say) are not releases.
-				released := e.Operation() != jetstream.KeyValuePut
-				if !released {
-					var h protocol.DeviceHealth
-					released = json.Unmarshal(e.Value(), &h) == nil && !h.Quarantined &&
-						len(h.Events) > 0 && h.Events[len(h.Events)-1].Kind == protocol.HealthRelease
-				}
-				if released {
-					s.release()
-				}
-			}
+	err := boardhealth.WatchReleases(ctx, w.topo.Health, w.cfg.ID, &w.watchers, func(key string) {
+		if s := boards[key]; s != nil {
+			s.release()
 		}
-	}()
+	})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	return nil
 }
 
@@ -263,15 +134,4 @@ func (s *slot) returnToService() {
 	s.mu.Unlock()
 	s.log.Info().Msg("released board healthy: back in service")
 	s.w.kickStatus()
-}
-
-// healthKind is the history kind of a failure.
-func healthKind(failure error) string {
-	if failure == nil {
-		return protocol.HealthPass
-	}
-	if device.IsHang(failure) { // a timeout is a hang (attemptState.run)
-		return protocol.HealthHang
-	}
-	return protocol.HealthInfra
 }

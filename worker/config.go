@@ -5,7 +5,10 @@
 // its failure classes (invalid → dead letter, benchmark failure
 // → failed result, infrastructure → reset, health check, NakWithDelay, dead
 // letter after MaxDeliver), cancels runs, reports its state to the
-// bench-workers bucket and drains gracefully.
+// bench-workers bucket and drains gracefully. Its parts of one noun each
+// are below it: configfile (the config file and its slot plan), metrics,
+// boardhealth (a board's lasting health), hostfault (a job's host-fault
+// record) and recorder (what an attempt records).
 package worker
 
 import (
@@ -125,7 +128,7 @@ type Config struct {
 	WorkDir string
 	// Log is the logger (default: disabled).
 	Log zerolog.Logger
-	// Registry receives the worker's Prometheus metrics (see Metrics);
+	// Registry receives the worker's Prometheus metrics (metrics.Worker);
 	// nil = no metrics. Handler serves /metrics from it when it is also a
 	// prometheus.Gatherer (a *prometheus.Registry is both). Registering
 	// two workers on one registry fails in New.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker/metrics"
 )
 
 // recordDead makes the result a dead letter leaves durable: status error,
@@ -47,10 +48,10 @@ func (a *attemptState) recordDead(ctx context.Context, reason string) {
 	case errors.Is(err, storage.ErrExists):
 		a.log.Info().Msg("the dead letter's result is recorded already")
 	case err != nil:
-		a.s.w.metrics.storageError(StorageOpDeliver)
+		a.s.w.metrics.StorageError(metrics.StorageOpDeliver)
 		a.log.Error().Err(err).Msg("the dead letter's result not stored: queries will not count the job (the dead letter stands)")
 	default:
-		a.s.w.metrics.recorded(r, spooled)
+		a.s.w.metrics.Recorded(r, spooled)
 	}
 }
 
@@ -144,7 +145,7 @@ func (a *attemptState) deadLetterPool(ctx context.Context, pool, reason string) 
 		a.log.Error().Err(err).Msg("dead letter not published")
 		return fmt.Errorf("dead letter: %w", err)
 	}
-	a.s.w.metrics.deadLettered(pool)
+	a.s.w.metrics.DeadLettered(pool)
 	a.s.w.notifyDead(dl, a.job)
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker/metrics"
+	"github.com/benchfleet/benchfleet/worker/recorder"
 )
 
 // attemptState is what one delivery of one job is about.
@@ -154,7 +156,7 @@ func (a *attemptState) process(ctx context.Context) outcome {
 		return outcome{act: actAck}
 	case err != nil:
 		if !errors.Is(err, errStoreNotAsked) {
-			s.w.metrics.storageError(StorageOpExists)
+			s.w.metrics.StorageError(metrics.StorageOpExists)
 		}
 		a.log.Debug().Err(err).Msg("no check for an earlier result; the job runs")
 		if rerr := s.w.rec.canRecord(ctx); rerr != nil {
@@ -208,7 +210,7 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	s.lastJob = job.ID
 	s.mu.Unlock()
 	s.setState(protocol.DeviceBusy, job.ID, job.Run, "")
-	s.w.metrics.claimed(a.msg, a.attempt-a.deliveries)
+	s.w.metrics.Claimed(a.msg, a.attempt-a.deliveries)
 	a.event(ctx, protocol.Event{Kind: protocol.EventClaimed, Message: fmt.Sprintf("%s on %s", job.Benchmark.Model, s.dev.ID)})
 	a.log.Info().Str("model", job.Benchmark.Model).Msg("job claimed")
 
@@ -218,7 +220,7 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	// The job's directory is made only if its log outgrows memory; it is
 	// removed once the attempt is settled (its artifacts uploaded).
 	var dir string
-	rec := newRecorder(func() (string, error) {
+	rec := recorder.New(func() (string, error) {
 		if dir == "" {
 			d, err := os.MkdirTemp(s.w.cfg.WorkDir, "benchfleet-"+job.ID+"-")
 			if err != nil {
@@ -264,15 +266,15 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	cause := context.Cause(tctx)
 	tcancel()
 	announce.stop()
-	phases, files := rec.finish()
+	phases, files := rec.Finish()
 	var telemetry *protocol.Telemetry
-	if from, to, ok := rec.window(device.PhaseTiming); ok {
+	if from, to, ok := rec.Window(device.PhaseTiming); ok {
 		telemetry = device.Summarize(samples(), from, to)
 	}
 
 	record := func(r *protocol.Result) outcome {
 		if r.Build == nil {
-			r.Build = rec.builtWith(job)
+			r.Build = rec.BuiltWith(job)
 		}
 		if r.Build != nil && r.Build.SetupS > 0 {
 			r.Phases.SetupS = r.Build.SetupS // one figure for the one setup
@@ -283,7 +285,7 @@ func (a *attemptState) run(ctx context.Context) outcome {
 	switch class {
 	case runMeasured, runBenchmark, runInvalid, runJobFault:
 		// The harness ran to an end of its own here: this host can run it.
-		s.w.streaks.ran(s.runner.Name())
+		s.w.streaks.Ran(s.runner.Name())
 	}
 	switch class {
 	case runStopped:

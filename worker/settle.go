@@ -16,6 +16,7 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
+	"github.com/benchfleet/benchfleet/worker/metrics"
 )
 
 // action is what becomes of a delivery's message.
@@ -354,7 +355,7 @@ func (a *attemptState) record(ctx context.Context, o outcome) {
 		// Neither the store nor the spool takes results: the host's fault,
 		// not the job's. No dead letter; the slots claim nothing until a
 		// result can be recorded again.
-		a.s.w.metrics.storageError(StorageOpDeliver)
+		a.s.w.metrics.StorageError(metrics.StorageOpDeliver)
 		a.handBackUnrecorded(ctx, fmt.Errorf("result not stored: %w", err))
 		return
 	default:
@@ -362,7 +363,7 @@ func (a *attemptState) record(ctx context.Context, o outcome) {
 		// spooling): retried with backoff, and on the last delivery
 		// dead-lettered with this reason, not left for the next delivery
 		// to guess at.
-		a.s.w.metrics.storageError(StorageOpDeliver)
+		a.s.w.metrics.StorageError(metrics.StorageOpDeliver)
 		a.log.Error().Err(err).Msg("result not durable")
 		a.retry(ctx, fmt.Errorf("result not stored: %w", err), a.s.w.cfg.backoff(a.deliveries))
 		return
@@ -380,7 +381,7 @@ func (a *attemptState) record(ctx context.Context, o outcome) {
 	if spooled {
 		msg = strings.TrimSpace(msg + " " + protocol.SpooledNote)
 	}
-	a.s.w.metrics.recorded(r, spooled)
+	a.s.w.metrics.Recorded(r, spooled)
 	// Ack before the terminal event: a waiter that acts on the event (and,
 	// say, stops the worker) finds the job already settled.
 	a.ack(ctx)
@@ -443,7 +444,7 @@ func (a *attemptState) handBackStoreDown(ctx context.Context, cause error) {
 // retrying hands the job back for redelivery after delay, with a retrying
 // event saying why.
 func (a *attemptState) retrying(ctx context.Context, why string, delay time.Duration) {
-	a.s.w.metrics.retried(a.job.Pool)
+	a.s.w.metrics.Retried(a.job.Pool)
 	a.event(ctx, protocol.Event{Kind: protocol.EventRetrying, Message: why})
 	a.nakAfter(delay)
 }
@@ -540,7 +541,7 @@ func (a *attemptState) keepClaim(ctx context.Context) *claimKeeper {
 				return
 			case <-t.C:
 				if err := msg.InProgress(); err != nil {
-					s.w.metrics.heartbeatFailed(HeartbeatInProgress)
+					s.w.metrics.HeartbeatFailed(metrics.HeartbeatInProgress)
 					s.log.Debug().Err(err).Msg("in-progress not sent")
 				}
 			}

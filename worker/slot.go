@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/boardhealth"
 )
 
 // slot serves one device: it fetches one job at a time, only while the
@@ -51,7 +52,7 @@ type slot struct {
 	streak    int                    // consecutive infrastructure failures (see maxInfraStreak)
 	lastJob   string                 // the job the last handle ran ("" if it ran none)
 	hist      *protocol.DeviceHealth // the board's lasting health (boards only)
-	healthW   *healthWriter          // stores hist (boards only)
+	healthW   *boardhealth.Writer    // stores hist (boards only)
 	released  chan struct{}          // an operator released the quarantined board
 }
 
@@ -76,7 +77,7 @@ func newSlot(w *Worker, s Slot) *slot {
 		released: make(chan struct{}, 1),
 		state:    protocol.DeviceIdle,
 	}
-	sl.healthW = newHealthWriter(sl.putHealth)
+	sl.healthW = boardhealth.NewWriter(sl.putHealth)
 	return sl
 }
 
@@ -112,7 +113,7 @@ func (s *slot) status() protocol.DeviceStatus {
 // once the last job's result is settled.
 func (s *slot) loop() {
 	defer close(s.done)
-	defer s.healthW.flush()
+	defer s.healthW.Flush()
 	defer s.settled()
 	claim := s.w.claimCtx
 	s.loadHealth(claim)
@@ -238,7 +239,7 @@ func (s *slot) after(failure error) {
 	if device.IsSetup(failure) {
 		return // the job's build was not made: the board ran nothing
 	}
-	s.record(healthKind(failure), job, nil)
+	s.record(boardhealth.Kind(failure), job, nil)
 	s.mu.Lock()
 	s.streak++
 	streak := s.streak

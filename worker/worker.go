@@ -17,6 +17,8 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
+	"github.com/benchfleet/benchfleet/worker/hostfault"
+	"github.com/benchfleet/benchfleet/worker/metrics"
 )
 
 // Worker serves the slots of one host. Start it, then Stop it (gracefully)
@@ -32,10 +34,10 @@ type Worker struct {
 	events  *eventPublisher
 	failed  *failedBoards
 	excused *excusedDeliveries
-	streaks *hostStreaks
+	streaks *hostfault.Streaks
 	rec     *recordGate
 	jsGate  *jetStreamGate
-	metrics *Metrics
+	metrics *metrics.Worker
 
 	// claimCtx ends when the worker stops claiming (drain); runCtx ends when
 	// running jobs must stop and be handed back (hard stop).
@@ -82,7 +84,7 @@ func New(cfg Config) (*Worker, error) {
 		statusKick: make(chan struct{}, 1),
 		failed:     newFailedBoards(),
 		excused:    newExcusedDeliveries(),
-		streaks:    newHostStreaks(),
+		streaks:    hostfault.NewStreaks(),
 	}
 	w.rec = newRecordGate(cfg.Store, cfg.Sink, w.log, w.kickStatus)
 	w.jsGate = newJetStreamGate(w.log, w.kickStatus)
@@ -90,7 +92,11 @@ func New(cfg Config) (*Worker, error) {
 	for i := range cfg.Slots {
 		w.slots = append(w.slots, newSlot(w, cfg.Slots[i]))
 	}
-	if w.metrics, err = newMetrics(cfg.Registry, w); err != nil {
+	pools := make([]string, 0, len(w.slots))
+	for _, s := range w.slots {
+		pools = append(pools, s.dev.Pool)
+	}
+	if w.metrics, err = metrics.NewWorker(cfg.Registry, metricsState{w}, pools, cfg.Version, cfg.Revision); err != nil {
 		return nil, fmt.Errorf("worker: Config.Registry: %w", err)
 	}
 	return w, nil
@@ -217,7 +223,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 			}
 			close(slotsDone)
 		}()
-		go w.metrics.queueDepthLoop(w.runCtx, slotsDone, poolConsumers)
+		go w.metrics.QueueDepthLoop(w.runCtx, slotsDone, poolConsumers)
 	}
 	go func() {
 		w.wg.Wait()
@@ -369,7 +375,7 @@ func (w *Worker) putStatus() {
 	defer cancel()
 	_, err = w.topo.Workers.Put(ctx, w.cfg.ID, data)
 	if err != nil {
-		w.metrics.heartbeatFailed(HeartbeatStatus)
+		w.metrics.HeartbeatFailed(metrics.HeartbeatStatus)
 		w.log.Debug().Err(err).Msg("heartbeat not written")
 	}
 	if w.runCtx.Err() == nil {

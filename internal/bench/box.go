@@ -20,6 +20,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 )
 
 // Defaults of BoxConfig.
@@ -210,7 +211,7 @@ func RunBox(ctx context.Context, cfg BoxConfig) (*BoxReport, error) {
 		return nil, err
 	}
 	// The boxed side's box is the one a worker builds by default.
-	bc, err := worker.IsolationSpec{}.Box()
+	bc, err := configfile.IsolationSpec{}.Box()
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,8 @@ import (
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/build"
 	"github.com/benchfleet/benchfleet/storage"
-	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
+	"github.com/benchfleet/benchfleet/worker/metrics"
 )
 
 // storeRef is the worker's store, opened after its slots are built: the
@@ -35,7 +36,7 @@ func (s *storeRef) get(ctx context.Context, key string) (io.ReadCloser, error) {
 // names the repositories test trees come from (builds.repos); without
 // them it returns nil, and jobs that name wheels are invalid on this
 // host. reg, if set, gets the cache's metrics.
-func buildCache(wf *worker.File, workDir string, store *storeRef, reg prometheus.Registerer, log zerolog.Logger) (*build.Cache, error) {
+func buildCache(wf *configfile.File, workDir string, store *storeRef, reg prometheus.Registerer, log zerolog.Logger) (*build.Cache, error) {
 	if wf == nil || len(wf.Builds.Repos) == 0 {
 		return nil, nil
 	}
@@ -48,7 +49,7 @@ func buildCache(wf *worker.File, workDir string, store *storeRef, reg prometheus
 		return nil, err
 	}
 	var cache atomic.Pointer[build.Cache]
-	m, err := worker.NewBuildMetrics(reg, func() int64 {
+	m, err := metrics.NewBuildCache(reg, func() int64 {
 		if c := cache.Load(); c != nil {
 			return c.Bytes()
 		}

@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 )
 
 // UseFile makes f the worker's config file: o.File, and each of the id,
 // the store, the spool, the metrics address, the notify URL and the
 // timeouts that o leaves empty is taken from f (options given beside the
-// file win). A bad timeout is a *worker.ConfigError.
-func (o *Options) UseFile(f *worker.File) error {
+// file win). A bad timeout is a *configfile.Error.
+func (o *Options) UseFile(f *configfile.File) error {
 	o.File = f
 	o.Worker.ID, o.StoreURL, o.Spool = cmp.Or(o.Worker.ID, f.ID), cmp.Or(o.StoreURL, f.Store), cmp.Or(o.Spool, f.Spool)
 	o.MetricsListen, o.NotifyURL = cmp.Or(o.MetricsListen, f.MetricsListen), cmp.Or(o.NotifyURL, f.Notify.URL)

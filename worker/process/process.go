@@ -28,6 +28,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage/spool"
 	"github.com/benchfleet/benchfleet/storage/storeurl"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 )
 
 // Options configure a worker process. Worker holds the worker's own
@@ -48,7 +49,7 @@ type Options struct {
 	StoreURL string
 	// File is the decoded worker config file (nil: none): its slots,
 	// discovery, harness settings, build cache and job user.
-	File *worker.File
+	File *configfile.File
 	// ConfigPath is File's path: a file the job user must not read.
 	ConfigPath string
 	// Slots are built-in slots, "pool=count[,pool=count]" (e.g. cpu=2),

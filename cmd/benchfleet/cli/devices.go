@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device/box"
-	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 )
 
 func (a *app) devicesCmd() *cobra.Command {
@@ -21,14 +21,14 @@ func (a *app) devicesCmd() *cobra.Command {
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
-			var wf *worker.File
+			var wf *configfile.File
 			if config != "" {
 				var err error
-				if wf, err = worker.LoadFile(config); err != nil {
+				if wf, err = configfile.Load(config); err != nil {
 					return configUsage(err)
 				}
 			}
-			out, boxes, err := worker.ReportDevices(cmd.Context(), wf, slots, a.log)
+			out, boxes, err := configfile.ReportDevices(cmd.Context(), wf, slots, a.log)
 			if err != nil {
 				return configUsage(err)
 			}

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchfleet/benchfleet/worker/configfile"
+
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/file"
-	"github.com/benchfleet/benchfleet/worker"
 )
 
 // recorder is an httptest server that keeps every request it gets.
@@ -207,7 +208,7 @@ func TestWorkerConfigMetricsAndNotify(t *testing.T) {
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf, err := worker.LoadFile(p)
+	wf, err := configfile.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestWorkerConfigMetricsAndNotify(t *testing.T) {
 	if err := os.WriteFile(p, []byte("notify: {url: x, channel: y}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := worker.LoadFile(p); err == nil || !strings.Contains(err.Error(), "channel") {
+	if _, err := configfile.Load(p); err == nil || !strings.Contains(err.Error(), "channel") {
 		t.Errorf("unknown notify key: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/device"
-	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 	"github.com/benchfleet/benchfleet/worker/process"
 )
 
@@ -49,7 +49,7 @@ func (a *app) runWorker(cmd *cobra.Command, o process.Options) error {
 	ctx := cmd.Context()
 	o.StoreURL, o.Worker.MaxDeliver, o.Worker.Heartbeat = a.storeURL, a.maxDeliver, a.heartbeat
 	if o.ConfigPath != "" {
-		wf, err := worker.LoadFile(o.ConfigPath)
+		wf, err := configfile.Load(o.ConfigPath)
 		if err == nil {
 			err = o.UseFile(wf)
 		}

@@ -12,6 +12,7 @@ import (
 	_ "github.com/benchfleet/benchfleet/device/harness"
 	_ "github.com/benchfleet/benchfleet/device/sim"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/configfile"
 )
 
 // FuzzWorkerConfig: the worker config YAML never panics the strict
@@ -31,7 +32,7 @@ func FuzzWorkerConfig(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		wf, err := worker.LoadFile(path)
+		wf, err := configfile.Load(path)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package worker
+package configfile
 
 import (
 	"context"
@@ -53,7 +53,7 @@ type RunnerBox struct {
 // reported rather than refused, in a temporary root removed before it
 // returns), so the walls are those this process can build on this host.
 // It returns the devices and the boxes, by runner in the slots' order.
-// A config the worker would refuse is a *ConfigError naming the key.
+// A config the worker would refuse is an *Error naming the key.
 func ReportDevices(ctx context.Context, wf *File, slots string, log zerolog.Logger) ([]DeviceReport, []RunnerBox, error) {
 	ss, err := PlanSlots(ctx, wf, slots, log)
 	if err != nil {
@@ -97,7 +97,7 @@ func ReportDevices(ctx context.Context, wf *File, slots string, log zerolog.Logg
 }
 
 // reportBox builds the box the harness runner name's jobs would run in,
-// with the isolation BuildSlots gives it, and reads its walls.
+// with the isolation RunnerSettings gives it, and reads its walls.
 func reportBox(wf *File, name string) (RunnerBox, error) {
 	var cfg box.Config
 	if wf != nil {

@@ -1,4 +1,8 @@
-package worker
+// Package recorder is what one attempt of a job records while it runs
+// (device.Recorder, device.BuildRecorder): the phases with their timings,
+// the job's log (worker.log: in memory while small, then in a file of the
+// job's directory), its artifacts and the build its runner said it ran.
+package recorder
 
 import (
 	"bufio"
@@ -15,11 +19,11 @@ import (
 	"github.com/benchfleet/benchfleet/storage"
 )
 
-// recorder implements device.Recorder for one attempt: it times phases,
+// Recorder implements device.Recorder for one attempt: it times phases,
 // keeps log lines for worker.log (in memory up to memLogBytes, then in a
 // file of the job's directory, created only then), collects artifacts and
-// publishes phase events.
-type recorder struct {
+// tells each phase's start (for its event).
+type Recorder struct {
 	mu        sync.Mutex
 	phase     string
 	phaseAt   time.Time
@@ -45,13 +49,16 @@ const maxLogLines = 100_000
 // back and removed for them.
 const memLogBytes = 256 << 10
 
-func newRecorder(dir func() (string, error), onPhase func(string)) *recorder {
-	return &recorder{durations: map[string]time.Duration{}, windows: map[string][2]time.Time{}, dir: dir, onPhase: onPhase}
+// New returns the recorder of an attempt: dir makes the job's directory
+// (called once the log outgrows memory), onPhase (nil: none) is told each
+// phase as it starts.
+func New(dir func() (string, error), onPhase func(string)) *Recorder {
+	return &Recorder{durations: map[string]time.Duration{}, windows: map[string][2]time.Time{}, dir: dir, onPhase: onPhase}
 }
 
 // out is where the next log bytes go: memory while small, then the file.
 // r.mu is held.
-func (r *recorder) out(n int) io.Writer {
+func (r *Recorder) out(n int) io.Writer {
 	if r.logBuf != nil {
 		return r.logBuf
 	}
@@ -78,17 +85,17 @@ func (r *recorder) out(n int) io.Writer {
 }
 
 // Build implements device.BuildRecorder.
-func (r *recorder) Build(b protocol.BuildInfo) {
+func (r *Recorder) Build(b protocol.BuildInfo) {
 	r.mu.Lock()
 	r.build = &b
 	r.mu.Unlock()
 }
 
-// builtWith is what the attempt measured (Result.Build): the build its
+// BuiltWith is what the attempt measured (Result.Build): the build its
 // runner said it ran or, from a runner that does not say (cpu, sim), the
 // host's; nil for a job that names wheels and got no build (it failed
 // before one was made).
-func (r *recorder) builtWith(job *protocol.Job) *protocol.BuildInfo {
+func (r *Recorder) BuiltWith(job *protocol.Job) *protocol.BuildInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.build != nil {
@@ -102,7 +109,7 @@ func (r *recorder) builtWith(job *protocol.Job) *protocol.BuildInfo {
 }
 
 // Phase implements device.Recorder.
-func (r *recorder) Phase(name string) {
+func (r *Recorder) Phase(name string) {
 	r.mu.Lock()
 	now := time.Now()
 	r.endPhase(now)
@@ -116,7 +123,7 @@ func (r *recorder) Phase(name string) {
 }
 
 // endPhase closes the current phase at now. r.mu is held.
-func (r *recorder) endPhase(now time.Time) {
+func (r *Recorder) endPhase(now time.Time) {
 	if r.phase == "" {
 		return
 	}
@@ -129,8 +136,8 @@ func (r *recorder) endPhase(now time.Time) {
 	r.windows[r.phase] = w
 }
 
-// window returns when phase first started and last ended.
-func (r *recorder) window(phase string) (from, to time.Time, ok bool) {
+// Window returns when phase first started and last ended (ok: it ran).
+func (r *Recorder) Window(phase string) (from, to time.Time, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.windows[phase]
@@ -138,7 +145,7 @@ func (r *recorder) window(phase string) (from, to time.Time, ok bool) {
 }
 
 // Log implements device.Recorder.
-func (r *recorder) Log(line string) {
+func (r *Recorder) Log(line string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lines++
@@ -154,7 +161,7 @@ func (r *recorder) Log(line string) {
 }
 
 // Artifact implements device.Recorder.
-func (r *recorder) Artifact(name, path string) {
+func (r *Recorder) Artifact(name, path string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, f := range r.files {
@@ -166,9 +173,9 @@ func (r *recorder) Artifact(name, path string) {
 	r.files = append(r.files, storage.ArtifactFile{Name: name, Path: path})
 }
 
-// finish ends the current phase, closes the log, and returns the phase
+// Finish ends the current phase, closes the log, and returns the phase
 // timings and the artifacts (worker.log first).
-func (r *recorder) finish() (protocol.Phases, []storage.ArtifactFile) {
+func (r *Recorder) Finish() (protocol.Phases, []storage.ArtifactFile) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.endPhase(time.Now())

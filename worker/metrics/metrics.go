@@ -1,4 +1,10 @@
-package worker
+// Package metrics is a worker's Prometheus metrics: the families a worker
+// registers on its registry (Worker: jobs, phases, claims, devices, the
+// queue, the store and JetStream as the worker sees them, the build it
+// runs) and its build cache's (BuildCache). A nil *Worker or *BuildCache
+// records nothing. docs/OPERATIONS.md lists the families with their
+// meaning.
+package metrics
 
 import (
 	"context"
@@ -8,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/storage/spool"
 )
 
 // QueueDepthInterval is how often a worker with metrics reads the queue
@@ -16,9 +21,9 @@ import (
 // priority).
 const QueueDepthInterval = 5 * time.Second
 
-// Metrics are a worker's Prometheus metrics, registered on the registry
-// given in Config.Registry. A nil *Metrics records nothing, so a worker
-// without a registry pays nothing.
+// Worker is a worker's Prometheus metrics, registered on the registry its
+// config gives (worker.Config.Registry). A nil *Worker records nothing, so
+// a worker without a registry pays nothing.
 //
 // Families (docs/OPERATIONS.md lists them with their meaning):
 //
@@ -37,9 +42,9 @@ const QueueDepthInterval = 5 * time.Second
 //	benchfleet_build_info{version,revision,goversion}  gauge (always 1)
 //	benchfleet_jetstream_available                     gauge
 //	benchfleet_store_available                         gauge
-//	benchfleet_build_setups_total{result}              counter (BuildMetrics)
-//	benchfleet_build_cache_bytes                       gauge   (BuildMetrics)
-type Metrics struct {
+//	benchfleet_build_setups_total{result}              counter (BuildCache)
+//	benchfleet_build_cache_bytes                       gauge   (BuildCache)
+type Worker struct {
 	jobs       *prometheus.CounterVec
 	retries    *prometheus.CounterVec
 	dead       *prometheus.CounterVec
@@ -77,14 +82,32 @@ var phaseBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 6
 // claimBuckets cover an idle fleet's milliseconds to a night's queue.
 var claimBuckets = []float64{0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600}
 
-// newMetrics creates the worker's metrics and registers them (and the
-// collector of device states, spool entries and the NATS connection) on
-// reg. reg nil: no metrics, nil *Metrics.
-func newMetrics(reg prometheus.Registerer, w *Worker) (*Metrics, error) {
+// State is what the gauges read at each scrape: the worker's devices, its
+// spool and its connections.
+type State interface {
+	// Devices are the worker's devices as its heartbeat reports them.
+	Devices() []protocol.DeviceStatus
+	// SpoolEntries is the results waiting in the spool (0 without one).
+	SpoolEntries() int
+	// NATSConnected reports whether the NATS connection is up.
+	NATSConnected() bool
+	// JetStreamAnswers reports whether JetStream answers the worker's
+	// fetches and heartbeats.
+	JetStreamAnswers() bool
+	// StoreAnswers reports whether the result store answers.
+	StoreAnswers() bool
+}
+
+// NewWorker creates a worker's metrics and registers them (and the
+// collector of st: device states, spool entries, the NATS connection,
+// JetStream and the store) on reg, with the series of each of pools (the
+// pools of the worker's slots) and benchfleet_build_info of version and
+// revision. reg nil: no metrics, a nil *Worker.
+func NewWorker(reg prometheus.Registerer, st State, pools []string, version, revision string) (*Worker, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	m := &Metrics{
+	m := &Worker{
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_jobs_total",
 			Help: "Jobs whose result this worker recorded, by pool and result status (passed, failed, error, timeout, cancelled)."},
 			[]string{"pool", "status"}),
@@ -109,21 +132,21 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*Metrics, error) {
 			Help: "Jobs delivered and not yet acknowledged, per pool and priority (consumer NumAckPending), refreshed every 5s."},
 			[]string{"pool", "priority"}),
 	}
-	for _, c := range []prometheus.Collector{m.jobs, m.retries, m.dead, m.phases, m.claim, m.storageErr, m.hbFail, m.queue, m.inFlight, stateCollector{w}} {
+	for _, c := range []prometheus.Collector{m.jobs, m.retries, m.dead, m.phases, m.claim, m.storageErr, m.hbFail, m.queue, m.inFlight, stateCollector{st}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	if err := reg.Register(buildInfo(w.cfg)); err != nil {
+	if err := reg.Register(buildInfo(version, revision)); err != nil {
 		return nil, err
 	}
 	// Zero series, so dashboards and rate() see them before the first event.
-	for _, s := range w.slots {
+	for _, pool := range pools {
 		for _, st := range []protocol.Status{protocol.StatusPassed, protocol.StatusFailed, protocol.StatusError, protocol.StatusTimeout, protocol.StatusCancelled} {
-			m.jobs.WithLabelValues(s.dev.Pool, string(st))
+			m.jobs.WithLabelValues(pool, string(st))
 		}
-		m.retries.WithLabelValues(s.dev.Pool)
-		m.dead.WithLabelValues(s.dev.Pool)
+		m.retries.WithLabelValues(pool)
+		m.dead.WithLabelValues(pool)
 	}
 	for _, op := range []string{StorageOpExists, StorageOpDeliver, StorageOpSpooled} {
 		m.storageErr.WithLabelValues(op)
@@ -134,8 +157,9 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*Metrics, error) {
 	return m, nil
 }
 
-// recorded counts a result that was made durable and observes its phases.
-func (m *Metrics) recorded(r *protocol.Result, spooled bool) {
+// Recorded counts a result that was made durable (spooled: in the spool,
+// not the store) and observes its phases.
+func (m *Worker) Recorded(r *protocol.Result, spooled bool) {
 	if m == nil {
 		return
 	}
@@ -153,9 +177,10 @@ func (m *Metrics) recorded(r *protocol.Result, spooled bool) {
 	}
 }
 
-// claimed observes the claim latency of a job's first delivery (a
-// redelivery's age includes the earlier attempts, so it is not counted).
-func (m *Metrics) claimed(msg jetstream.Msg, prior int) {
+// Claimed observes the claim latency of a job's first delivery (a
+// redelivery's age includes the earlier attempts, so it is not counted;
+// prior is the attempts made before the message's deliveries).
+func (m *Worker) Claimed(msg jetstream.Msg, prior int) {
 	if m == nil || prior > 0 {
 		return
 	}
@@ -166,34 +191,41 @@ func (m *Metrics) claimed(msg jetstream.Msg, prior int) {
 	m.claim.Observe(max(0, time.Since(meta.Timestamp).Seconds()))
 }
 
-func (m *Metrics) retried(pool string) {
+// Retried counts an attempt handed back for redelivery after an
+// infrastructure failure.
+func (m *Worker) Retried(pool string) {
 	if m != nil {
 		m.retries.WithLabelValues(pool).Inc()
 	}
 }
 
-func (m *Metrics) deadLettered(pool string) {
+// DeadLettered counts a job this worker dead-lettered.
+func (m *Worker) DeadLettered(pool string) {
 	if m != nil {
 		m.dead.WithLabelValues(pool).Inc()
 	}
 }
 
-func (m *Metrics) storageError(op string) {
+// StorageError counts a store failure of op (StorageOpExists, ...).
+func (m *Worker) StorageError(op string) {
 	if m != nil {
 		m.storageErr.WithLabelValues(op).Inc()
 	}
 }
 
-func (m *Metrics) heartbeatFailed(kind string) {
+// HeartbeatFailed counts a heartbeat of kind (HeartbeatInProgress,
+// HeartbeatStatus) not sent.
+func (m *Worker) HeartbeatFailed(kind string) {
 	if m != nil {
 		m.hbFail.WithLabelValues(kind).Inc()
 	}
 }
 
-// queueDepthLoop refreshes benchfleet_queue_depth and _in_flight from the
-// consumers of the worker's pools every QueueDepthInterval until ctx ends
-// or stop is closed (every slot ended).
-func (m *Metrics) queueDepthLoop(ctx context.Context, stop <-chan struct{}, pools map[string][]jetstream.Consumer) {
+// QueueDepthLoop refreshes benchfleet_queue_depth and _in_flight from the
+// consumers of the worker's pools (each pool's in protocol.PoolQueues
+// order) every QueueDepthInterval until ctx ends or stop is closed (every
+// slot ended).
+func (m *Worker) QueueDepthLoop(ctx context.Context, stop <-chan struct{}, pools map[string][]jetstream.Consumer) {
 	if m == nil {
 		return
 	}
@@ -246,7 +278,7 @@ func (m *Metrics) queueDepthLoop(ctx context.Context, stop <-chan struct{}, pool
 // stateCollector reports the gauges read at scrape time: devices per pool
 // and state, spool entries, the NATS connection, whether JetStream and the
 // store answer.
-type stateCollector struct{ w *Worker }
+type stateCollector struct{ st State }
 
 var (
 	devicesDesc = prometheus.NewDesc("benchfleet_devices",
@@ -273,28 +305,20 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[[2]string]int{}
-	for _, s := range c.w.slots {
+	for _, d := range c.st.Devices() {
 		for _, st := range []string{protocol.DeviceIdle, protocol.DeviceBusy, protocol.DeviceQuarantined} {
-			counts[[2]string{s.dev.Pool, st}] += 0
+			counts[[2]string{d.Pool, st}] += 0
 		}
-		st := s.status()
-		counts[[2]string{st.Pool, st.State}]++
+		counts[[2]string{d.Pool, d.State}]++
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(devicesDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
-	pending := 0
-	if p, ok := c.w.cfg.Sink.(interface{ Pending() int }); ok {
-		pending = p.Pending()
-	}
-	ch <- prometheus.MustNewConstMetric(spoolDesc, prometheus.GaugeValue, float64(pending))
-	connected := 0.0
-	if c.w.cfg.Conn.IsConnected() {
-		connected = 1
-	}
-	ch <- prometheus.MustNewConstMetric(connectedDesc, prometheus.GaugeValue, connected)
-	ch <- prometheus.MustNewConstMetric(jetStreamDesc, prometheus.GaugeValue, boolGauge(connected == 1 && c.w.jsGate.down() == ""))
-	ch <- prometheus.MustNewConstMetric(storeDesc, prometheus.GaugeValue, boolGauge(c.w.rec.storeDown() == nil))
+	ch <- prometheus.MustNewConstMetric(spoolDesc, prometheus.GaugeValue, float64(c.st.SpoolEntries()))
+	connected := c.st.NATSConnected()
+	ch <- prometheus.MustNewConstMetric(connectedDesc, prometheus.GaugeValue, boolGauge(connected))
+	ch <- prometheus.MustNewConstMetric(jetStreamDesc, prometheus.GaugeValue, boolGauge(connected && c.st.JetStreamAnswers()))
+	ch <- prometheus.MustNewConstMetric(storeDesc, prometheus.GaugeValue, boolGauge(c.st.StoreAnswers()))
 }
 
 // boolGauge is 1 for true, 0 for false.
@@ -304,11 +328,3 @@ func boolGauge(b bool) float64 {
 	}
 	return 0
 }
-
-// The spool reports its entries (benchfleet_spool_entries) and whether it
-// can take a result (/healthz).
-var (
-	_ interface{ Pending() int } = (*spool.Spool)(nil)
-	_ SinkChecker                = (*spool.Spool)(nil)
-	_ SinkChecker                = DirectSink{}
-)

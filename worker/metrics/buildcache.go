@@ -1,4 +1,4 @@
-package worker
+package metrics
 
 import (
 	"time"
@@ -6,24 +6,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// BuildMetrics are the host's build cache's metrics (device/build): how
-// its setups went and how much it holds. A nil *BuildMetrics records
-// nothing.
-type BuildMetrics struct {
+// BuildCache is the host's build cache's metrics (device/build): how its
+// setups went and how much it holds. A nil *BuildCache records nothing.
+type BuildCache struct {
 	setups *prometheus.CounterVec
 }
 
 // Build setup results (benchfleet_build_setups_total's result label).
 var buildSetupResults = []string{"hit", "miss", "error"}
 
-// NewBuildMetrics registers benchfleet_build_setups_total{result} and
+// NewBuildCache registers benchfleet_build_setups_total{result} and
 // benchfleet_build_cache_bytes (cacheBytes, read at each scrape) on reg;
-// reg nil: none, a nil *BuildMetrics.
-func NewBuildMetrics(reg prometheus.Registerer, cacheBytes func() int64) (*BuildMetrics, error) {
+// reg nil: none, a nil *BuildCache.
+func NewBuildCache(reg prometheus.Registerer, cacheBytes func() int64) (*BuildCache, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	m := &BuildMetrics{setups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_build_setups_total",
+	m := &BuildCache{setups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "benchfleet_build_setups_total",
 		Help: "Builds jobs named, provisioned on this host, by result (hit: ready in the cache; miss: made for the job; error: could not be made)."},
 		[]string{"result"})}
 	bytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "benchfleet_build_cache_bytes",
@@ -41,7 +40,7 @@ func NewBuildMetrics(reg prometheus.Registerer, cacheBytes func() int64) (*Build
 }
 
 // Setup counts one setup (the build cache's OnSetup).
-func (m *BuildMetrics) Setup(result string, _ time.Duration) {
+func (m *BuildCache) Setup(result string, _ time.Duration) {
 	if m == nil {
 		return
 	}

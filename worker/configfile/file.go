@@ -1,8 +1,15 @@
-package worker
+// Package configfile is the worker's config file (docs/OPERATIONS.md):
+// the YAML `benchfleet worker --config` reads, decoded strictly, with its
+// sections and their checks, and what it plans on a host: the slots
+// (PlanSlots: devices with the name of their runner kind, through the
+// device registry) and the devices and boxes `benchfleet devices` reports
+// (ReportDevices). It starts no runner: worker.BuildSlots does, with the
+// settings it gives (File.RunnerSettings). Its errors name the key or
+// flag (*Error).
+package configfile
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,10 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/box"
 	"github.com/benchfleet/benchfleet/internal/yamlerr"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -23,8 +28,8 @@ import (
 
 // File is the worker's YAML config (docs/OPERATIONS.md): what
 // `benchfleet worker --config` reads. Decoding is strict: an unknown key is
-// an error naming it. PlanSlots and BuildSlots turn it (and a --slots spec)
-// into the worker's slots through the device registry; the runner kinds
+// an error naming it. PlanSlots and worker.BuildSlots turn it (and a
+// --slots spec) into the worker's slots through the device registry; the runner kinds
 // must be registered (the binary imports device/cpu, device/sim and
 // device/harness).
 type File struct {
@@ -343,7 +348,8 @@ type HarnessIsolation struct {
 	Network string `yaml:"network"`
 }
 
-func LoadFile(path string) (*File, error) {
+// Load reads the config file at path and checks its isolation sections.
+func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, configErr("--config: %v", err)
@@ -390,207 +396,12 @@ func (wf *File) harness(name string) (HarnessSpec, error) {
 	return h, nil
 }
 
-// PlannedSlot is a slot before its runner exists: what `devices` lists and
-// what BuildSlots gives a runner.
-type PlannedSlot struct {
-	Device  device.Device
-	Health  device.Health
-	Sampler device.Sampler
-}
+// Error is a bad worker config or slot spec: the message names the key or
+// flag and what is wrong. Callers treat it as a usage error.
+type Error struct{ Msg string }
 
-// PlanSlots turns --slots, the config's slots and discovery into devices
-// with the name of their runner kind; it needs no checkout and starts no
-// runner. A static Tenstorrent slot's device nodes are resolved to their
-// PCI addresses (device.ResolveNodes: sysfs, else a tt-smi snapshot); a
-// node that resolves neither way is an error naming it, since the slot
-// could not name its board to the harness. Errors name the config key.
-func PlanSlots(ctx context.Context, wf *File, slotsFlag string, log zerolog.Logger) ([]PlannedSlot, error) {
-	var slots []PlannedSlot
-	if slotsFlag != "" {
-		devs, err := device.BuiltinSlots(slotsFlag)
-		if err != nil {
-			return nil, configErr("--slots: %v", err)
-		}
-		for _, d := range devs {
-			slots = append(slots, PlannedSlot{Device: d})
-		}
-	}
-	if wf == nil {
-		return slots, nil
-	}
-	dcfg := device.DiscoverConfig{TTSMI: wf.Discovery.TTSMI, DevRoot: wf.Discovery.DevRoot, SysRoot: wf.Discovery.SysRoot, Log: log}
-	health, sampler := device.NewTTHealth(dcfg), device.NewTTSampler(dcfg)
-	for i, s := range wf.Slots {
-		key := fmt.Sprintf("config slots[%d]", i)
-		if !protocol.ValidPool(s.Pool) {
-			return nil, configErr("%s.pool %q: want one of %v", key, s.Pool, protocol.Pools)
-		}
-		runner := s.Runner
-		if runner == "" {
-			runner = protocol.DefaultRunner(s.Pool)
-		}
-		kind, ok := device.Lookup(runner)
-		if !ok {
-			return nil, configErr("%s.runner %q: want one of %v", key, runner, device.KindNames())
-		}
-		if protocol.IsBuiltinPool(s.Pool) {
-			if len(s.Devices) > 0 {
-				return nil, configErr("%s: built-in pool %s takes count, not devices", key, s.Pool)
-			}
-			if s.Count < 1 || s.Count > device.MaxBuiltinSlots {
-				return nil, configErr("%s.count %d: want 1..%d", key, s.Count, device.MaxBuiltinSlots)
-			}
-			if runner != s.Pool {
-				return nil, configErr("%s: pool %s runs the %s runner, not %q", key, s.Pool, s.Pool, runner)
-			}
-			for k := range s.Count {
-				id := fmt.Sprintf("%s-%d", s.Pool, countPool(slots, s.Pool)+k)
-				slots = append(slots, PlannedSlot{Device: device.Device{ID: id, Pool: s.Pool, Runner: runner, Chips: 1, Healthy: true}})
-			}
-			continue
-		}
-		if !kind.Harness {
-			return nil, configErr("%s: Tenstorrent pool %s runs a harness (%v), not the built-in %s runner", key, s.Pool, device.HarnessNames(), runner)
-		}
-		if len(s.Devices) == 0 || s.Count != 0 {
-			return nil, configErr("%s: Tenstorrent pool %s takes devices: [\"0\", ...], not count", key, s.Pool)
-		}
-		nodes := make([]int, len(s.Devices))
-		for j, d := range s.Devices {
-			n, err := strconv.Atoi(d)
-			if err != nil || n < 0 || strconv.Itoa(n) != d {
-				return nil, configErr("%s.devices: %q is not a device node number like \"0\"", key, d)
-			}
-			nodes[j] = n
-		}
-		id := "tt" + s.Devices[0]
-		if hasDevice(slots, id) {
-			return nil, configErr("%s: device %s is already a slot", key, id)
-		}
-		// The harness and tt-smi name the board by PCI address: a node
-		// number means another board to tt-umd >= 0.9.3 when nodes are
-		// sparse.
-		board, err := device.ResolveNodes(ctx, dcfg, nodes)
-		if err != nil {
-			return nil, fmt.Errorf("%s.devices: %w", key, err)
-		}
-		dev := device.Device{ID: id, Pool: s.Pool, Runner: runner, Chips: len(s.Devices),
-			Path: board.Path, Nodes: board.Nodes, BDFs: board.BDFs, Visible: board.Visible, Healthy: true}
-		slots = append(slots, PlannedSlot{Device: dev, Health: health, Sampler: sampler})
-	}
-	if !wf.Discovery.Enabled && (wf.Discovery.TTSMI != "" || wf.Discovery.DevRoot != "") && len(wf.Slots) == 0 {
-		log.Warn().Msg("config: discovery has tt_smi/dev_root but not enabled: true, so no board is discovered")
-	}
-	if wf.Discovery.Enabled {
-		runner := wf.Discovery.Runner
-		if runner == "" {
-			runner = protocol.DefaultHarness
-		}
-		if k, ok := device.Lookup(runner); !ok || !k.Harness {
-			return nil, configErr("config discovery.runner %q: want one of %v", runner, device.HarnessNames())
-		}
-		devs, err := device.Discover(ctx, dcfg)
-		if err != nil {
-			return nil, fmt.Errorf("discovery: %w", err)
-		}
-		for _, d := range devs {
-			if hasDevice(slots, d.ID) {
-				continue // configured statically
-			}
-			d.Runner = runner
-			slots = append(slots, PlannedSlot{Device: d, Health: health, Sampler: sampler})
-		}
-	}
-	return slots, nil
-}
-
-// BuildSlots plans the slots and gives each its runner, one runner per kind
-// shared by its slots. A harness's per-job and per-slot directories live
-// under workDir/<runner>.
-func BuildSlots(ctx context.Context, wf *File, slotsFlag, workDir string, builds device.Provisioner, log zerolog.Logger) ([]Slot, error) {
-	planned, err := PlanSlots(ctx, wf, slotsFlag, log)
-	if err != nil {
-		return nil, err
-	}
-	runners := map[string]device.Runner{}
-	var slots []Slot
-	for _, p := range planned {
-		name := p.Device.Runner
-		r, ok := runners[name]
-		if !ok {
-			kind, _ := device.Lookup(name)
-			var st device.Settings
-			if kind.Harness {
-				h, err := wf.harness(name)
-				if err != nil {
-					return nil, err
-				}
-				if h.Workdir == "" {
-					key := "harnesses." + name + ".workdir"
-					if name == protocol.RunnerForge {
-						key = "forge.workdir"
-					}
-					return nil, configErr("slot %s runs the %s harness: the config needs %s (the upstream checkout)", p.Device.ID, name, key)
-				}
-				isolation, err := wf.harnessBox(h)
-				if err != nil {
-					return nil, err
-				}
-				st = device.Settings{Workdir: h.Workdir, Python: h.Python, Env: h.Env, TempDir: filepath.Join(workDir, name), HealthProbe: h.HealthProbe,
-					Box: isolation, Builds: builds}
-				if h.HealthProbe == "" {
-					log.Warn().Str("harness", name).Msg("no health_probe configured: a job that says this host cannot run the harness is handed to another host, and this host leaves service for the harness when its board check fails or 3 different jobs in a row say so")
-				}
-			}
-			if r, err = kind.New(st, log); err != nil {
-				return nil, configErr("config %s: %v", name, err)
-			}
-			runners[name] = r
-		}
-		slots = append(slots, Slot{Device: p.Device, Runner: r, Health: p.Health, Sampler: p.Sampler})
-	}
-	return slots, nil
-}
-
-// CloseSlots closes the runners of slots that hold something open (a
-// harness's warm sandboxes), each once, when no slot runs a job any more.
-func CloseSlots(slots []Slot) error {
-	var errs []error
-	seen := map[device.Runner]bool{}
-	for _, s := range slots {
-		if c, ok := s.Runner.(io.Closer); ok && !seen[s.Runner] {
-			seen[s.Runner] = true
-			errs = append(errs, c.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func countPool(slots []PlannedSlot, pool string) int {
-	n := 0
-	for _, s := range slots {
-		if s.Device.Pool == pool {
-			n++
-		}
-	}
-	return n
-}
-
-func hasDevice(slots []PlannedSlot, id string) bool {
-	for _, s := range slots {
-		if s.Device.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-// ConfigError is a bad worker config or slot spec: the message names the
-// key or flag and what is wrong. Callers treat it as a usage error.
-type ConfigError struct{ Msg string }
-
-func (e *ConfigError) Error() string { return e.Msg }
+func (e *Error) Error() string { return e.Msg }
 
 func configErr(format string, args ...any) error {
-	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
+	return &Error{Msg: fmt.Sprintf(format, args...)}
 }
