@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 
 	"github.com/benchfleet/benchfleet/internal/atomicfile"
@@ -35,4 +36,22 @@ func AppendMarkdownFile(path string, r *gate.RunReport) error {
 		werr = cerr
 	}
 	return werr
+}
+
+// WriteFiles writes a run's reports for CI: the JUnit report to junitPath
+// (replacing it) and the Markdown summary appended to mdPath; an empty
+// path is skipped. An error names the flag whose file failed (--junit,
+// --summary-md).
+func WriteFiles(r *gate.RunReport, junitPath, mdPath string) error {
+	if junitPath != "" {
+		if err := WriteJUnitFile(junitPath, r); err != nil {
+			return fmt.Errorf("--junit %s: %w", junitPath, err)
+		}
+	}
+	if mdPath != "" {
+		if err := AppendMarkdownFile(mdPath, r); err != nil {
+			return fmt.Errorf("--summary-md %s: %w", mdPath, err)
+		}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/producer/report"
@@ -41,7 +40,7 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, states map
 	if v.HistoryErr != nil {
 		a.log.Warn().Err(v.HistoryErr).Str("run", m.Run).Msg("no comparison with the baseline: history unreadable")
 	}
-	if err := writeReports(v.Report, o.junit, o.summaryMD); err != nil {
+	if err := report.WriteFiles(v.Report, o.junit, o.summaryMD); err != nil {
 		return nil, ExitFailed, err
 	}
 	return v.Report, outcomeCode(v.Outcome), nil
@@ -51,20 +50,4 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, states map
 // timeout 3, a failed job 1 (before a regression), a regression 2, else 0.
 func outcomeCode(o gate.Outcome) int {
 	return map[gate.Outcome]int{gate.OutcomeTimedOut: ExitTimeout, gate.OutcomeFail: ExitFailed, gate.OutcomeRegression: ExitGate}[o]
-}
-
-// writeReports writes the JUnit report to junitPath (replacing it) and
-// appends the Markdown summary to mdPath. Empty paths are skipped.
-func writeReports(rep *gate.RunReport, junitPath, mdPath string) error {
-	if junitPath != "" {
-		if err := report.WriteJUnitFile(junitPath, rep); err != nil {
-			return fmt.Errorf("--junit %s: %w", junitPath, err)
-		}
-	}
-	if mdPath != "" {
-		if err := report.AppendMarkdownFile(mdPath, rep); err != nil {
-			return fmt.Errorf("--summary-md %s: %w", mdPath, err)
-		}
-	}
-	return nil
 }

@@ -120,7 +120,7 @@ so only --store is needed; without a manifest the run's results are used.
 			if err != nil {
 				return err
 			}
-			if err := writeReports(rep, junitPath, summaryPath); err != nil {
+			if err := report.WriteFiles(rep, junitPath, summaryPath); err != nil {
 				return err
 			}
 			nf.send(ctx, a, b, rep)
