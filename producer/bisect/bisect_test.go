@@ -1,8 +1,6 @@
 package bisect_test
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -235,7 +233,14 @@ func TestBisectRefusesARunnerThatInstallsNoWheels(t *testing.T) {
 			f := fleettest.New(t, fleettest.Options{})
 			good, bad := strings.Repeat("a", 40), strings.Repeat("b", 40)
 			if records {
-				wf := wheelOf(t, f.Store, "forge-1.0-py3-none-any.whl", "fast")
+				path, _, err := buildkit.WriteWheel(t.TempDir(), "forge", "1.0", map[string]string{"forge/__init__.py": "fast"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wf, err := wheels.ReadWheelFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if err := wheels.StageWheels(t.Context(), f.Store, []wheels.WheelFile{wf}, nil, "", nil); err != nil {
 					t.Fatal(err)
 				}
@@ -311,28 +316,4 @@ func TestBisectInputErrorCutsOnARune(t *testing.T) {
 	if err == nil || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "…") {
 		t.Fatalf("ListRange of a long non-ASCII line: %q, want an error cut with an ellipsis in valid UTF-8", err)
 	}
-}
-
-// wheelOf is a wheel file named name whose one module holds payload.
-func wheelOf(t *testing.T, _ storage.Bucket, name, payload string) wheels.WheelFile {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, err := zw.Create("pkg/__init__.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte(payload))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wf, err := wheels.ReadWheelFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wf
 }
