@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -122,16 +123,9 @@ func pointTitle(p gate.SeriesPoint) string {
 		rate += fmt.Sprintf(" (median of %d attempts)", p.Attempts())
 	}
 	title := fmt.Sprintf("%s  %s@%s\n%s: %s samples/s (%s)\nrun %s", r.RunCreatedAt.UTC().Format("2006-01-02 15:04"),
-		cmpOr(r.Source.Branch, "?"), runstate.ShortCommit(commit), r.Status, rate, p.Judgement.Verdict, r.Run)
+		cmp.Or(r.Source.Branch, "?"), runstate.ShortCommit(commit), r.Status, rate, p.Judgement.Verdict, r.Run)
 	if r.Untrusted() {
 		title += "\n" + runstate.UntrustedNote
 	}
 	return title
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,7 +41,7 @@ func WriteGateTable(w io.Writer, rep *gate.RunReport) error {
 		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s", v.Job, v.Model, v.Pool, v.BatchSize, v.DataFormat,
 			base, val, runstate.FmtChange(v.Change), band, v.History, v.Verdict)
 		if withTrust {
-			line += "\t" + runstate.CmpOr(string(v.Trust), "trusted")
+			line += "\t" + cmp.Or(string(v.Trust), "trusted")
 		}
 		fmt.Fprintln(tw, line)
 	}

@@ -174,7 +174,7 @@ func WriteResults(w io.Writer, rs []*protocol.Result, format string) error {
 				r.Run, r.Job, r.Benchmark.Model, r.Pool, r.Benchmark.BatchSize, r.Benchmark.DataFormat,
 				runstate.FmtRate(r.Measurements.SamplesPerSec), runstate.FmtPCC(r.PCC.Value), r.Status, runstate.ShortCommit(r.Source.Commit))
 			if withTrust {
-				line += "\t" + runstate.CmpOr(trustWord(r), "trusted")
+				line += "\t" + cmp.Or(trustWord(r), "trusted")
 			}
 			fmt.Fprintln(tw, line)
 		}

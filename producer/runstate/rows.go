@@ -183,13 +183,6 @@ func Shorten(s string, n int) string {
 	return s[:k] + "…"
 }
 
-func CmpOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
-}
-
 // Attempt is one measurement of a job's cell: the original job (Repeat 0)
 // or one of its confirmation repeats.
 type Attempt struct {

@@ -79,7 +79,7 @@ func (f *eventFeed) start(ctx context.Context, remaining *int) error {
 	if last := f.last.Load(); last > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
 	}
-	cctx, cancel := fleet.CallCtx(ctx, fleet.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, fleet.CallTimeout)
 	cons, err := fleet.ReadConsumer(cctx, f.w.JS, protocol.StreamEvents, cfg, f.w.Ephemeral)
 	cancel()
 	if err != nil {
@@ -125,7 +125,7 @@ func (f *eventFeed) health(ctx context.Context, down bool) string {
 	if fault == nil && !down {
 		return ""
 	}
-	cctx, cancel := fleet.CallCtx(ctx, fleet.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, fleet.CallTimeout)
 	defer cancel()
 	_, err := f.w.JS.AccountInfo(cctx)
 	return natsWhy(ctx, err)

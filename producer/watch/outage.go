@@ -171,7 +171,7 @@ func JudgeRunWaiting(ctx context.Context, req gate.RunInput, onOutage func(Outag
 	t := time.NewTicker(DefaultResultPoll)
 	defer t.Stop()
 	for {
-		cctx, cancel := fleet.CallCtx(ctx, fleet.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, fleet.CallTimeout)
 		_, err := req.Store.Exists(cctx, storage.ManifestKey(req.Run))
 		cancel()
 		if !storageOutage(ctx, err) && ctx.Err() == nil {

@@ -158,7 +158,7 @@ func (w *ServiceWatch) Check(ctx context.Context) {
 		}
 	}
 	// A fleet that does not answer soon is skipped: the wait goes on.
-	cctx, cancel := fleet.CallCtx(ctx, fleet.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, fleet.CallTimeout)
 	fleet, err := fleet.ReadFleet(cctx, w.Workers)
 	cancel()
 	if err != nil {

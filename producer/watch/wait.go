@@ -155,7 +155,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(runstate.Progress)) (m
 	// scan lists the run's results once; a failure that is not an outage
 	// is returned.
 	scan := func() error {
-		cctx, cancel := workers.CallCtx(ctx, workers.ScanTimeout)
+		cctx, cancel := context.WithTimeout(ctx, workers.ScanTimeout)
 		err := w.scanResults(cctx, states, setResult)
 		cancel()
 		out.store(ctx, err)
@@ -166,7 +166,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(runstate.Progress)) (m
 	}
 	// lookup reads the result of a job reported ended.
 	lookup := func(st *runstate.JobState) {
-		cctx, cancel := workers.CallCtx(ctx, workers.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, workers.CallTimeout)
 		r, err := w.readResult(cctx, st.Job.ID)
 		cancel()
 		out.store(ctx, err)
@@ -286,7 +286,7 @@ func (w *Watcher) Snapshot(ctx context.Context) (map[string]*runstate.JobState, 
 // cannot be opened is no watch (it is a hint): stop does nothing then.
 func WatchService(ctx context.Context, js jetstream.JetStream, sw *ServiceWatch) (stop func()) {
 	// A JetStream that does not answer soon is no watch: the wait goes on.
-	octx, cancelOpen := workers.CallCtx(ctx, workers.CallTimeout)
+	octx, cancelOpen := context.WithTimeout(ctx, workers.CallTimeout)
 	topo, err := topology.Open(octx, js)
 	cancelOpen()
 	if err != nil {

@@ -33,11 +33,6 @@ func JSCall(ctx context.Context, object string, fn func(context.Context) error) 
 	return topology.Retry(ctx, topology.Config{CallTimeout: jsCallTimeout}, object, fn)
 }
 
-// CallCtx is ctx bounded by d for one call.
-func CallCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
-}
-
 // GetKey reads key from kv with jsCall's deadline and retries.
 func GetKey(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
 	var e jetstream.KeyValueEntry

@@ -28,7 +28,7 @@ func ReadStoredFrom(ctx context.Context, js jetstream.JetStream, stream string, 
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 	}
-	cctx, cancel := CallCtx(ctx, CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	cons, err := ReadConsumer(cctx, js, stream, cfg, ephemeral)
 	if err != nil {
