@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -193,6 +194,14 @@ func (s *slot) loop() {
 			}
 		}
 		empty = 0
+		if s.outOfService() {
+			// The slot left service while its fetch was out (another
+			// slot's job said this host cannot run the harness): the job
+			// goes back at once for another host, its delivery not
+			// counted here.
+			s.handBackUnrun(msg)
+			continue
+		}
 		failure := s.handle(msg)
 		if !s.outOfService() {
 			s.setState(protocol.DeviceIdle, "", "", "")
@@ -279,6 +288,19 @@ func (s *slot) offer(msg jetstream.Msg) (took, idle bool) {
 		return true, true
 	default:
 		return false, true
+	}
+}
+
+// handBackUnrun hands back a job this slot claimed but will not run (it
+// left service during the fetch), excused from MaxDeliver here as a
+// delivery the worker's own state turned away. Its id is the message's
+// Nats-Msg-Id, as submit publishes it.
+func (s *slot) handBackUnrun(msg jetstream.Msg) {
+	if id := msg.Headers().Get(nats.MsgIdHdr); id != "" {
+		s.w.excused.add(id)
+	}
+	if err := msg.Nak(); err != nil {
+		s.log.Warn().Err(err).Msg("nak not sent; the job is redelivered after ack-wait")
 	}
 }
 
