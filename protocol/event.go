@@ -89,7 +89,7 @@ type WorkerStatus struct {
 	// dead predecessor's record (that process is gone) from a live twin.
 	PID     int            `json:"pid,omitempty"`
 	Devices []DeviceStatus `json:"devices"`
-	// Lost is set by readers (producer.ReadFleet), never by the worker:
+	// Lost is set by readers (fleet.ReadFleet), never by the worker:
 	// its heartbeat is older than WorkerStaleAfter (killed, hung or cut
 	// off), so its record shows what it was doing when it was last heard
 	// of. A worker that stops cleanly removes its record instead.

@@ -15,7 +15,7 @@ const (
 
 // Notification is the JSON body of the webhook POST benchfleet sends when
 // the gate finds a regression or a failure, or a worker quarantines a
-// device or dead-letters a job (producer.GateNotice, worker.Notifier). Text is what a chat shows
+// device or dead-letters a job (report.GateNotice, worker.Notifier). Text is what a chat shows
 // (Slack and Mattermost incoming webhooks take it as is); the other fields
 // say the same for machines. Absent fields are omitted.
 type Notification struct {
@@ -77,7 +77,7 @@ const (
 )
 
 // CommitStatus is the GitHub commit status benchfleet sets on a gated
-// run's commit (producer.GateStatus): the body of
+// run's commit (report.GateStatus): the body of
 // POST /repos/{owner}/{repo}/statuses/{sha}.
 type CommitStatus struct {
 	// State is CommitSuccess, CommitFailure, CommitError or CommitPending.

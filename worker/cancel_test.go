@@ -13,7 +13,7 @@ import (
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
-// Cancelling a run (producer.CancelRun, `benchfleet runs cancel RUN`) stops the run's running jobs within a grace
+// Cancelling a run (submit.CancelRun, `benchfleet runs cancel RUN`) stops the run's running jobs within a grace
 // period and drops its queued ones: every job gets a cancelled result and a
 // cancelled event; another run's job is untouched.
 func TestRunsCancelStopsRunningAndDropsQueued(t *testing.T) {

@@ -68,7 +68,7 @@ func eventsOf(evs []protocol.Event, job string, kind protocol.EventKind) []proto
 // dlqEntry is one dead letter as `benchfleet dlq list` shows it.
 type dlqEntry = fleet.DeadEntry
 
-// dlqList reads every dead letter (producer.ReadDead, what `dlq list`
+// dlqList reads every dead letter (fleet.ReadDead, what `dlq list`
 // prints; the CLI's tests check the JSON shape).
 func (f *faultFleet) dlqList(t *testing.T) []dlqEntry {
 	t.Helper()

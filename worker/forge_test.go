@@ -314,7 +314,7 @@ func TestBrokenHarnessHostLeavesServiceJobsPassElsewhere(t *testing.T) {
 
 // A board quarantined by a worker is still quarantined after the worker
 // restarts (bench-health keeps it), although its health check would pass
-// again; `fleet release` (producer.ReleaseBoard) returns it to service and
+// again; `fleet release` (fleet.ReleaseBoard) returns it to service and
 // it runs the next job. Its history counts the hang and the reset.
 func TestQuarantineLastsUntilReleased(t *testing.T) {
 	t.Parallel()

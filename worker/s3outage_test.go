@@ -1,7 +1,9 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +31,14 @@ func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bucket.Close()
-	sp, err := spool.NewWithConfig(spool.Config{Dir: t.TempDir(), Bucket: bucket,
+	// The spool's log is shown when the test fails: why an entry stayed.
+	var spoolLog syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("spool log:\n%s", spoolLog.String())
+		}
+	})
+	sp, err := spool.NewWithConfig(spool.Config{Dir: t.TempDir(), Bucket: bucket, Log: zerolog.New(&spoolLog),
 		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -82,4 +91,22 @@ func TestS3OutageSpoolsAndEveryJobHasOneResult(t *testing.T) {
 			}
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the spool's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The gate bench measures the regression gate's quality on synthetic
-// series judged by the gate's own code (producer.GateConfig.Judge and
+// series judged by the gate's own code (gate.GateConfig.Judge and
 // JudgeAttempts): how often it fails a series that did not change (false
 // positives) and how often it catches a planted drop (detection), with
 // and without confirmation repeats.
@@ -57,7 +57,7 @@ type GateConfig struct {
 	// window).
 	History int
 	// Repeats is how many confirmation repeats a suspect gets (--confirm;
-	// default producer.DefaultRepeats). At least 1: the bench compares the
+	// default gate.DefaultRepeats). At least 1: the bench compares the
 	// gate with and without confirmation.
 	Repeats int
 	// Seed seeds the noise; the same seed gives the same report, and the
@@ -69,7 +69,7 @@ type GateConfig struct {
 }
 
 // DefaultGateConfig is the bench's defaults: 1000 series, half with a
-// planted 10% drop, producer.DefaultRepeats repeats, seed 1.
+// planted 10% drop, gate.DefaultRepeats repeats, seed 1.
 func DefaultGateConfig() GateConfig {
 	return GateConfig{Series: 1000, Planted: 0.5, Drop: 0.10, Repeats: gate.DefaultRepeats, Seed: 1}
 }

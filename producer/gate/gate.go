@@ -208,6 +208,8 @@ type Series struct {
 // SeriesOf is the series of a result.
 func SeriesOf(r *protocol.Result) Series { return SeriesFor(r.Benchmark, r.Pool, r.Runner) }
 
+// SeriesFor is the series of a benchmark on pool and runner: of a result
+// (SeriesOf) or of a job not run yet (submit.SeriesOfJob).
 func SeriesFor(b protocol.Benchmark, pool, runner string) Series {
 	return Series{Test: b.Test, Model: b.Model, BatchSize: b.BatchSize, DataFormat: b.DataFormat, Pool: pool, Runner: runner}
 }

@@ -51,7 +51,7 @@ type RunInput struct {
 	GateConfig GateConfig
 	// History reads the baseline history (nil: none with States or
 	// Results, and every passed job is then insufficient-history; from
-	// Store, storage.Query on it), and the run's results from Store.
+	// Store, index.Query on it), and the run's results from Store.
 	History HistoryFunc
 	// TimedOut and Warnings are copied to the report (RunReport).
 	TimedOut bool

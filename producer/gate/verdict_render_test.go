@@ -129,7 +129,7 @@ func TestRunCountsWithoutRepeats(t *testing.T) {
 	for i, j := range m.Jobs {
 		states[j.ID] = &runstate.JobState{Job: j, Kind: protocol.EventPassed, Result: rs[i]}
 	}
-	if n, p := runstate.RunJobs(m), runstate.RunProgress(m, states); n != 1 || p.All.Total != 1 || p.All.Done() != 1 {
+	if n, p := runstate.RunJobs(m), runstate.ProgressOf(m, states); n != 1 || p.All.Total != 1 || p.All.Done() != 1 {
 		t.Errorf("%d jobs, progress %d/%d; want 1 job, 1/1", n, p.All.Done(), p.All.Total)
 	}
 	var b bytes.Buffer

@@ -28,6 +28,6 @@ func WriteRunShow(w io.Writer, m *protocol.RunManifest, states map[string]*runst
 	if err := WriteTable(w, rows); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, runstate.RunProgress(m, states).String())
+	_, err := fmt.Fprintln(w, runstate.ProgressOf(m, states).String())
 	return err
 }

@@ -12,6 +12,7 @@ func ShortCommit(c string) string {
 	return c
 }
 
+// Plural is one for n == 1, else many.
 func Plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -27,4 +28,5 @@ func Count(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// JobsText is "1 job" or "n jobs".
 func JobsText(n int) string { return fmt.Sprintf("%d %s", n, Plural(n, "job", "jobs")) }

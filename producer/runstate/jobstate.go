@@ -170,6 +170,8 @@ func requeues(r *protocol.Result, e *protocol.Event) bool {
 	return (e.Kind == protocol.EventQueued && e.Time.After(r.FinishedAt)) || (e.Kind == protocol.EventClaimed && e.Attempt > r.Attempt)
 }
 
+// ProgressFrom summarizes states, the jobs of run, with last the job whose
+// event arrived last (nil: none): what a waiter reports after each event.
 func ProgressFrom(run string, states map[string]*JobState, last *JobState) Progress {
 	p := Progress{Run: run, ByPool: map[string]Counts{}, SpooledOn: map[string]int{}, Last: last}
 	// A board runs one job at a time: of the jobs shown running on one
@@ -253,7 +255,8 @@ func Sorted(m *protocol.RunManifest, states map[string]*JobState) []*JobState {
 
 // ProgressOf summarizes the states of a run's jobs: its confirmation
 // repeats are attempts of their original's job, counted apart (Repeats), so
-// a run of 1 job confirmed twice is 1 job, 1/1 done.
+// a run of 1 job confirmed twice is 1 job, 1/1 done (what `runs list`,
+// `runs show` and the dashboard count).
 func ProgressOf(m *protocol.RunManifest, states map[string]*JobState) Progress {
 	return ProgressFrom(m.Run, states, nil)
 }
@@ -327,10 +330,4 @@ func (s *JobState) Activity() string {
 // attempts of their original's job, not jobs.
 func RunJobs(m *protocol.RunManifest) int {
 	return len(WithoutRepeats(m).Jobs)
-}
-
-// RunProgress is ProgressOf: the run's jobs without their confirmation
-// repeats (what `runs list`, `runs show` and the dashboard count).
-func RunProgress(m *protocol.RunManifest, states map[string]*JobState) Progress {
-	return ProgressOf(m, states)
 }

@@ -261,6 +261,8 @@ func CellHead(cell string) string {
 	return cell
 }
 
+// StatusWord is how the reports name a status ("unfinished" for a job
+// that has not ended).
 func StatusWord(s protocol.Status) string {
 	if s == "" {
 		return "unfinished"
@@ -268,6 +270,7 @@ func StatusWord(s protocol.Status) string {
 	return string(s)
 }
 
+// Median is the median of xs (0 for none), xs left as it is.
 func Median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)

@@ -72,7 +72,7 @@ func ListRuns(ctx context.Context, js jetstream.JetStream, runs jetstream.KeyVal
 		if err != nil {
 			continue
 		}
-		p := runstate.RunProgress(out[i].Manifest, states)
+		p := runstate.ProgressOf(out[i].Manifest, states)
 		out[i].Progress = &p
 		out[i].State = runstate.RunState(p, out[i].Cancelled)
 	}

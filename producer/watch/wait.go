@@ -16,6 +16,10 @@ import (
 	workers "github.com/benchfleet/benchfleet/worker/fleet"
 )
 
+// ScanTimeout bounds one listing of a run's results in the store (the
+// other calls of a wait are bounded by fleet.CallTimeout).
+const ScanTimeout = 30 * time.Second
+
 // DefaultResultPoll is how often Wait looks in the store for results of
 // jobs that have not ended yet (Watcher.Poll).
 const DefaultResultPoll = 2 * time.Second
@@ -155,7 +159,7 @@ func (w *Watcher) Wait(ctx context.Context, onUpdate func(runstate.Progress)) (m
 	// scan lists the run's results once; a failure that is not an outage
 	// is returned.
 	scan := func() error {
-		cctx, cancel := context.WithTimeout(ctx, workers.ScanTimeout)
+		cctx, cancel := context.WithTimeout(ctx, ScanTimeout)
 		err := w.scanResults(cctx, states, setResult)
 		cancel()
 		out.store(ctx, err)

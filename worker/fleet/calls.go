@@ -9,17 +9,12 @@ import (
 	"github.com/benchfleet/benchfleet/internal/topology"
 )
 
-// Deadlines of each call a waiter makes (Watcher.Wait), so that a store
-// or a NATS server that stops answering holds no call past them (a
-// request sent to a server that died is never answered): the wait goes
-// on, says the outage, and asks again at its next poll.
-const (
-	// ScanTimeout bounds one listing of a run's results in the store.
-	ScanTimeout = 30 * time.Second
-	// CallTimeout bounds one other call: a result read from the store,
-	// a JetStream request (a consumer made, its info).
-	CallTimeout = 10 * time.Second
-)
+// CallTimeout bounds one call of a reader (a result read from the store,
+// a JetStream request: a consumer made, its info), so that a store or a
+// NATS server that stops answering holds no call past it (a request sent
+// to a server that died is never answered): a waiter goes on, says the
+// outage, and asks again at its next poll.
+const CallTimeout = 10 * time.Second
 
 // jsCallTimeout bounds one JetStream request of jsCall.
 const jsCallTimeout = 5 * time.Second

@@ -47,7 +47,7 @@ func (n *notifyFlags) check() error {
 	return nil
 }
 
-// send tells about a gated run (producer.GateNotifier): failures are
+// send tells about a gated run (report.GateNotifier): failures are
 // reported on stderr and never change the exit code: the gate's verdict
 // stands.
 func (n *notifyFlags) send(ctx context.Context, a *app, b storage.Bucket, rep *gate.RunReport) {

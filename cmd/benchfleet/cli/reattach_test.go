@@ -13,7 +13,7 @@ import (
 )
 
 // Through the command line (the re-attach rules are producer's, tested in
-// producer/reattach_test.go): a producer rewrites the manifest of a CI run in
+// producer/submit/reattach_test.go): a producer rewrites the manifest of a CI run in
 // bench-runs with another source.commit. The trusted CI's re-attaching
 // `submit --wait --gate --github-token` refuses the run, naming the
 // difference, and posts no commit status (to no commit).

@@ -98,7 +98,7 @@ func (a *app) runsCmd() *cobra.Command {
 				err = report.WriteRunShow(a.stdout, m, states)
 			}
 			if err == nil {
-				a.printSpooled(watcher.SpooledReport(ctx, s.JS, runstate.RunProgress(m, states)))
+				a.printSpooled(watcher.SpooledReport(ctx, s.JS, runstate.ProgressOf(m, states)))
 			}
 			return err
 		},

@@ -78,7 +78,7 @@ func (a *app) waitRun(ctx context.Context, w *watch.Watcher, o waitOptions) erro
 	w.OnMissing = func(st *runstate.JobState, after time.Duration) {
 		warn(watch.MissingResultNote(st, storage.Redact(a.storeURL), after))
 	}
-	w.OnOutage = func(o watch.Outage) { warn(o.String()) } // exit 69 (producer.ErrUnreachable) if it outlasts the timeout
+	w.OnOutage = func(o watch.Outage) { warn(o.String()) } // exit 69 (watch.ErrUnreachable) if it outlasts the timeout
 	// A pool whose every board is out of service keeps its jobs queued:
 	// say so at once and while waiting, naming the boards and why.
 	stopWatch := watch.WatchService(wctx, w.JS, &watch.ServiceWatch{Pools: watch.RunPools(w.Manifest.Jobs),
@@ -149,7 +149,7 @@ func (a *app) waitRun(ctx context.Context, w *watch.Watcher, o waitOptions) erro
 	return nil
 }
 
-// printSpooled prints notes (producer.SpooledReport) after a blank line.
+// printSpooled prints notes (watch.SpooledReport) after a blank line.
 func (a *app) printSpooled(notes []string) {
 	if len(notes) > 0 {
 		fmt.Fprintln(a.stdout)
