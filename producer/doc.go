@@ -19,7 +19,7 @@
 //   - runstate: a run's jobs and their state, progress and rows, the
 //     manifest as stored in bench-runs, the formatting every view shares.
 //
-// Below them, worker/fleet reads the farm's state (workers, boards, dead
-// letters) and storage the results; producer/chart draws series charts
-// for `results trend` and the dashboard.
+// Beside report, producer/chart draws the series charts of `results
+// trend` and the dashboard. Below them all, worker/fleet reads the farm's
+// state (workers, boards, dead letters) and storage holds the results.
 package producer

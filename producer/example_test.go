@@ -12,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	_ "github.com/benchfleet/benchfleet/device/sim" // registers the sim runner
-	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/producer/watch"
@@ -57,10 +56,6 @@ func Example_submitAndWaitForTheVerdict() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	topo, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		log.Fatal(err)
-	}
 
 	// Submit: the matrix expanded into jobs, published once each.
 	m, err := submit.ParseMatrix([]byte(matrix))
@@ -72,7 +67,11 @@ func Example_submitAndWaitForTheVerdict() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p := &submit.Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Store: fleet.Store(), Log: zerolog.Nop()}
+	p, err := submit.Open(ctx, js, zerolog.Nop())
+	if err != nil {
+		log.Fatal(err)
+	}
+	p.Store = fleet.Store() // the manifest is kept with the results too
 	res, err := p.Submit(ctx, *sub)
 	if err != nil {
 		log.Fatal(err)

@@ -154,7 +154,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		d.Counted = "since each worker started (the store could not be read)"
 	}
 	for _, st := range fleet {
-		wv := workerView{WorkerStatus: st, Age: ago(now, st.Time), Build: workers.WorkerVersion(st)}
+		wv := workerView{WorkerStatus: st, Age: ago(now, st.Time), Build: report.WorkerVersion(st)}
 		for _, dev := range st.Devices {
 			bv := boardView{DeviceStatus: dev, Recorded: int(dev.Done)}
 			if cerr == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
@@ -68,6 +69,18 @@ type Submitter struct {
 	// Schedule bounds that read; the zero value reads the latest 5 passed
 	// results per series of the last 14 days, for at most 10 s.
 	Schedule ScheduleConfig
+}
+
+// Open is a Submitter on js with the farm's streams and buckets as a
+// producer finds them: created with the default tuning when missing, used
+// as they are when they exist (an operator's `topology apply` sets them).
+// Store, History, Progress and Schedule are the caller's to set.
+func Open(ctx context.Context, js jetstream.JetStream, log zerolog.Logger) (*Submitter, error) {
+	topo, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	return &Submitter{JS: js, Runs: topo.Runs, Jobs: topo.Jobs, Untrusted: topo.Untrusted, Log: log}, nil
 }
 
 // Submit publishes every job of s once and returns when every job is

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchfleet/benchfleet/producer/report"
 	"github.com/benchfleet/benchfleet/protocol"
-	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
 // A quarantine reason a job provoked reaches `fleet status` without its
@@ -18,7 +18,7 @@ func TestFleetTableEscapesReasons(t *testing.T) {
 		{ID: "d1", Pool: "cpu", State: protocol.DeviceQuarantined, Reason: "hung\x1b[2J\nFAKE ROW\tx"},
 	}}}
 	var buf bytes.Buffer
-	fleet.WriteFleet(&buf, sts)
+	report.WriteFleet(&buf, sts)
 	out := buf.String()
 	if strings.Contains(out, "\x1b") || strings.Contains(out, "\nFAKE ROW") {
 		t.Errorf("fleet table passes the reason as is:\n%q", out)

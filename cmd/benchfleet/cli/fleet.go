@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/benchfleet/benchfleet/producer/report"
 	"github.com/benchfleet/benchfleet/worker/fleet"
 )
 
@@ -40,7 +41,7 @@ func (a *app) fleetCmd() *cobra.Command {
 					if watch && a.isTTY() {
 						fmt.Fprint(a.stdout, "\033[H\033[2J")
 					}
-					fleet.WriteFleet(a.stdout, sts)
+					report.WriteFleet(a.stdout, sts)
 				}
 				if !watch {
 					return nil

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/index"
@@ -21,10 +20,10 @@ func (a *app) queryStore(ctx context.Context, f index.Filter) ([]*protocol.Resul
 	return a.query(ctx, b, f)
 }
 
-// query runs a results query against the store (gate.Query), logging
+// query runs a results query against the store (index.LoggedQuery), logging
 // what it read.
 func (a *app) query(ctx context.Context, b storage.Bucket, f index.Filter) ([]*protocol.Result, error) {
-	return gate.Query(ctx, b, f, a.log)
+	return index.LoggedQuery(ctx, b, f, a.log)
 }
 
 // resultsExtraCmds are the index, export, gate and compare subcommands.

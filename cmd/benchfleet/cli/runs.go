@@ -15,7 +15,7 @@ import (
 	"github.com/benchfleet/benchfleet/producer/report"
 	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/producer/submit"
-	watcher "github.com/benchfleet/benchfleet/producer/watch"
+	"github.com/benchfleet/benchfleet/producer/watch"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -41,7 +41,7 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			defer s.close()
 			if format == "json" {
-				sums, err := watcher.ListRuns(ctx, s.JS, s.topo.Runs, nil, 0)
+				sums, err := watch.ListRuns(ctx, s.JS, s.topo.Runs, nil, 0)
 				if err = a.warnSkippedRuns(err); err != nil {
 					return err
 				}
@@ -51,7 +51,7 @@ func (a *app) runsCmd() *cobra.Command {
 				}
 				return writeJSON(a.stdout, mans)
 			}
-			sums, err := watcher.ListRuns(ctx, s.JS, s.topo.Runs, s.store, math.MaxInt)
+			sums, err := watch.ListRuns(ctx, s.JS, s.topo.Runs, s.store, math.MaxInt)
 			if err = a.warnSkippedRuns(err); err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func (a *app) runsCmd() *cobra.Command {
 	list.Flags().StringVar(&format, "format", "table", "table or json")
 
 	var watchTimeout time.Duration
-	watch := &cobra.Command{
+	watchCmd := &cobra.Command{
 		Use: "watch RUN", Short: "Follow a run's progress to its end and print its results", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -70,10 +70,10 @@ func (a *app) runsCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			return a.waitRun(ctx, &watcher.Watcher{JS: s.JS, Manifest: m, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: watchTimeout})
+			return a.waitRun(ctx, &watch.Watcher{JS: s.JS, Manifest: m, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}, waitOptions{timeout: watchTimeout})
 		},
 	}
-	watch.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
+	watchCmd.Flags().DurationVar(&watchTimeout, "timeout", 2*time.Hour, "give up after this long (exit 3)")
 
 	var showFormat string
 	show := &cobra.Command{
@@ -93,12 +93,12 @@ func (a *app) runsCmd() *cobra.Command {
 			if showFormat == "json" {
 				return writeJSON(a.stdout, m)
 			}
-			states, err := (&watcher.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}).Snapshot(ctx)
+			states, err := (&watch.Watcher{JS: s.JS, Manifest: m, Store: s.store, Ephemeral: natsconn.Untrusted(a.user, a.inboxPrefix)}).Snapshot(ctx)
 			if err == nil {
 				err = report.WriteRunShow(a.stdout, m, states)
 			}
 			if err == nil {
-				a.printSpooled(watcher.SpooledReport(ctx, s.JS, runstate.ProgressOf(m, states)))
+				a.printSpooled(watch.SpooledReport(ctx, s.JS, runstate.ProgressOf(m, states)))
 			}
 			return err
 		},
@@ -137,7 +137,7 @@ func (a *app) runsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(list, show, watch, cancel)
+	cmd.AddCommand(list, show, watchCmd, cancel)
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-package fleet
+package report
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benchfleet/benchfleet/internal/escape"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -83,7 +84,7 @@ func WriteFleet(w io.Writer, sts []protocol.WorkerStatus) {
 			fmt.Fprintf(w, "worker %s on %s is lost: no heartbeat since %s; it was running %s\n", st.ID, st.Host, st.Time.UTC().Format(time.RFC3339), escape.Terminal(what))
 		}
 		if sp := st.Spool; sp != nil && sp.Entries > 0 {
-			fmt.Fprintf(w, "worker %s: %d %s spooled in %s on %s, not in the store yet\n", st.ID, sp.Entries, nounFor(sp.Entries, "result", "results"), sp.Path, st.Host)
+			fmt.Fprintf(w, "worker %s: %d %s spooled in %s on %s, not in the store yet\n", st.ID, sp.Entries, runstate.Plural(sp.Entries, "result", "results"), sp.Path, st.Host)
 		}
 	}
 }
@@ -104,12 +105,4 @@ func WorkerVersion(st protocol.WorkerStatus) string {
 		rev += "+"
 	}
 	return st.Version + " (" + rev + ")"
-}
-
-// nounFor is one for 1, else many.
-func nounFor(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
