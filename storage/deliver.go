@@ -77,6 +77,17 @@ func uploadArtifact(ctx context.Context, b Bucket, r *protocol.Result, f Artifac
 	if errors.Is(err, ErrExists) {
 		// Written once: the same attempt delivered again (a retried
 		// Deliver) finds its own file; any other content is a conflict.
+		a, serr := sameArtifact(ctx, b, key, f)
+		if !errors.Is(serr, ErrNotFound) {
+			return a, serr
+		}
+		// Refused, yet nothing there: what an interrupted write left.
+		if err := overRemnant(ctx, b, key, a.SHA256, func() (io.ReadCloser, error) {
+			fh, _, err := f.open()
+			return fh, err
+		}, Size(size)); err != nil && !errors.Is(err, ErrExists) {
+			return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", f.Name, err)
+		}
 		return sameArtifact(ctx, b, key, f)
 	}
 	if err != nil {
@@ -100,7 +111,9 @@ func sameArtifact(ctx context.Context, b Bucket, key string, f ArtifactFile) (pr
 	sum := hex.EncodeToString(h.Sum(nil))
 	same, err := sameContent(ctx, b, key, sum)
 	if err != nil {
-		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", key, err)
+		// The record as it would be, for a caller that writes it over a
+		// remnant (uploadArtifact).
+		return protocol.Artifact{Name: f.Name, Key: key, Size: size, SHA256: sum}, fmt.Errorf("storage: artifact %s: %w", key, err)
 	}
 	if !same {
 		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", key, ErrArtifactConflict)

@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +28,14 @@ func PutResult(ctx context.Context, b Bucket, r *protocol.Result) (string, error
 	if err != nil {
 		return key, fmt.Errorf("storage: encode result %s: %w", r.Job, err)
 	}
-	err = b.Put(ctx, key, bytes.NewReader(data), IfAbsent(), ContentType("application/json"), Size(int64(len(data))))
+	opts := []PutOption{ContentType("application/json"), Size(int64(len(data)))}
+	err = b.Put(ctx, key, bytes.NewReader(data), append(opts, IfAbsent())...)
+	if errors.Is(err, ErrExists) {
+		sum := sha256.Sum256(data)
+		err = overRemnant(ctx, b, key, hex.EncodeToString(sum[:]), func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(data)), nil
+		}, opts...)
+	}
 	if err != nil && !errors.Is(err, ErrExists) {
 		return key, err
 	}

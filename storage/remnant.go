@@ -1,0 +1,49 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A store killed in the middle of a write can leave a remnant: VersityGW's
+// posix backend then refuses every conditional create of the key (412, as
+// if it existed) while a read or HEAD of it finds nothing, and a delete
+// does not clear it. Left so, the key's result or artifact could never be
+// written: a spooled result would be retried forever and hold the spool's
+// later entries behind it, and a result would be taken for delivered
+// (ErrExists) with nothing stored. overRemnant tells a refusal with
+// something there (it stands) from a remnant (written over).
+
+// overRemnant is called when key's conditional create (IfAbsent) was
+// refused. When something is at key it returns an error matching ErrExists
+// (the refusal stands). When nothing is, it writes the bytes open returns
+// over the remnant (opts, without IfAbsent) and reads them back: nil when
+// key then holds content whose sha256 is sum, else ErrExists (another
+// writer's bytes landed instead).
+func overRemnant(ctx context.Context, b Bucket, key, sum string, open func() (io.ReadCloser, error), opts ...PutOption) error {
+	_, err := b.Attributes(ctx, key)
+	switch {
+	case err == nil:
+		return fmt.Errorf("storage: %s: %w", key, ErrExists)
+	case !errors.Is(err, ErrNotFound):
+		return fmt.Errorf("storage: %s: %w", key, err)
+	}
+	rc, err := open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := b.Put(ctx, key, rc, opts...); err != nil {
+		return fmt.Errorf("storage: write over what an interrupted write left at %s: %w", key, err)
+	}
+	same, err := sameContent(ctx, b, key, sum)
+	if err != nil {
+		return fmt.Errorf("storage: %s: %w", key, err)
+	}
+	if !same {
+		return fmt.Errorf("storage: %s: %w", key, ErrExists)
+	}
+	return nil
+}
