@@ -82,13 +82,17 @@ func uploadArtifact(ctx context.Context, b Bucket, r *protocol.Result, f Artifac
 			return a, serr
 		}
 		// Refused, yet nothing there: what an interrupted write left.
-		if err := overRemnant(ctx, b, key, a.SHA256, func() (io.ReadCloser, error) {
+		err := overRemnant(ctx, b, key, a.SHA256, func() (io.ReadCloser, error) {
 			fh, _, err := f.open()
 			return fh, err
-		}, Size(size)); err != nil && !errors.Is(err, ErrExists) {
-			return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", f.Name, err)
+		}, Size(size))
+		switch {
+		case err == nil:
+			return a, nil // read back by overRemnant
+		case errors.Is(err, ErrExists):
+			return sameArtifact(ctx, b, key, f) // another writer's bytes
 		}
-		return sameArtifact(ctx, b, key, f)
+		return protocol.Artifact{}, fmt.Errorf("storage: artifact %s: %w", f.Name, err)
 	}
 	if err != nil {
 		return protocol.Artifact{}, err

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -16,20 +15,12 @@ import (
 // (ErrExists) with nothing stored. overRemnant tells a refusal with
 // something there (it stands) from a remnant (written over).
 
-// overRemnant is called when key's conditional create (IfAbsent) was
-// refused. When something is at key it returns an error matching ErrExists
-// (the refusal stands). When nothing is, it writes the bytes open returns
-// over the remnant (opts, without IfAbsent) and reads them back: nil when
-// key then holds content whose sha256 is sum, else ErrExists (another
-// writer's bytes landed instead).
+// overRemnant writes the bytes open returns over key, whose conditional
+// create was refused while nothing can be read there (the caller found it
+// so), with opts (without IfAbsent), and reads them back: nil when key then
+// holds content whose sha256 is sum, else ErrExists (another writer's
+// bytes landed instead).
 func overRemnant(ctx context.Context, b Bucket, key, sum string, open func() (io.ReadCloser, error), opts ...PutOption) error {
-	_, err := b.Attributes(ctx, key)
-	switch {
-	case err == nil:
-		return fmt.Errorf("storage: %s: %w", key, ErrExists)
-	case !errors.Is(err, ErrNotFound):
-		return fmt.Errorf("storage: %s: %w", key, err)
-	}
 	rc, err := open()
 	if err != nil {
 		return err

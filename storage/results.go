@@ -31,10 +31,17 @@ func PutResult(ctx context.Context, b Bucket, r *protocol.Result) (string, error
 	opts := []PutOption{ContentType("application/json"), Size(int64(len(data)))}
 	err = b.Put(ctx, key, bytes.NewReader(data), append(opts, IfAbsent())...)
 	if errors.Is(err, ErrExists) {
-		sum := sha256.Sum256(data)
-		err = overRemnant(ctx, b, key, hex.EncodeToString(sum[:]), func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(data)), nil
-		}, opts...)
+		// Refused, yet nothing there: what an interrupted write left.
+		there, xerr := b.Exists(ctx, key)
+		if xerr != nil {
+			return key, fmt.Errorf("storage: result %s: %w", r.Job, xerr)
+		}
+		if !there {
+			sum := sha256.Sum256(data)
+			err = overRemnant(ctx, b, key, hex.EncodeToString(sum[:]), func() (io.ReadCloser, error) {
+				return io.NopCloser(bytes.NewReader(data)), nil
+			}, opts...)
+		}
 	}
 	if err != nil && !errors.Is(err, ErrExists) {
 		return key, err

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/benchfleet/benchfleet/internal/topology"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	workers "github.com/benchfleet/benchfleet/worker/fleet"
@@ -132,10 +132,11 @@ func (s *Server) probeNATS(ctx context.Context) error {
 }
 
 // noLeader reports whether err is JetStream not answering (no leader to
-// answer: an election, a lost quorum) rather than a refusal.
+// answer: an election, a lost quorum) rather than a refusal, as the
+// producer's waiters take it (topology.Unavailable). The page's own
+// deadline having passed is such an answer too, so no ctx is asked.
 func noLeader(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		strings.Contains(err.Error(), "temporarily unavailable")
+	return topology.Unavailable(context.Background(), err)
 }
 
 // natsDown records, for a page whose probe passed, that a read of NATS then

@@ -126,12 +126,6 @@ func (in RunInput) rows(ctx context.Context) (*protocol.RunManifest, []runstate.
 		}
 	}
 	m := in.Manifest
-	if m == nil && in.Store == nil {
-		if len(rs) == 0 {
-			return nil, nil, nil, fmt.Errorf("run %q: %w", in.Run, ErrNoRun)
-		}
-		m = ManifestFromResults(in.Run, rs)
-	}
 	if m == nil {
 		var err error
 		if m, err = StoredManifest(ctx, in.Store, in.Run, rs); err != nil {

@@ -27,6 +27,3 @@ func Count(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
-
-// JobsText is "1 job" or "n jobs".
-func JobsText(n int) string { return fmt.Sprintf("%d %s", n, Plural(n, "job", "jobs")) }

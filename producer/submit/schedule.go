@@ -62,13 +62,13 @@ type Schedule struct {
 func (s Schedule) String() string {
 	switch {
 	case s.ByHistory:
-		return fmt.Sprintf("ordered %s by expected duration (%d without history first)", runstate.JobsText(s.Jobs), s.WithoutHistory)
+		return fmt.Sprintf("ordered %s by expected duration (%d without history first)", runstate.Count(s.Jobs, "job"), s.WithoutHistory)
 	case s.NoIndex:
-		return fmt.Sprintf("%s in matrix order: the store has no results index to read their expected durations from yet (benchfleet results compact writes it)", runstate.JobsText(s.Jobs))
+		return fmt.Sprintf("%s in matrix order: the store has no results index to read their expected durations from yet (benchfleet results compact writes it)", runstate.Count(s.Jobs, "job"))
 	case s.Err != nil:
-		return fmt.Sprintf("%s in matrix order: %v", runstate.JobsText(s.Jobs), s.Err)
+		return fmt.Sprintf("%s in matrix order: %v", runstate.Count(s.Jobs, "job"), s.Err)
 	}
-	return fmt.Sprintf("%s in matrix order", runstate.JobsText(s.Jobs))
+	return fmt.Sprintf("%s in matrix order", runstate.Count(s.Jobs, "job"))
 }
 
 // SeriesOfJob is the series a job's result will belong to (SeriesOf).

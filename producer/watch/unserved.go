@@ -26,7 +26,7 @@ func UnservedWarnings(fleet []protocol.WorkerStatus, m *protocol.RunManifest, no
 				n++
 			}
 		}
-		jobs, verb := runstate.JobsText(n), runstate.Plural(n, "stays", "stay")
+		jobs, verb := runstate.Count(n, "job"), runstate.Plural(n, "stays", "stay")
 		w := fmt.Sprintf("no live worker serves pool %s: its %s %s queued until one starts (see benchfleet fleet status)", s.Pool, jobs, verb)
 		if len(s.Out) > 0 {
 			w = fmt.Sprintf("%s; its %s %s queued until one is back (see benchfleet fleet status)", s, jobs, verb)
