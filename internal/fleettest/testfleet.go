@@ -5,6 +5,7 @@ package fleettest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/storage/index"
 	"github.com/benchfleet/benchfleet/worker"
+	"github.com/benchfleet/benchfleet/worker/fleet"
 	"github.com/benchfleet/benchfleet/worker/process"
 )
 
@@ -264,36 +266,18 @@ func Events(t testing.TB, js jetstream.JetStream, run string) []protocol.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, protocol.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{protocol.RunEventsFilter(run)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []protocol.Event
-	for pending := info.NumPending; pending > 0; {
-		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(2*time.Second))
+	var bad error
+	_, err := fleet.ReadStored(ctx, js, protocol.StreamEvents, []string{protocol.RunEventsFilter(run)}, func(m jetstream.Msg) {
+		e, err := protocol.DecodeEvent(m.Data())
 		if err != nil {
-			t.Fatal(err)
+			bad = err
+			return
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			e, err := protocol.DecodeEvent(m.Data())
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, *e)
-			if meta, err := m.Metadata(); err == nil {
-				pending = meta.NumPending
-			}
-		}
-		if n == 0 {
-			break
-		}
+		out = append(out, *e)
+	})
+	if err = errors.Join(err, bad); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

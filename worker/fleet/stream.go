@@ -14,7 +14,9 @@ import (
 // returns the stream sequence of the last message read (0 when none).
 // Each request has its own deadline (CallTimeout; a fetch 5 s), so a
 // server that stops answering fails it rather than holding it until ctx
-// ends.
+// ends. Its consumer is deleted when it returns: a stream takes at most
+// 1,000 consumers by default (nats-server 2.15), and a reader's would
+// otherwise stay until the server's inactivity threshold (5 min).
 func ReadStored(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(jetstream.Msg)) (uint64, error) {
 	return ReadStoredFrom(ctx, js, stream, filters, 1, false, fn)
 }
@@ -34,6 +36,7 @@ func ReadStoredFrom(ctx context.Context, js jetstream.JetStream, stream string, 
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", stream, err)
 	}
+	defer dropConsumer(js, stream, cons)
 	var last uint64
 	info, err := cons.Info(cctx)
 	if err != nil {
@@ -60,4 +63,18 @@ func ReadStoredFrom(ctx context.Context, js jetstream.JetStream, stream string, 
 		}
 	}
 	return last, nil
+}
+
+// dropConsumer deletes a read consumer once its reader is done, with a
+// deadline of its own (the reader's ctx may have ended). A user who may
+// not delete consumers (deploy/nats's untrusted) leaves it to the server's
+// inactivity threshold.
+func dropConsumer(js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil || info.Name == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, info.Name)
 }
