@@ -61,7 +61,7 @@ func medianScale(n int) float64 {
 // JudgeAttempts judges a series on the median of a candidate's attempts
 // (samples/sec of the original and of the repeats that passed, each above
 // 0) against history, as Judge judges one value, with the noise band of a
-// Median of that many attempts (NoiseK·medianScale(n)·σ; n = 1 is Judge
+// median of that many attempts (NoiseK·medianScale(n)·σ; n = 1 is Judge
 // of that attempt). The threshold is the same.
 func (c GateConfig) JudgeAttempts(history, attempts []float64) Judgement {
 	var vals []float64

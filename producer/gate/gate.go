@@ -117,7 +117,7 @@ func (c GateConfig) WithDefaults() (GateConfig, error) {
 }
 
 // String describes the configuration for reports, e.g. "baseline main:
-// Median of the last 10 passed results, threshold 5%, noise band 3σ, at
+// median of the last 10 passed results, threshold 5%, noise band 3σ, at
 // least 5 results".
 func (c GateConfig) String() string {
 	s := fmt.Sprintf("baseline %s: median of the last %d passed results, threshold %s, noise band %sσ (MAD), at least %d results",
@@ -341,7 +341,7 @@ type GateRow struct {
 
 	// Confirmation lists the attempts of a job that has confirmation
 	// repeats (absent otherwise); Value, Change and Verdict are then the
-	// Median's.
+	// median's.
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
 	// Suspect says the job passed, has no repeats, and is worth
 	// confirming (GateConfig.Suspect). Not part of the JSON contract.
@@ -495,7 +495,7 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 
 // ApplyVerdicts copies the change and verdict of each gate row onto the
 // summary row of the same job; a row judged on its attempts gets their
-// Median (Row.Median), and with no reason a note of its attempts.
+// median (Row.Median), and with no reason a note of its attempts.
 func ApplyVerdicts(rows []runstate.Row, verdicts []GateRow) {
 	by := make(map[string]*GateRow, len(verdicts))
 	for i := range verdicts {

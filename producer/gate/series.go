@@ -14,7 +14,7 @@ import (
 // are one point, judged on the median of those that passed.
 type SeriesPoint struct {
 	// Result is the run's result the point stands for: the one of the
-	// Median samples/sec of its passed results (the lower one of an even
+	// median samples/sec of its passed results (the lower one of an even
 	// count, the one the gate's history takes), else its first.
 	Result *protocol.Result
 	// Results are the run's results of the series, oldest first (nil: Result

@@ -8,7 +8,7 @@ import (
 )
 
 // WriteTimedOut ends the report of a wait that timed out (p its run's
-// ProgressFrom then): the warnings said while waiting, then what was left
+// progress then): the warnings said while waiting, then what was left
 // unfinished.
 func WriteTimedOut(w io.Writer, warnings []string, timeout time.Duration, p runstate.Progress) {
 	for _, note := range warnings {

@@ -54,7 +54,7 @@ func (r Row) Untrusted() bool { return r.Result != nil && r.Result.Untrusted() }
 const UntrustedNote = "untrusted: judged against trusted baselines, never in one"
 
 // JudgedValue is the samples/sec the row's Change and Verdict are of: the
-// Median of its attempts when the gate judged it on them (Median), else
+// median of its attempts when the gate judged it on them (Median), else
 // SamplesPerSec. Every output that shows a change beside a value shows this.
 func (r Row) JudgedValue() float64 {
 	if r.Median > 0 {

@@ -167,7 +167,7 @@ const bigWheel = 64 << 20
 // commit is for good. Recording is best effort: an error writing a record
 // is reported (BuildRecordFailed), not returned, as the wheels are staged.
 //
-// ProgressFrom (nil: none) is called from StageWheels's goroutine: one
+// progress (nil: none) is called from StageWheels's goroutine: one
 // WheelUploading event before an upload and one at every tenth of a file
 // of 64 MiB or more, then WheelUploaded or WheelPresent for every file and
 // WheelFound for every other wheel, then for every commit BuildRecorded,

@@ -28,7 +28,7 @@ func JSCall(ctx context.Context, object string, fn func(context.Context) error) 
 	return topology.Retry(ctx, topology.Config{CallTimeout: jsCallTimeout}, object, fn)
 }
 
-// GetKey reads key from kv with jsCall's deadline and retries.
+// GetKey reads key from kv with JSCall's deadline and retries.
 func GetKey(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
 	var e jetstream.KeyValueEntry
 	err := JSCall(ctx, "bucket "+kv.Bucket(), func(ctx context.Context) (err error) {

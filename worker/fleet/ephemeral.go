@@ -25,7 +25,7 @@ const ephemeralInactive = 5 * time.Minute
 // with one replica, and is removed by the server after ephemeralInactive
 // without a pull. Unlike an ordered consumer it is not made again if the
 // server loses it: a waiter's results come from the store, events are
-// ProgressFrom.
+// progress.
 func ephemeralConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	cfg.Name, cfg.Durable = "ephemeral_"+rand.Text(), ""
 	cfg.AckPolicy, cfg.MemoryStorage, cfg.Replicas = jetstream.AckNonePolicy, true, 1
