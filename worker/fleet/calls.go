@@ -16,7 +16,7 @@ import (
 // outage, and asks again at its next poll.
 const CallTimeout = 10 * time.Second
 
-// jsCallTimeout bounds one JetStream request of jsCall.
+// jsCallTimeout bounds one JetStream request of JSCall.
 const jsCallTimeout = 5 * time.Second
 
 // JSCall makes a JetStream request (fn) with its own deadline
