@@ -1,8 +1,10 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,34 +24,46 @@ type Cluster struct {
 // "benchfleet" on loopback, each with its JetStream data in dir/node-<i>,
 // and waits until the JetStream meta group has a leader and every node is
 // current. Client ports are random; route ports are free ports chosen now.
-// On error nothing is left running.
+// A route port is free when chosen but released before its server binds
+// it, so a test running beside this one can take it in between: the node
+// then never becomes ready. Such a start is tried again on new ports (up to
+// three times), in fresh data directories. On error nothing is left running.
 func StartCluster(n int, dir string) (*Cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("embedded nats: cluster of %d nodes", n)
 	}
-	ports := make([]int, n)
-	var listeners []net.Listener
-	for i := range ports {
-		// Hold every port until all are chosen so two nodes never get the
-		// same one; release them just before the servers bind.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, l := range listeners {
-				l.Close()
-			}
-			return nil, fmt.Errorf("embedded nats: free port: %w", err)
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var c *Cluster
+		var retry bool
+		c, retry, err = startCluster(n, dir)
+		if err == nil {
+			return c, nil
 		}
-		listeners = append(listeners, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+		if !retry {
+			return nil, err
+		}
+		for i := range n {
+			if rerr := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("node-%d", i+1))); rerr != nil {
+				return nil, fmt.Errorf("%w (and clearing its data for another try: %v)", err, rerr)
+			}
+		}
 	}
-	for _, l := range listeners {
-		l.Close()
+	return nil, fmt.Errorf("%w (3 tries, each on new ports)", err)
+}
+
+// startCluster is one try of StartCluster; retry says whether a node's port
+// was taken between choosing and binding it (or it did not become ready).
+func startCluster(n int, dir string) (c *Cluster, retry bool, err error) {
+	ports, err := freePorts(n)
+	if err != nil {
+		return nil, false, err
 	}
 	routes := make([]string, n)
 	for i, p := range ports {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
 	}
-	c := &Cluster{}
+	c = &Cluster{}
 	for i := range n {
 		s, err := Start(Options{
 			Dir:           filepath.Join(dir, fmt.Sprintf("node-%d", i+1)),
@@ -60,15 +74,36 @@ func StartCluster(n int, dir string) (*Cluster, error) {
 		})
 		if err != nil {
 			c.Shutdown()
-			return nil, err
+			return nil, errors.Is(err, errNotReady) || errors.Is(err, errPortTaken), err
 		}
 		c.Servers = append(c.Servers, s)
 	}
 	if err := c.waitJetStream(60 * time.Second); err != nil {
 		c.Shutdown()
-		return nil, err
+		return nil, false, err
 	}
-	return c, nil
+	return c, false, nil
+}
+
+// freePorts chooses n free loopback ports, holding every one until all are
+// chosen so two nodes never get the same one.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
 }
 
 // waitJetStream waits until one running node leads the JetStream meta group

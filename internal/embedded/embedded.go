@@ -89,6 +89,15 @@ func Start(o Options) (*server.Server, error) {
 			return nil, fmt.Errorf("embedded nats: cluster listen %q: %w", o.ClusterListen, err)
 		}
 		p, _ := strconv.Atoi(port)
+		if p > 0 {
+			// As for the client port: a route port something else holds
+			// would only show after the 30 s wait.
+			l, err := net.Listen("tcp", o.ClusterListen)
+			if err != nil {
+				return nil, fmt.Errorf("embedded nats %s: route listen %s: %w", opts.ServerName, o.ClusterListen, errors.Join(errPortTaken, err))
+			}
+			l.Close()
+		}
 		opts.Cluster.Name = o.ClusterName
 		opts.Cluster.Host, opts.Cluster.Port = host, p
 		opts.Routes = server.RoutesFromStr(joinComma(o.Routes))
@@ -100,10 +109,18 @@ func Start(o Options) (*server.Server, error) {
 	go s.Start()
 	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
-		return nil, fmt.Errorf("embedded nats: not ready after 30s")
+		return nil, fmt.Errorf("embedded nats %s: %w", opts.ServerName, errNotReady)
 	}
 	return s, nil
 }
+
+// errNotReady is a server that did not take clients within 30 s: most often
+// a listen port (client or route) that something else holds.
+var errNotReady = errors.New("not ready after 30s (is a listen port taken?)")
+
+// errPortTaken is a route port that could not be listened on just before
+// the server was started.
+var errPortTaken = errors.New("port taken")
 
 func joinComma(ss []string) string {
 	out := ""
