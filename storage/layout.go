@@ -13,7 +13,16 @@ const (
 	PrefixResults   = "results/v1/"
 	PrefixArtifacts = "artifacts/"
 	PrefixIndex     = "index/v1/"
+	// PrefixAccepted holds the regressions people accepted
+	// (`results accept`), one write-once record each.
+	PrefixAccepted = "accepted/v1/"
 )
+
+// AcceptedKey is where the acceptance of the step a series (by its
+// SeriesID) took at commit lives.
+func AcceptedKey(seriesID, commit string) string {
+	return PrefixAccepted + seriesID + "/" + commit + ".json"
+}
 
 // DatePartition is the partition value of a run created at t: its UTC date.
 func DatePartition(t time.Time) string { return t.UTC().Format("2006-01-02") }

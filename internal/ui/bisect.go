@@ -2,8 +2,6 @@ package ui
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -67,24 +65,5 @@ func (d seriesData) bisect() (*bisectLink, int) {
 
 // bisectCmd is the bisect of the regressed result r back to the good g.
 func bisectCmd(r, g *protocol.Result) *bisectLink {
-	s := gate.SeriesOf(r)
-	args := []string{"benchfleet", "results", "bisect", "--model", s.Model, "--batch-size", strconv.Itoa(s.BatchSize),
-		"--data-format", s.DataFormat, "--pool", s.Pool, "--runner", s.Runner}
-	if s.Test != "" {
-		args = append(args, "--test", s.Test)
-	}
-	args = append(args, "--good", g.Source.Commit, "--bad", r.Source.Commit, "--mirror", "DIR")
-	for i, a := range args {
-		args[i] = shellQuote(a)
-	}
-	return &bisectLink{Cmd: strings.Join(args, " "), Good: g.Source.Commit, Bad: r.Source.Commit, Repo: r.Source.Repo}
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but
-// letters, digits and _ - . / : = , +.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return &bisectLink{Cmd: gate.BisectCommand(gate.SeriesOf(r), g.Source.Commit, r.Source.Commit), Good: g.Source.Commit, Bad: r.Source.Commit, Repo: r.Source.Repo}
 }

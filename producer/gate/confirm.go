@@ -64,6 +64,13 @@ func medianScale(n int) float64 {
 // median of that many attempts (NoiseK·medianScale(n)·σ; n = 1 is Judge
 // of that attempt). The threshold is the same.
 func (c GateConfig) JudgeAttempts(history, attempts []float64) Judgement {
+	vals := attempts
+	g := c.Segment(history)
+	return c.JudgeAttemptsOn(&g, vals)
+}
+
+// JudgeAttemptsOn is JudgeAttempts against a history already cut.
+func (c GateConfig) JudgeAttemptsOn(g *Segmentation, attempts []float64) Judgement {
 	var vals []float64
 	for _, v := range attempts {
 		if v > 0 && !math.IsInf(v, 0) {
@@ -71,10 +78,10 @@ func (c GateConfig) JudgeAttempts(history, attempts []float64) Judgement {
 		}
 	}
 	if len(vals) == 0 {
-		return c.Judge(true, 0, history)
+		return c.JudgeOn(true, 0, g)
 	}
 	c.NoiseK *= medianScale(len(vals))
-	return c.Judge(true, runstate.Median(vals), history)
+	return c.JudgeOn(true, runstate.Median(vals), g)
 }
 
 // Suspect reports whether value (a passed job's samples/sec) is worth
@@ -82,8 +89,9 @@ func (c GateConfig) JudgeAttempts(history, attempts []float64) Judgement {
 // attempts will be judged at (JudgeAttempts). Every regression Judge finds
 // is a suspect; with Repeats 0 the suspects are exactly those.
 func (c GateConfig) Suspect(value float64, history []float64) bool {
+	g := c.Segment(history)
 	c.NoiseK *= medianScale(1 + c.Repeats)
-	return c.Judge(true, value, history).Verdict == VerdictRegression
+	return c.JudgeOn(true, value, &g).Verdict == VerdictRegression
 }
 
 // confirm judges row r, the original judged j against hist, on its

@@ -76,8 +76,10 @@ func TestHistoryOnePointPerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v[0].History != 6 || *v[0].Baseline != 1000 {
-		t.Errorf("history %d baseline %v; want 6 points (one per run), baseline 1000", v[0].History, *v[0].Baseline)
+	// Six runs, the last a confirmed step: the segment the run is judged
+	// against is that step's (the median of its attempts, one point).
+	if v[0].Points != 6 || v[0].History != 1 || *v[0].Baseline != 710 {
+		t.Errorf("%d runs, %d in the segment, baseline %v; want 6 runs (one point per run), the step's segment of 1 at 710", v[0].Points, v[0].History, *v[0].Baseline)
 	}
 }
 

@@ -197,12 +197,12 @@ func FmtPercent(f float64) string {
 // Series identifies the results that are comparable with each other: the
 // same benchmark (test and model), batch size, data format, pool and runner.
 type Series struct {
-	Test       string
-	Model      string
-	BatchSize  int
-	DataFormat string
-	Pool       string
-	Runner     string
+	Test       string `json:"test,omitempty"`
+	Model      string `json:"model"`
+	BatchSize  int    `json:"batch_size"`
+	DataFormat string `json:"data_format"`
+	Pool       string `json:"pool"`
+	Runner     string `json:"runner"`
 }
 
 // SeriesOf is the series of a result.
@@ -226,40 +226,55 @@ type HistoryFunc func(ctx context.Context, f index.Filter) ([]*protocol.Result, 
 // Judgement is the gate's assessment of one value against its history.
 type Judgement struct {
 	Verdict Verdict
-	// N is the number of baseline results used (at most Window).
+	// N is the number of baseline results used: the latest runs (at most
+	// Window) of the segment judged against.
 	N int
-	// Baseline is the median samples/sec of the baseline results; HasBaseline
-	// is false when there were none (then Baseline and Change are 0).
+	// Points is how many runs of the history are in a segment (blips
+	// left out); MinHistory counts these.
+	Points int
+	// Baseline is the level of the segment judged against, the median of
+	// its last N runs; HasBaseline is false when there were none (then
+	// Baseline and Change are 0).
 	Baseline    float64
 	HasBaseline bool
 	// Change is (value - baseline) / baseline: -0.10 = 10% slower.
 	Change float64
-	// Sigma is 1.4826·MAD of the baseline results; Band is NoiseK·Sigma,
-	// in samples/sec.
+	// Sigma is the noise within segments (Segmentation.SigmaRel) at the
+	// baseline's level; Band is NoiseK·Sigma, in samples/sec.
 	Sigma, Band float64
+	// SegmentStart indexes the history's first run of the segment judged
+	// against; Step says how that segment began (StepNone: the series'
+	// first).
+	SegmentStart int
+	Step         Step
 }
 
 // Judge assesses value (samples/sec of a job; passed says whether the job
-// passed) against history, the samples/sec of the series' baseline results,
-// oldest first; only the last Window are used. c must have its defaults
+// passed) against history, the samples/sec of the series' baseline runs,
+// oldest first, one value each. The history is cut at its change points
+// (Segment) and value is judged against the segment it continues, the
+// last one: its level is the median of its last Window runs, the noise
+// band NoiseK times the noise within segments. c must have its defaults
 // filled (WithDefaults).
 //
 // A drop counts as a regression only when it is beyond BOTH the threshold
 // and the noise band; a rise beyond both is an improvement. A failed job is
-// failed whatever its figures; with fewer than MinHistory baseline results
-// the verdict is insufficient-history.
+// failed whatever its figures; with fewer than MinHistory runs in the
+// history the verdict is insufficient-history.
 func (c GateConfig) Judge(passed bool, value float64, history []float64) Judgement {
-	if len(history) > c.Window {
-		history = history[len(history)-c.Window:]
-	}
-	j := Judgement{N: len(history)}
-	if len(history) > 0 {
-		j.Baseline = runstate.Median(history)
-		dev := make([]float64, len(history))
-		for i, h := range history {
-			dev[i] = math.Abs(h - j.Baseline)
-		}
-		j.Sigma = madScale * runstate.Median(dev)
+	g := c.Segment(history)
+	return c.JudgeOn(passed, value, &g)
+}
+
+// JudgeOn is Judge against a history already cut (c.Segment): a front
+// end judging many values against one series cuts it once.
+func (c GateConfig) JudgeOn(passed bool, value float64, g *Segmentation) Judgement {
+	j := Judgement{Points: g.Points}
+	if s := g.Current(); s != nil {
+		j.N = min(s.Len(), c.Window)
+		j.Baseline = s.Level(c.Window)
+		j.SegmentStart, j.Step = s.Start, s.Step
+		j.Sigma = g.SigmaRel() * j.Baseline
 		j.Band = c.NoiseK * j.Sigma
 		if j.Baseline > 0 {
 			j.HasBaseline = true
@@ -269,7 +284,7 @@ func (c GateConfig) Judge(passed bool, value float64, history []float64) Judgeme
 	switch {
 	case !passed:
 		j.Verdict = VerdictFailed
-	case !(value > 0) || !j.HasBaseline || j.N < c.MinHistory:
+	case !(value > 0) || !j.HasBaseline || j.Points < c.MinHistory:
 		j.Verdict = VerdictInsufficientHistory
 	case j.Change < -c.Threshold && j.Baseline-value > j.Band:
 		j.Verdict = VerdictRegression
@@ -335,6 +350,7 @@ type GateRow struct {
 	// contract.
 	Series  Series  `json:"-"`
 	History int     `json:"-"`
+	Points  int     `json:"-"`
 	Sigma   float64 `json:"-"`
 	Band    float64 `json:"-"`
 	Reason  string  `json:"-"`
@@ -346,14 +362,23 @@ type GateRow struct {
 	// Suspect says the job passed, has no repeats, and is worth
 	// confirming (GateConfig.Suspect). Not part of the JSON contract.
 	Suspect bool `json:"-"`
+	// OpenRegressions are the series' steps down that are still open or
+	// were accepted, as its history before this run shows them (absent:
+	// none). A job judged ok at the lower level has them listed here.
+	OpenRegressions []OpenRegression `json:"open_regressions,omitempty"`
 }
 
 // Gate compares the results of a run with the history of their series on
 // a baseline branch.
 type Gate struct {
-	cfg     GateConfig
-	history HistoryFunc
+	cfg      GateConfig
+	history  HistoryFunc
+	accepted []Acceptance
 }
+
+// SetAccepted gives the gate the acceptance records (ReadAcceptances): an
+// accepted step is listed as accepted, not open.
+func (g *Gate) SetAccepted(as []Acceptance) { g.accepted = as }
 
 // NewGate fills cfg's defaults and validates it (the error names the
 // field). history reads the baseline results; nil means there is no
@@ -380,6 +405,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 		tests[j.ID] = j.Test
 	}
 	cache := map[[2]string]map[Series][]*protocol.Result{}
+	opens := map[Series][]OpenRegression{}
 	out := make([]GateRow, 0, len(rows))
 	for _, r := range rows {
 		s := Series{Test: tests[r.Job], Model: r.Model, BatchSize: r.BatchSize, DataFormat: r.DataFormat, Pool: r.Pool, Runner: r.Runner}
@@ -401,6 +427,12 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 		for i, h := range hist {
 			vals[i] = h.Measurements.SamplesPerSec
 		}
+		open, ok := opens[s]
+		if !ok {
+			cut := g.cfg.Segment(vals)
+			open = g.cfg.OpenRegressions(s, hist, &cut, g.accepted)
+			opens[s] = open
+		}
 		passed := r.Status == protocol.StatusPassed
 		j, conf := g.cfg.confirm(r, g.cfg.Judge(passed, r.SamplesPerSec, vals), vals)
 		if r.Status == "" {
@@ -411,7 +443,8 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 			value = conf.Median
 		}
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,
-			Value: value, Verdict: j.Verdict, Series: s, History: j.N, Sigma: j.Sigma, Band: j.Band, Confirmation: conf}
+			Value: value, Verdict: j.Verdict, Series: s, History: j.N, Points: j.Points, Sigma: j.Sigma, Band: j.Band, Confirmation: conf,
+			OpenRegressions: open}
 		gr.Suspect = conf == nil && passed && g.cfg.Suspect(r.SamplesPerSec, vals)
 		if r.Untrusted() || protocol.UntrustedRun(m.Run) {
 			gr.Trust = protocol.TrustUntrusted
@@ -443,7 +476,7 @@ func failureWord(s protocol.Status) string {
 }
 
 // load reads the baseline results of one model and pool, grouped by series,
-// oldest first, at most Window per series. Only trusted results are
+// oldest first, one per run, at most SegmentHorizon per series. Only trusted results are
 // baselines: a result of the untrusted producer (protocol.Result.Untrusted,
 // set by the worker from the stream it claimed the job from) never is,
 // whatever branch its job names.
@@ -486,8 +519,8 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 		})
 		hist = onePerRun(hist)
 		out[s] = hist
-		if len(hist) > g.cfg.Window {
-			out[s] = hist[len(hist)-g.cfg.Window:]
+		if len(hist) > SegmentHorizon {
+			out[s] = hist[len(hist)-SegmentHorizon:]
 		}
 	}
 	return out, nil

@@ -31,6 +31,11 @@ type SeriesPoint struct {
 	// OnBaseline says the run is on the gate's baseline branch and may be
 	// in its history (never a run of the untrusted producer).
 	OnBaseline bool
+	// Step says the run, in the history, began a segment (a change point:
+	// StepDown or StepUp; StepNone otherwise); Blip says it left the level
+	// for one run and is in no segment.
+	Step Step
+	Blip bool
 }
 
 // Value is the samples/sec the point's judgement is of: the median of the
@@ -76,9 +81,34 @@ func InBaseline(r *protocol.Result) bool {
 // that may be in a baseline, InBaseline), the run's own results never in
 // it. A run of the untrusted producer is judged but is never OnBaseline.
 func JudgeSeries(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) []SeriesPoint {
+	pts, _, _ := judgeSeries(rs, gate, baseline)
+	return pts
+}
+
+// SeriesOpen is SeriesPoints with the series' open (and accepted)
+// regressions as its history on the baseline branch shows them after its
+// last run (GateConfig.OpenRegressions).
+func SeriesOpen(rs []*protocol.Result, s Series, gate GateConfig, as []Acceptance) ([]SeriesPoint, []OpenRegression) {
+	var mine []*protocol.Result
+	for _, r := range rs {
+		if SeriesOf(r) == s {
+			mine = append(mine, r)
+		}
+	}
+	sort.SliceStable(mine, func(i, j int) bool { return ResultBefore(mine[i], mine[j]) })
+	pts, hist, cut := judgeSeries(mine, gate, func(r *protocol.Result) bool { return r.Source.Branch == gate.BaselineBranch })
+	return pts, gate.OpenRegressions(s, hist, &cut, as)
+}
+
+// judgeSeries is JudgeSeries, also giving the history (one result per
+// run on the baseline) and its cut: the history is cut as it grows, so
+// each run is judged against the segments of the runs before it.
+func judgeSeries(rs []*protocol.Result, gate GateConfig, baseline func(*protocol.Result) bool) ([]SeriesPoint, []*protocol.Result, Segmentation) {
 	order, byRun := groupByRun(rs)
 	out := make([]SeriesPoint, 0, len(order))
-	var history []float64
+	var hist []*protocol.Result
+	var at []int // the point of each history run
+	cut := Segmentation{window: gate.Window}
 	for _, run := range order {
 		results := byRun[run]
 		var passed, measured, trusted []*protocol.Result
@@ -105,20 +135,29 @@ func JudgeSeries(rs []*protocol.Result, gate GateConfig, baseline func(*protocol
 			if len(measured) > 0 {
 				p.Result = lowerMedian(measured)
 			}
-			p.Judgement = gate.JudgeAttempts(history, vals)
+			p.Judgement = gate.JudgeAttemptsOn(&cut, vals)
 			if len(results) > 1 && len(vals) > 0 {
 				p.Median = runstate.Median(vals)
 			}
 		} else {
-			p.Judgement = gate.Judge(false, p.Result.Measurements.SamplesPerSec, history)
+			p.Judgement = gate.JudgeOn(false, p.Result.Measurements.SamplesPerSec, &cut)
 		}
 		p.OnBaseline = (baseline == nil || baseline(p.Result)) && !p.Result.Untrusted()
 		if p.OnBaseline && len(trusted) > 0 {
-			history = append(history, lowerMedian(trusted).Measurements.SamplesPerSec)
+			h := lowerMedian(trusted)
+			gate.place(&cut, len(hist), h.Measurements.SamplesPerSec)
+			hist = append(hist, h)
+			at = append(at, len(out))
 		}
 		out = append(out, p)
 	}
-	return out
+	for _, s := range cut.Segments[min(1, len(cut.Segments)):] {
+		out[at[s.Start]].Step = s.Step
+	}
+	for _, i := range cut.Blips {
+		out[at[i]].Blip = true
+	}
+	return out, hist, cut
 }
 
 // lowerMedian is the result of rs with the median samples/sec (the lower

@@ -53,6 +53,9 @@ type RunInput struct {
 	// Results, and every passed job is then insufficient-history; from
 	// Store, index.Query on it), and the run's results from Store.
 	History HistoryFunc
+	// Acceptances reads the acceptance records (nil: ReadAcceptances of
+	// Store, when set; else none).
+	Acceptances func(context.Context) ([]Acceptance, error)
 	// TimedOut and Warnings are copied to the report (RunReport).
 	TimedOut bool
 	Warnings []string
@@ -87,6 +90,11 @@ func JudgeRun(ctx context.Context, in RunInput) (*RunVerdict, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrGateConfig, err)
 		}
+		as, err := in.acceptances(ctx)
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("accepted regressions unreadable, every step down is listed as open: %v", err))
+		}
+		g.SetAccepted(as)
 		verdicts, err := g.Evaluate(ctx, m, rows)
 		switch {
 		case err != nil && in.Gate:
@@ -133,4 +141,16 @@ func (in RunInput) rows(ctx context.Context) (*protocol.RunManifest, []runstate.
 		}
 	}
 	return m, RowsFromResults(m, rs), query, nil
+}
+
+// acceptances reads the acceptance records in gives, or the Store's.
+func (in RunInput) acceptances(ctx context.Context) ([]Acceptance, error) {
+	switch {
+	case in.Acceptances != nil:
+		return in.Acceptances(ctx)
+	case in.Store != nil:
+		as, _, err := ReadAcceptances(ctx, in.Store)
+		return as, err
+	}
+	return nil, nil
 }
