@@ -37,6 +37,9 @@ type Notification struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Series are the jobs the message is about (regressed or failed ones).
 	Series []NotificationSeries `json:"series,omitempty"`
+	// OpenRegressions are the open (and accepted) regressions of the
+	// run's series, a line each, each once however many jobs share it.
+	OpenRegressions []string `json:"open_regressions,omitempty"`
 	// Worker, Device, Pool, Job, Reason: the worker side of a quarantine
 	// or a dead letter.
 	Worker string `json:"worker,omitempty"`

@@ -120,7 +120,7 @@ func (c GateConfig) WithDefaults() (GateConfig, error) {
 // median of the last 10 passed results, threshold 5%, noise band 3σ, at
 // least 5 results".
 func (c GateConfig) String() string {
-	s := fmt.Sprintf("baseline %s: median of the last %d passed results, threshold %s, noise band %sσ (MAD), at least %d results",
+	s := fmt.Sprintf("baseline %s: median of the last %d passed runs since the series' last change point, threshold %s, noise band %sσ (MAD within segments), at least %d results",
 		c.BaselineBranch, c.Window, FmtPercent(c.Threshold), strconv.FormatFloat(c.NoiseK, 'g', -1, 64), c.MinHistory)
 	if c.Repeats > 0 {
 		s += fmt.Sprintf(", a suspected regression confirmed by %d repeats", c.Repeats)
@@ -741,7 +741,7 @@ func RegressionText(v *GateRow, cfg GateConfig) string {
 	if v.Change != nil {
 		pct = math.Abs(*v.Change)
 	}
-	return fmt.Sprintf("%s samples/sec is %.1f%% %s the baseline %s (median of the last %d passed results on %s; threshold %s, noise band ±%.1f)",
+	return fmt.Sprintf("%s samples/sec is %.1f%% %s the baseline %s (median of the last %d passed runs at the series' current level on %s; threshold %s, noise band ±%.1f)",
 		runstate.FmtRate(v.Value), pct*100, dir, runstate.FmtRate(*v.Baseline), v.History, cfg.BaselineBranch,
 		FmtPercent(cfg.Threshold), v.Band)
 }

@@ -144,3 +144,20 @@ func ShellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// OpenRegressions lists the open and accepted regressions of the series
+// the run's jobs are of, each once (jobs of one series share them), in
+// the order of the verdicts.
+func (r *RunReport) OpenRegressions() []OpenRegression {
+	var out []OpenRegression
+	seen := map[string]bool{}
+	for _, v := range r.Verdicts {
+		for _, o := range v.OpenRegressions {
+			if k := o.Key(); !seen[k] {
+				seen[k] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}

@@ -56,6 +56,7 @@ func WriteGateTable(w io.Writer, rep *gate.RunReport) error {
 	if withTrust {
 		fmt.Fprintf(w, "(untrusted: a job of the untrusted producer, %s)\n", strings.TrimPrefix(runstate.UntrustedNote, "untrusted: "))
 	}
+	writeOpen(w, rep.OpenRegressions())
 	c := gate.CountVerdicts(rep.Verdicts)
 	extra := ""
 	if c.Unfinished > 0 {
@@ -108,4 +109,16 @@ func cutRun(r string) string {
 		return r[:24]
 	}
 	return r
+}
+
+// writeOpen lists open and accepted regressions, a line each, with the
+// bisect command under an open one whose first bad commit is not known.
+func writeOpen(w io.Writer, open []gate.OpenRegression) {
+	for _, o := range open {
+		fmt.Fprintln(w, o.Text())
+		if o.IsOpen() && o.Bisect != "" {
+			fmt.Fprintf(w, "  commits between %s and %s were not measured; find the first bad one: %s\n",
+				runstate.ShortCommit(o.LastGood), runstate.ShortCommit(o.Since), o.Bisect)
+		}
+	}
 }

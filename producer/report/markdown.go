@@ -77,6 +77,16 @@ func WriteMarkdown(w io.Writer, r *gate.RunReport) error {
 			}
 		}
 	}
+	if open := r.OpenRegressions(); len(open) > 0 {
+		b.WriteString("\n### Open regressions\n\n")
+		for _, o := range open {
+			fmt.Fprintf(&b, "- %s\n", mdCell(o.Text()))
+			if o.IsOpen() && o.Bisect != "" {
+				fmt.Fprintf(&b, "  - first bad commit not known (commits between `%s` and `%s` were not measured): `%s`\n",
+					mdCode(runstate.ShortCommit(o.LastGood)), mdCode(runstate.ShortCommit(o.Since)), mdCode(o.Bisect))
+			}
+		}
+	}
 	var attempts strings.Builder
 	for _, row := range ordered {
 		if v := r.VerdictOf(row.Job); v != nil && v.Confirmation != nil {

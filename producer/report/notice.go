@@ -58,6 +58,9 @@ func GateNotice(rep *gate.RunReport) (key string, m protocol.Notification, ok bo
 		}
 		return m.Series[i].Model < m.Series[j].Model
 	})
+	for _, o := range rep.OpenRegressions() {
+		m.OpenRegressions = append(m.OpenRegressions, o.Text())
+	}
 	m.Text = noticeText(m)
 	parts := []string{"regression", man.Run}
 	for _, s := range m.Series {
@@ -117,6 +120,9 @@ func noticeText(m protocol.Notification) string {
 		if s.Baseline != nil {
 			fmt.Fprintf(&b, " vs baseline %.1f (%s)", *s.Baseline, runstate.FmtChange(s.Change))
 		}
+	}
+	for _, o := range m.OpenRegressions {
+		fmt.Fprintf(&b, "\n• %s", runstate.Shorten(o, 300))
 	}
 	if m.Link != "" {
 		fmt.Fprintf(&b, "\n%s", m.Link)
