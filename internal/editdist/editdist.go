@@ -29,3 +29,20 @@ func Distance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// Closest is the name of names closest to word, or "" when none is close:
+// a typo or two, and not most of the name (x is not xy's typo). Ties go to
+// the name first in sort order.
+func Closest(word string, names []string) string {
+	best, bestD := "", 0
+	for _, n := range names {
+		d := Distance(word, n)
+		if d > 2 || d*2 >= len(n) {
+			continue
+		}
+		if best == "" || d < bestD || (d == bestD && n < best) {
+			best, bestD = n, d
+		}
+	}
+	return best
+}

@@ -42,8 +42,8 @@ func (a *Acceptance) Validate() error {
 	switch {
 	case a.Schema != SchemaAcceptance:
 		return fmt.Errorf("acceptance: schema %q, want %q", a.Schema, SchemaAcceptance)
-	case !protocol.ValidCommit(a.Commit):
-		return fmt.Errorf("acceptance: commit %q is not a full commit id", a.Commit)
+	case protocol.ValidID("commit", a.Commit) != nil:
+		return fmt.Errorf("acceptance: %v", protocol.ValidID("commit", a.Commit))
 	case strings.TrimSpace(a.Reason) == "" || len(a.Reason) > 2000:
 		return errors.New("acceptance: reason must be given, at most 2000 bytes")
 	case strings.TrimSpace(a.By) == "" || len(a.By) > 200:

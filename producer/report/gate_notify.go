@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/rs/zerolog"
 
@@ -115,4 +116,21 @@ func (n *GateNotifier) StatusTarget(rep *gate.RunReport) error {
 		return fmt.Errorf("run %s: no GitHub repo given (--repo, env GITHUB_REPOSITORY; got %q)", rep.Manifest.Run, n.Repo)
 	}
 	return nil
+}
+
+// Print writes what went wrong or was skipped, a line each, as the CLI
+// says it on stderr (nothing when all went well).
+func (o GateNotified) Print(w io.Writer, run string) {
+	if o.AlreadySent {
+		fmt.Fprintf(w, "notification for run %s already sent; not sent again\n", run)
+	}
+	if o.WebhookErr != nil {
+		fmt.Fprintf(w, "benchfleet: --notify: %v\n", o.WebhookErr)
+	}
+	if o.StatusRefused != nil {
+		fmt.Fprintf(w, "benchfleet: --github-token: %v; no commit status set\n", o.StatusRefused)
+	}
+	if o.StatusErr != nil {
+		fmt.Fprintf(w, "benchfleet: --github-token: %v\n", o.StatusErr)
+	}
 }

@@ -268,3 +268,27 @@ func csvNum(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
+
+// FlagText is q as the command-line flags that set it, e.g. "--model
+// resnet50 --since 30d", or "(no filter)".
+func (q ResultQuery) FlagText() string {
+	s := ""
+	for _, kv := range [][2]string{{"model", q.Model}, {"pool", q.Pool}, {"branch", q.Branch}, {"since", q.Since},
+		{"status", q.Status}, {"commit", q.Commit}} {
+		if kv[1] != "" {
+			s += fmt.Sprintf(" --%s %s", kv[0], kv[1])
+		}
+	}
+	if s == "" {
+		return "(no filter)"
+	}
+	return s[1:]
+}
+
+// WriteNotes writes notes (e.g. watch.SpooledReport's), a line each,
+// after a blank line; nothing when there are none.
+func WriteNotes(w io.Writer, notes []string) {
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	}
+}

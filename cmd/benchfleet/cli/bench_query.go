@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/benchfleet/benchfleet/internal/bench"
@@ -37,7 +35,7 @@ func (a *app) benchQueryCmd() *cobra.Command {
 			if cfg.Filter, err = q.filter(); err != nil {
 				return err
 			}
-			cfg.FilterText, cfg.Progress = describeFilter(q), a.stderr
+			cfg.FilterText, cfg.Progress = q.query().FlagText(), a.stderr
 			if duckdb {
 				if cfg.DuckDB, err = bench.FindDuckDB(); err != nil {
 					return err
@@ -77,19 +75,4 @@ func (a *app) benchQueryCmd() *cobra.Command {
 	f.StringVar(&q.status, "status", "", "query filter: status")
 	f.StringVar(&q.commit, "commit", "", "query filter: commit prefix")
 	return cmd
-}
-
-// describeFilter is the query's filter as its flags.
-func describeFilter(q queryFlags) string {
-	s := ""
-	for _, kv := range [][2]string{{"model", q.model}, {"pool", q.pool}, {"branch", q.branch}, {"since", q.since},
-		{"status", q.status}, {"commit", q.commit}} {
-		if kv[1] != "" {
-			s += fmt.Sprintf(" --%s %s", kv[0], kv[1])
-		}
-	}
-	if s == "" {
-		return "(no filter)"
-	}
-	return s[1:]
 }

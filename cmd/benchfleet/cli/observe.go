@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -52,17 +51,5 @@ func (n *notifyFlags) check() error {
 // stands.
 func (n *notifyFlags) send(ctx context.Context, a *app, b storage.Bucket, rep *gate.RunReport) {
 	g := &report.GateNotifier{WebhookURL: n.url, GitHubToken: n.githubToken, GitHubAPI: n.githubAPI, Repo: n.repo, Commit: n.commit, Log: a.log}
-	out := g.Notify(ctx, b, rep)
-	if out.AlreadySent {
-		fmt.Fprintf(a.stderr, "notification for run %s already sent; not sent again\n", rep.Manifest.Run)
-	}
-	if out.WebhookErr != nil {
-		fmt.Fprintf(a.stderr, "benchfleet: --notify: %v\n", out.WebhookErr)
-	}
-	if out.StatusRefused != nil {
-		fmt.Fprintf(a.stderr, "benchfleet: --github-token: %v; no commit status set\n", out.StatusRefused)
-	}
-	if out.StatusErr != nil {
-		fmt.Fprintf(a.stderr, "benchfleet: --github-token: %v\n", out.StatusErr)
-	}
+	g.Notify(ctx, b, rep).Print(a.stderr, rep.Manifest.Run)
 }

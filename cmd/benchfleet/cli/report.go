@@ -28,7 +28,7 @@ func (a *app) reportRun(ctx context.Context, m *protocol.RunManifest, states map
 			return nil, ExitFailed, err
 		}
 		defer b.Close()
-		req.History = a.historyFrom(b)
+		req.History, req.Store = a.historyFrom(b), b // Store: the acceptances
 	}
 	v, err := gate.JudgeRun(ctx, req)
 	switch {

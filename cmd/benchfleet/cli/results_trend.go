@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,7 +15,7 @@ import (
 
 // resultsTrendCmds are `results trend` and `results report`.
 func (a *app) resultsTrendCmds() []*cobra.Command {
-	return []*cobra.Command{a.resultsTrendCmd(), a.resultsReportCmd()}
+	return []*cobra.Command{a.resultsTrendCmd(), a.resultsReportCmd(), a.resultsAcceptCmd()}
 }
 
 func (a *app) resultsTrendCmd() *cobra.Command {
@@ -81,19 +80,10 @@ func (a *app) resultsReportCmd() *cobra.Command {
 
 // checkOut requires --out with one of the extensions exts.
 func checkOut(out string, exts ...string) error {
-	if out == "" {
-		return usageErr("--out is required (a %s file)", exts[0])
+	if err := chart.CheckOut(out, exts...); err != nil {
+		return usageErr("%v", err)
 	}
-	ext := strings.ToLower(filepath.Ext(out))
-	for _, e := range exts {
-		if ext == e {
-			return nil
-		}
-	}
-	if ext == ".png" && exts[0] == ".svg" {
-		return usageErr("--out %q: only .svg is supported in this build (no PNG)", out)
-	}
-	return usageErr("--out %q: want a %s file", out, exts[0])
+	return nil
 }
 
 // writeChart runs the filtered query (no result is a usage error), renders

@@ -98,7 +98,7 @@ func (a *app) runsCmd() *cobra.Command {
 				err = report.WriteRunShow(a.stdout, m, states)
 			}
 			if err == nil {
-				a.printSpooled(watch.SpooledReport(ctx, s.JS, runstate.ProgressOf(m, states)))
+				report.WriteNotes(a.stdout, watch.SpooledReport(ctx, s.JS, runstate.ProgressOf(m, states)))
 			}
 			return err
 		},

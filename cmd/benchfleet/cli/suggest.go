@@ -18,22 +18,15 @@ func flagHint(cmd *cobra.Command, err error) string {
 		return ""
 	}
 	name, _, _ = strings.Cut(name, "=")
-	best, bestD := "", 0
+	var names []string
 	visit := func(f *pflag.Flag) {
-		if f.Hidden {
-			return
-		}
-		d := editdist.Distance(name, f.Name)
-		// Close: a typo or two, and not most of the name (--x is not --xy's typo).
-		if d > 2 || d*2 >= len(f.Name) {
-			return
-		}
-		if best == "" || d < bestD || (d == bestD && f.Name < best) {
-			best, bestD = f.Name, d
+		if !f.Hidden {
+			names = append(names, f.Name)
 		}
 	}
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
+	best := editdist.Closest(name, names)
 	if best == "" {
 		return ""
 	}

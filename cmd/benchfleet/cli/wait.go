@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -139,7 +138,7 @@ func (a *app) waitRun(ctx context.Context, w *watch.Watcher, o waitOptions) erro
 	}
 	if o.timedOut {
 		p := runstate.ProgressOf(m, states)
-		a.printSpooled(watch.SpooledReport(ctx, w.JS, p))
+		report.WriteNotes(a.stdout, watch.SpooledReport(ctx, w.JS, p))
 		report.WriteTimedOut(a.stdout, o.warnings, o.timeout, p)
 		return exitCode(ExitTimeout)
 	}
@@ -147,12 +146,4 @@ func (a *app) waitRun(ctx context.Context, w *watch.Watcher, o waitOptions) erro
 		return exitCode(code)
 	}
 	return nil
-}
-
-// printSpooled prints notes (watch.SpooledReport) after a blank line.
-func (a *app) printSpooled(notes []string) {
-	if len(notes) > 0 {
-		fmt.Fprintln(a.stdout)
-		fmt.Fprintln(a.stdout, strings.Join(notes, "\n"))
-	}
 }
