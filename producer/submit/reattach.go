@@ -14,8 +14,9 @@ const reattachSkew = 5 * time.Minute
 
 // sameSource checks that the run m read from bench-runs is the run s
 // submits beyond its job ids: the same source (project, repo, commit,
-// branch, wheels; the CI run that submits may differ, a re-triggered CI
-// job is another CI run) and a created_at that a submit could have written
+// branch, wheels — after onRunBuild, which takes the run's wheels for a
+// rebuild of the same names; the CI run that submits may differ, a
+// re-triggered CI job is another CI run) and a created_at that a submit could have written
 // (set, not in the future). Anyone who may write bench-runs may rewrite a
 // manifest; a waiter that took its source from there would report (and
 // post a commit status) for a commit nobody gave it.

@@ -2,7 +2,6 @@ package submit
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -173,9 +172,10 @@ func (o *SubmitOptions) Validate() error {
 // file and hashing the wheel files, which it returns for StageWheels to
 // upload before the run is submitted. Policy: a run with a commit and no
 // priority runs high; without --run the run id is derived (RunID) from
-// the source and the matrix, wheels included, so a re-triggered CI job
-// for the same commit attaches to its run; the CI run (CIRunID, linked
-// from env) is set on every job after that, as provenance.
+// the source and the matrix, its wheels by name (runDigest), so a
+// re-triggered CI job for the same commit attaches to its run even when it
+// rebuilt the wheels with other bytes; the CI run (CIRunID, linked from
+// env) is set on every job after that, as provenance.
 func (o *SubmitOptions) Submission(env Env) (*Submission, []wheels.WheelFile, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
@@ -200,7 +200,7 @@ func (o *SubmitOptions) Submission(env Env) (*Submission, []wheels.WheelFile, er
 			run, protocol.UntrustedRunPrefix, protocol.UntrustedRunPrefix, run)
 	}
 	if run == "" {
-		digest, err := json.Marshal(m)
+		digest, err := runDigest(m)
 		if err != nil {
 			return nil, nil, fmt.Errorf("submit: %w", err)
 		}

@@ -39,6 +39,11 @@ type SubmitResult struct {
 	// Schedule says in what order the jobs were published (zero when
 	// attached).
 	Schedule Schedule
+	// Warnings are what the submitter should be told besides: a re-attach
+	// to a run whose wheels have the names given but other bytes (a
+	// rebuild of the commit) says that the run measures its first build,
+	// naming both sha256s of each wheel. Nil: nothing to say.
+	Warnings []string
 }
 
 // Submitter publishes runs.
@@ -88,7 +93,11 @@ func Open(ctx context.Context, js jetstream.JetStream, log zerolog.Logger) (*Sub
 //
 // Job ids are deterministic and sent as Nats-Msg-Id, so a repeated Submit
 // inside the duplicate window is a no-op; after the window the manifest in
-// bench-runs makes it re-attach. Every job is validated and its id checked
+// bench-runs makes it re-attach. A re-attach needs the run's jobs and
+// source, but for the wheels' bytes: a submit whose wheels have the run's
+// names and other sha256s (a rebuild of the commit) attaches to the run as
+// it is, which measures the build it was first submitted with, and says so
+// in SubmitResult.Warnings. Every job is validated and its id checked
 // against its content before any is published: an invalid job publishes
 // nothing. Jobs go out asynchronously, at most MaxInFlight unacknowledged
 // at a time, and every ack is checked (a failed or lost one is published
@@ -112,13 +121,18 @@ func (p *Submitter) Submit(ctx context.Context, s Submission) (*SubmitResult, er
 		return err
 	}, jetstream.ErrKeyNotFound)
 	if m := existing; err == nil {
+		s, rebuilt := onRunBuild(m, s)
 		if err := sameJobs(m, s.Jobs); err != nil {
 			return nil, err
 		}
 		if err := sameSource(m, s, time.Now()); err != nil {
 			return nil, err
 		}
-		return &SubmitResult{Manifest: m, Attached: true}, nil
+		res := &SubmitResult{Manifest: m, Attached: true}
+		if rebuilt != "" {
+			res.Warnings = []string{rebuilt}
+		}
+		return res, nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, err
 	}

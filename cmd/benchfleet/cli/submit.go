@@ -152,7 +152,7 @@ func (a *app) runSubmit(cmd *cobra.Command, f *submitFlags) error {
 	if err != nil {
 		return err
 	}
-	warnings, said := a.warnUnserved(ctx, topo, res.Manifest)
+	warnings, said := a.warnUnserved(ctx, topo, res)
 	if !f.wait {
 		fmt.Fprintf(a.stdout, "follow it with: benchfleet runs watch %s\n", res.Manifest.Run)
 		return nil
@@ -204,16 +204,16 @@ func (a *app) submitRun(ctx context.Context, p *submit.Submitter, sub *submit.Su
 	return res, nil
 }
 
-// warnUnserved says on stderr which of the run's pools no board in service
-// serves: their jobs stay queued (and --wait keeps waiting) until one is.
-// It returns the warnings, for the summary, and the pools' service it
-// read, for the waiter.
-func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, m *protocol.RunManifest) ([]string, []watch.PoolService) {
-	fleet, err := fleet.ReadFleet(ctx, topo.Workers)
-	if err != nil {
-		return nil, nil // a hint only
+// warnUnserved says on stderr the submit's warnings (a re-run's other build) and which of the
+// run's pools no board in service serves: their jobs stay queued (and --wait keeps waiting)
+// until one is. It returns the warnings, for the summary, and the pools' service it read.
+func (a *app) warnUnserved(ctx context.Context, topo *topology.Handles, res *submit.SubmitResult) (warnings []string, svc []watch.PoolService) {
+	warnings = res.Warnings[:len(res.Warnings):len(res.Warnings)]
+	if fleet, err := fleet.ReadFleet(ctx, topo.Workers); err == nil {
+		var unserved []string
+		unserved, svc = watch.UnservedWarnings(fleet, res.Manifest, time.Now())
+		warnings = append(warnings, unserved...)
 	}
-	warnings, svc := watch.UnservedWarnings(fleet, m, time.Now())
 	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 	}
