@@ -24,10 +24,10 @@ type gateFlags struct{ o gate.GateOptions }
 
 func (g *gateFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.o.BaselineBranch, "baseline-branch", gate.DefaultBaselineBranch, "branch whose passed results are the baseline")
-	fs.IntVar(&g.o.Window, "window", gate.DefaultWindow, "baseline: median of the last N passed results of each series")
+	fs.IntVar(&g.o.Window, "window", gate.DefaultWindow, "baseline: median of the last N passed runs of each series' current segment (since its last change point)")
 	fs.StringVar(&g.o.Threshold, "threshold", gate.FmtPercent(gate.DefaultThreshold), `a drop beyond this (and beyond the noise band) is a regression: "5%" or "0.05"`)
 	fs.IntVar(&g.o.MinHistory, "min-history", gate.DefaultMinHistory, "fewer baseline results than this: insufficient-history (reported, not failed)")
-	fs.Float64Var(&g.o.NoiseK, "noise-k", gate.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD of the baseline results")
+	fs.Float64Var(&g.o.NoiseK, "noise-k", gate.DefaultNoiseK, "noise band = k·σ, σ = 1.4826·MAD within the series' segments")
 }
 
 // registerConfirm adds --confirm, for the commands that can re-queue.
@@ -72,7 +72,10 @@ func (a *app) resultsGateCmd() *cobra.Command {
 JSON output: an array of {job, model, pool, batch_size, data_format,
 baseline, value, change, verdict}; baseline and change are null without
 history; a job with repeats also has confirmation {attempts, median,
-reproduced}, and its value and change are the median's. The run's manifest is read from the store (runs/<run>/manifest.json),
+reproduced}, and its value and change are the median's; open_regressions
+lists the series' open (and accepted) regressions: {series, series_name,
+since_commit, since_run, since_time, last_good_commit, before, level, now,
+change, runs, accepted {by, at, reason}, bisect}. The run's manifest is read from the store (runs/<run>/manifest.json),
 so only --store is needed; without a manifest the run's results are used.
 
 ` + notifyHelp,
