@@ -64,9 +64,8 @@ func medianScale(n int) float64 {
 // median of that many attempts (NoiseK·medianScale(n)·σ; n = 1 is Judge
 // of that attempt). The threshold is the same.
 func (c GateConfig) JudgeAttempts(history, attempts []float64) Judgement {
-	vals := attempts
 	g := c.Segment(history)
-	return c.JudgeAttemptsOn(&g, vals)
+	return c.JudgeAttemptsOn(&g, attempts)
 }
 
 // JudgeAttemptsOn is JudgeAttempts against a history already cut.
@@ -90,15 +89,20 @@ func (c GateConfig) JudgeAttemptsOn(g *Segmentation, attempts []float64) Judgeme
 // is a suspect; with Repeats 0 the suspects are exactly those.
 func (c GateConfig) Suspect(value float64, history []float64) bool {
 	g := c.Segment(history)
+	return c.SuspectOn(value, &g)
+}
+
+// SuspectOn is Suspect against a history already cut.
+func (c GateConfig) SuspectOn(value float64, g *Segmentation) bool {
 	c.NoiseK *= medianScale(1 + c.Repeats)
-	return c.JudgeOn(true, value, &g).Verdict == VerdictRegression
+	return c.JudgeOn(true, value, g).Verdict == VerdictRegression
 }
 
 // confirm judges row r, the original judged j against hist, on its
 // attempts when it has repeats. The verdict is the median's; a regression
 // of the original that the median does not show is not reproduced. While
 // a repeat has not ended the verdict stays the original's.
-func (c GateConfig) confirm(r runstate.Row, j Judgement, hist []float64) (Judgement, *Confirmation) {
+func (c GateConfig) confirm(r runstate.Row, j Judgement, hist *Segmentation) (Judgement, *Confirmation) {
 	if len(r.Repeats) == 0 || r.Status != protocol.StatusPassed {
 		return j, nil
 	}
@@ -114,7 +118,7 @@ func (c GateConfig) confirm(r runstate.Row, j Judgement, hist []float64) (Judgem
 			pending = true
 		}
 	}
-	jm := c.JudgeAttempts(hist, vals)
+	jm := c.JudgeAttemptsOn(hist, vals)
 	if jm.HasBaseline {
 		conf.Median = jm.Baseline * (1 + jm.Change)
 	}

@@ -406,6 +406,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 	}
 	cache := map[[2]string]map[Series][]*protocol.Result{}
 	opens := map[Series][]OpenRegression{}
+	cuts := map[Series]*Segmentation{} // each series is cut once
 	out := make([]GateRow, 0, len(rows))
 	for _, r := range rows {
 		s := Series{Test: tests[r.Job], Model: r.Model, BatchSize: r.BatchSize, DataFormat: r.DataFormat, Pool: r.Pool, Runner: r.Runner}
@@ -427,14 +428,15 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 		for i, h := range hist {
 			vals[i] = h.Measurements.SamplesPerSec
 		}
-		open, ok := opens[s]
+		cut, ok := cuts[s]
 		if !ok {
-			cut := g.cfg.Segment(vals)
-			open = g.cfg.OpenRegressions(s, hist, &cut, g.accepted)
-			opens[s] = open
+			c := g.cfg.Segment(vals)
+			cut = &c
+			cuts[s], opens[s] = cut, g.cfg.OpenRegressions(s, hist, cut, g.accepted)
 		}
+		open := opens[s]
 		passed := r.Status == protocol.StatusPassed
-		j, conf := g.cfg.confirm(r, g.cfg.Judge(passed, r.SamplesPerSec, vals), vals)
+		j, conf := g.cfg.confirm(r, g.cfg.JudgeOn(passed, r.SamplesPerSec, cut), cut)
 		if r.Status == "" {
 			j.Verdict = VerdictUnfinished
 		}
@@ -445,7 +447,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 		gr := GateRow{Job: r.Job, Model: r.Model, Pool: r.Pool, BatchSize: r.BatchSize, DataFormat: r.DataFormat,
 			Value: value, Verdict: j.Verdict, Series: s, History: j.N, Points: j.Points, Sigma: j.Sigma, Band: j.Band, Confirmation: conf,
 			OpenRegressions: open}
-		gr.Suspect = conf == nil && passed && g.cfg.Suspect(r.SamplesPerSec, vals)
+		gr.Suspect = conf == nil && passed && g.cfg.SuspectOn(r.SamplesPerSec, cut)
 		if r.Untrusted() || protocol.UntrustedRun(m.Run) {
 			gr.Trust = protocol.TrustUntrusted
 		}
