@@ -4,7 +4,6 @@ package fault
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,12 +24,16 @@ import (
 // job's verdict.
 func TestSubmitWaitRidesOutANATSOutage(t *testing.T) {
 	t.Parallel()
-	listen := fmt.Sprintf("127.0.0.1:%d", fleettest.FreePort(t))
-	opts := embedded.Options{Dir: filepath.Join(t.TempDir(), "nats"), Listen: listen}
+	// A random port the server binds itself (a port chosen free and then
+	// bound can be taken in between by any connection of a test beside
+	// this one); the restart binds the same one.
+	opts := embedded.Options{Dir: filepath.Join(t.TempDir(), "nats")}
 	srv, err := embedded.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	listen := srv.Addr().String()
+	opts.Listen = listen
 	t.Cleanup(func() { srv.Shutdown() })
 	url := "nats://" + listen
 	_, js := fleettest.Connect(t, url)
