@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/benchfleet/benchfleet/producer/gate"
+	"github.com/benchfleet/benchfleet/producer/runstate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -114,6 +115,16 @@ type GateReport struct {
 	// Confirmed: the same counts when only a regression the median of the
 	// attempts confirms fails.
 	ConfirmedFalsePositives, ConfirmedDetected int
+	// Window: the confirmed figures of the window baseline (the gate's
+	// rule before change points, windowRegression) on the same series
+	// and repeats.
+	Window ruleCounts
+	// After a step (gate_step.go): AtNewLevel and SecondSteps count the
+	// series whose candidate is at the new level and a second step below
+	// it, RunsAfter the history runs after the first steps; Step the gate's
+	// figures with confirmation, WindowStep the window baseline's.
+	AtNewLevel, SecondSteps, RunsAfter int
+	Step, WindowStep                   ruleCounts
 }
 
 // FalsePositiveRate, DetectionRate and their confirmed twins are the
@@ -124,6 +135,11 @@ func (r *GateReport) ConfirmedFalsePositiveRate() float64 {
 	return frac(r.ConfirmedFalsePositives, r.Clean)
 }
 func (r *GateReport) ConfirmedDetectionRate() float64 { return frac(r.ConfirmedDetected, r.Planted) }
+
+// StepRates are a rule's false positive and detection rates after a step.
+func (r *GateReport) StepRates(c ruleCounts) (fp, detection float64) {
+	return frac(c.FalsePositives, r.AtNewLevel), frac(c.Detected, r.SecondSteps)
+}
 
 func b2i(b bool) int {
 	if b {
@@ -173,27 +189,45 @@ func RunGate(ctx context.Context, cfg GateConfig) (*GateReport, error) {
 		}
 		board := rng.IntN(GateBoards)
 		attempts := []float64{s.attempt(rng, board, level)}
+		// The repeats, drawn when a rule suspects the candidate: the same
+		// for the gate and the window baseline.
+		repeats := func() []float64 {
+			if len(attempts) == 1 {
+				rr := rand.New(rand.NewPCG(cfg.Seed^gateRepeatSalt, uint64(i)))
+				for range cfg.Repeats {
+					other := (board + 1 + rr.IntN(GateBoards-1)) % GateBoards // Job.Avoid
+					attempts = append(attempts, s.attempt(rr, other, level))
+				}
+			}
+			return attempts
+		}
 		alone := cfg.Gate.Judge(true, attempts[0], hist).Verdict == gate.VerdictRegression
 		suspect := confirming.Suspect(attempts[0], hist)
 		confirmed := false
 		if suspect {
 			rep.Suspects++
-			rr := rand.New(rand.NewPCG(cfg.Seed^gateRepeatSalt, uint64(i)))
-			for range cfg.Repeats {
-				other := (board + 1 + rr.IntN(GateBoards-1)) % GateBoards // Job.Avoid
-				attempts = append(attempts, s.attempt(rr, other, level))
-				rep.RepeatsRun++
-			}
-			confirmed = cfg.Gate.JudgeAttempts(hist, attempts).Verdict == gate.VerdictRegression
+			rep.RepeatsRun += cfg.Repeats
+			confirmed = cfg.Gate.JudgeAttempts(hist, repeats()).Verdict == gate.VerdictRegression
+		}
+		window := false
+		if windowRegression(cfg.Gate, hist, attempts[0], 1+cfg.Repeats) {
+			rep.Window.Suspects++
+			a := repeats()
+			window = windowRegression(cfg.Gate, hist, runstate.Median(a), len(a))
 		}
 		switch {
 		case planted:
 			rep.Detected += b2i(alone)
 			rep.ConfirmedDetected += b2i(confirmed)
+			rep.Window.Detected += b2i(window)
 		default:
 			rep.FalsePositives += b2i(alone)
 			rep.ConfirmedFalsePositives += b2i(confirmed)
+			rep.Window.FalsePositives += b2i(window)
 		}
+	}
+	if err := runSteps(ctx, cfg, rep); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }
@@ -232,7 +266,17 @@ func (r *GateReport) Summary() string {
 		100*r.FalsePositiveRate(), 100*r.DetectionRate(), 100*r.ConfirmedFalsePositiveRate(), 100*r.ConfirmedDetectionRate())
 }
 
-// Print writes the figures, ending with Summary.
+// StepSummary is the after-a-step line, for scripts: "after a step: false
+// positives <f>% detection of a second step <d>% (window baseline: false
+// positives <f0>% detection <d0>%)".
+func (r *GateReport) StepSummary() string {
+	f, d := r.StepRates(r.Step)
+	f0, d0 := r.StepRates(r.WindowStep)
+	return fmt.Sprintf("after a step: false positives %.1f%% detection of a second step %.1f%% (window baseline: false positives %.1f%% detection %.1f%%)",
+		100*f, 100*d, 100*f0, 100*d0)
+}
+
+// Print writes the figures, ending with StepSummary and Summary.
 func (r *GateReport) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "series %d (%d clean, %d with a planted %.0f%% drop), %d baseline results each, seed %d\n",
@@ -244,5 +288,18 @@ func (r *GateReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "without confirmation: %d false positives, %d of %d detected\n", r.FalsePositives, r.Detected, r.Planted)
 	fmt.Fprintf(w, "with %d repeats: %d suspects, %d repeats run, %d false positives, %d of %d detected\n",
 		c.Repeats, r.Suspects, r.RepeatsRun, r.ConfirmedFalsePositives, r.ConfirmedDetected, r.Planted)
+	fmt.Fprintf(w, "window baseline with %d repeats: %d suspects, %d false positives, %d of %d detected\n",
+		c.Repeats, r.Window.Suspects, r.Window.FalsePositives, r.Window.Detected, r.Planted)
+	fmt.Fprintf(w, "after a step: %d series with a first step %.0f–%.0f%% down, %d–%d history runs before it and 1–%d after (%.1f on average); %d candidates at the new level, %d a second %.0f%% step below it\n",
+		c.Series, 100*GateStepMin, 100*GateStepMax, c.History, c.History+GateAfterMax-1, GateAfterMax, frac(r.RunsAfter, c.Series),
+		r.AtNewLevel, r.SecondSteps, 100*c.Drop)
+	for _, x := range []struct {
+		name string
+		n    ruleCounts
+	}{{"gate (change points)", r.Step}, {"window baseline", r.WindowStep}} {
+		fmt.Fprintf(w, "after a step, %s with %d repeats: %d suspects, %d false positives, %d of %d second steps detected\n",
+			x.name, c.Repeats, x.n.Suspects, x.n.FalsePositives, x.n.Detected, r.SecondSteps)
+	}
+	fmt.Fprintln(w, r.StepSummary())
 	fmt.Fprintln(w, r.Summary())
 }

@@ -13,7 +13,7 @@ func (a *app) benchGateCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "gate [--series N] [--seed S] [--confirm N]",
-		Short: "Measure the regression gate: false positives and detection on synthetic series, with and without confirmation",
+		Short: "Measure the regression gate: false positives and detection on synthetic series, with and without confirmation, and after a step",
 		Long:  longHelp("bench-gate"),
 		Example: `  benchfleet bench gate
   benchfleet bench gate --series 10000 --seed 7 --threshold 3%`,
