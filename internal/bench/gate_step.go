@@ -43,8 +43,8 @@ const (
 // original attempt is worth confirming against the history, confirmed
 // that the median of the attempts is a regression.
 type gateRule struct {
-	suspect   func(history []float64, value float64) bool
-	confirmed func(history, attempts []float64) bool
+	suspect   func(history []float64, runs []int, value float64) bool
+	confirmed func(history []float64, runs []int, attempts []float64) bool
 }
 
 // changePointRule is the gate's own rule (gate.GateConfig.Suspect and
@@ -53,9 +53,13 @@ func changePointRule(c gate.GateConfig, repeats int) gateRule {
 	confirming := c
 	confirming.Repeats = repeats
 	return gateRule{
-		suspect: func(h []float64, v float64) bool { return confirming.Suspect(v, h) },
-		confirmed: func(h, a []float64) bool {
-			return c.JudgeAttempts(h, a).Verdict == gate.VerdictRegression
+		suspect: func(h []float64, n []int, v float64) bool {
+			g := c.SegmentRuns(h, n)
+			return confirming.SuspectOn(v, &g)
+		},
+		confirmed: func(h []float64, n []int, a []float64) bool {
+			g := c.SegmentRuns(h, n)
+			return c.JudgeAttemptsOn(&g, a).Verdict == gate.VerdictRegression
 		},
 	}
 }
@@ -64,8 +68,10 @@ func changePointRule(c gate.GateConfig, repeats int) gateRule {
 // bench's reference (windowRegression) with repeats.
 func windowBaselineRule(c gate.GateConfig, repeats int) gateRule {
 	return gateRule{
-		suspect:   func(h []float64, v float64) bool { return windowRegression(c, h, v, 1+repeats) },
-		confirmed: func(h, a []float64) bool { return windowRegression(c, h, runstate.Median(a), len(a)) },
+		suspect: func(h []float64, _ []int, v float64) bool { return windowRegression(c, h, v, 1+repeats) },
+		confirmed: func(h []float64, _ []int, a []float64) bool {
+			return windowRegression(c, h, runstate.Median(a), len(a))
+		},
 	}
 }
 
@@ -110,6 +116,7 @@ func runSteps(ctx context.Context, cfg GateConfig, rep *GateReport) error {
 	boards := make([]int, n+1)
 	levels := make([]float64, n+1)
 	hist := make([]float64, n)
+	runs := make([]int, n) // attempts behind each history value
 	for i := range cfg.Series {
 		if i%256 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -139,16 +146,16 @@ func runSteps(ctx context.Context, cfg GateConfig, rep *GateReport) error {
 		rep.RunsAfter += after
 		for r, rule := range rules {
 			for k := range n {
-				hist[k] = orig[k]
-				if rule.suspect(hist[:k], orig[k]) {
-					hist[k] = lowerMedian(s.repeats(cfg, i, k, boards[k], levels[k], orig[k]))
+				hist[k], runs[k] = orig[k], 1
+				if rule.suspect(hist[:k], runs[:k], orig[k]) {
+					hist[k], runs[k] = lowerMedian(s.repeats(cfg, i, k, boards[k], levels[k], orig[k])), 1+cfg.Repeats
 				}
 			}
-			if !rule.suspect(hist, orig[n]) {
+			if !rule.suspect(hist, runs, orig[n]) {
 				continue
 			}
 			counts[r].Suspects++
-			if rule.confirmed(hist, s.repeats(cfg, i, n, boards[n], levels[n], orig[n])) {
+			if rule.confirmed(hist, runs, s.repeats(cfg, i, n, boards[n], levels[n], orig[n])) {
 				counts[r].Detected += b2i(second)
 				counts[r].FalsePositives += b2i(!second)
 			}

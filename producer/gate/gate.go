@@ -302,17 +302,16 @@ func (c GateConfig) JudgeOn(passed bool, value float64, g *Segmentation) Judgeme
 // onePerRun keeps one result per run of hist (sorted oldest first), at
 // the place of the run's first: the one of the run's median samples/sec
 // (the lower one of an even count). A run's confirmation repeats, and jobs
-// that differ only by labels, are one point of history, not several.
-func onePerRun(hist []*protocol.Result) []*protocol.Result {
+// that differ only by labels, are one point of history, not several;
+// attempts counts the results each point stands for.
+func onePerRun(hist []*protocol.Result) (runs []*protocol.Result, attempts []int) {
 	order, byRun := groupByRun(hist)
-	if len(order) == len(hist) {
-		return hist
-	}
-	out := make([]*protocol.Result, 0, len(order))
+	runs, attempts = make([]*protocol.Result, 0, len(order)), make([]int, 0, len(order))
 	for _, run := range order {
-		out = append(out, lowerMedian(byRun[run]))
+		runs = append(runs, lowerMedian(byRun[run]))
+		attempts = append(attempts, len(byRun[run]))
 	}
-	return out
+	return runs, attempts
 }
 
 // groupByRun groups rs by run, the runs in the order they first appear.
@@ -404,7 +403,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 	for _, j := range m.Jobs {
 		tests[j.ID] = j.Test
 	}
-	cache := map[[2]string]map[Series][]*protocol.Result{}
+	cache := map[[2]string]map[Series]historyRuns{}
 	opens := map[Series][]OpenRegression{}
 	cuts := map[Series]*Segmentation{} // each series is cut once
 	out := make([]GateRow, 0, len(rows))
@@ -423,14 +422,14 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 			}
 			cache[key] = bySeries
 		}
-		hist := bySeries[s]
+		hist, attempts := bySeries[s].runs, bySeries[s].attempts
 		vals := make([]float64, len(hist))
 		for i, h := range hist {
 			vals[i] = h.Measurements.SamplesPerSec
 		}
 		cut, ok := cuts[s]
 		if !ok {
-			c := g.cfg.Segment(vals)
+			c := g.cfg.SegmentRuns(vals, attempts)
 			cut = &c
 			cuts[s], opens[s] = cut, g.cfg.OpenRegressions(s, hist, cut, g.accepted)
 		}
@@ -482,8 +481,9 @@ func failureWord(s protocol.Status) string {
 // baselines: a result of the untrusted producer (protocol.Result.Untrusted,
 // set by the worker from the stream it claimed the job from) never is,
 // whatever branch its job names.
-func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool string) (map[Series][]*protocol.Result, error) {
-	out := map[Series][]*protocol.Result{}
+func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool string) (map[Series]historyRuns, error) {
+	bySeries := map[Series][]*protocol.Result{}
+	out := map[Series]historyRuns{}
 	if g.history == nil {
 		return out, nil
 	}
@@ -506,9 +506,9 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 			continue // the untrusted producer's: judged, never a baseline
 		}
 		s := SeriesOf(r)
-		out[s] = append(out[s], r)
+		bySeries[s] = append(bySeries[s], r)
 	}
-	for s, hist := range out {
+	for s, hist := range bySeries {
 		sort.SliceStable(hist, func(i, j int) bool {
 			a, b := hist[i], hist[j]
 			if !a.RunCreatedAt.Equal(b.RunCreatedAt) {
@@ -519,13 +519,20 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 			}
 			return a.Job < b.Job
 		})
-		hist = onePerRun(hist)
-		out[s] = hist
-		if len(hist) > SegmentHorizon {
-			out[s] = hist[len(hist)-SegmentHorizon:]
+		runs, attempts := onePerRun(hist)
+		if cut := len(runs) - SegmentHorizon; cut > 0 {
+			runs, attempts = runs[cut:], attempts[cut:]
 		}
+		out[s] = historyRuns{runs: runs, attempts: attempts}
 	}
 	return out, nil
+}
+
+// historyRuns is a series' history, one result per run, and how many
+// passed attempts each run had.
+type historyRuns struct {
+	runs     []*protocol.Result
+	attempts []int
 }
 
 // ApplyVerdicts copies the change and verdict of each gate row onto the

@@ -80,7 +80,9 @@ func (o *OpenRegression) Text() string {
 }
 
 // OpenRegressions lists the steps down of series s's history that are
-// still open or were accepted, oldest first. hist are the history's runs
+// still open or were accepted, oldest first (a tentative one, a step of
+// one unconfirmed run that the next run has not continued, is not yet a
+// step). hist are the history's runs
 // (one result each, the value it was cut at) and g its cut (c.Segment);
 // as are the acceptance records.
 func (c GateConfig) OpenRegressions(s Series, hist []*protocol.Result, g *Segmentation, as []Acceptance) []OpenRegression {
@@ -88,7 +90,7 @@ func (c GateConfig) OpenRegressions(s Series, hist []*protocol.Result, g *Segmen
 	now := g.Level()
 	for k := 1; k < len(g.Segments); k++ {
 		seg := &g.Segments[k]
-		if seg.Step != StepDown || seg.Start >= len(hist) || !(seg.Before > 0) {
+		if seg.Step != StepDown || seg.tentative || seg.Start >= len(hist) || !(seg.Before > 0) {
 			continue
 		}
 		if now >= seg.Before*(1-c.Threshold) {

@@ -20,8 +20,9 @@ import (
 // against the current segment starts a new one (a step), unless the run
 // after it comes straight back to the level before it, in which case the
 // step was a blip (one outlier run) and is left out of every segment.
-// A step up is tentative for its first run (see place): the segment before
-// it stays the one judged against until a second run continues it.
+// A step up, and a step down of a run that had no confirmation repeats,
+// is tentative for its first run (see place): the segment before it stays
+// the one judged against until a second run continues it.
 // A run's history value is the median of its attempts when it had
 // confirmation repeats, so a confirmed step is a step and an unconfirmed
 // one is usually not. The detector is measured by `benchfleet bench gate`
@@ -58,8 +59,9 @@ type Segment struct {
 	// the first).
 	Before float64
 	values []float64
-	// tentative: a step up of one run, not yet continued by a second
-	// (place); runs are judged against the segment before it meanwhile.
+	// tentative: a step up, or a step down of one attempt, of one run not
+	// yet continued by a second (place); runs are judged against the
+	// segment before it meanwhile.
 	tentative bool
 }
 
@@ -88,7 +90,7 @@ type Segmentation struct {
 
 // Current is the segment the next run is judged against (nil for an empty
 // history): the last one, or the one before it while the last is a
-// tentative step up.
+// tentative step (place).
 func (g *Segmentation) Current() *Segment {
 	n := len(g.Segments)
 	switch {
@@ -143,10 +145,23 @@ func (g *Segmentation) SigmaRel() float64 {
 // must have its defaults filled. At most SegmentHorizon latest runs are
 // used; indexes are into history as given.
 func (c GateConfig) Segment(history []float64) Segmentation {
+	return c.SegmentRuns(history, nil)
+}
+
+// SegmentRuns is Segment knowing how many passed attempts each run of the
+// history had (attempts[i] for history[i]; nil: one each). A run with two
+// or more (a suspect confirmed by its repeats, or jobs that differ only by
+// labels) that steps down is the new level at once; a step down of one
+// attempt waits for the next run to continue it, as a step up does (place).
+func (c GateConfig) SegmentRuns(history []float64, attempts []int) Segmentation {
 	off := max(0, len(history)-SegmentHorizon)
 	g := Segmentation{window: c.Window}
 	for i := off; i < len(history); i++ {
-		c.place(&g, i, history[i])
+		n := 1
+		if i < len(attempts) {
+			n = attempts[i]
+		}
+		c.place(&g, i, history[i], n)
 	}
 	return g
 }
@@ -168,7 +183,15 @@ func (c GateConfig) Segment(history []float64) Segmentation {
 // it. (bench gate, seeds 1-3, 20,000 series: after a step, false
 // positives 1.0-1.1% → 0.7-0.9%, detection of a second step 97.6-98.0% →
 // 97.4-97.6%.)
-func (c GateConfig) place(g *Segmentation, i int, v float64) {
+//
+// A step down of one attempt (a run that had no confirmation repeats: the
+// gate was off, as for a nightly run, or --confirm 0) is tentative too: by
+// its value it cannot be told from an outlier or a bimodal board's slow
+// mode, which the next run would then be judged against, and a real drop
+// hidden (bench gate, first step, 20,000 series: detection 89% → 96%). A
+// step down its run's repeats confirmed (attempts ≥ 2) is the level at
+// once: the next commit at that level passes.
+func (c GateConfig) place(g *Segmentation, i int, v float64, attempts int) {
 	g.Points++
 	cur := g.last()
 	switch {
@@ -188,8 +211,8 @@ func (c GateConfig) place(g *Segmentation, i int, v float64) {
 	if cur.Len() == 1 && len(g.Segments) > 1 {
 		prev := &g.Segments[len(g.Segments)-2]
 		if back := c.stepOf(g, prev, v) == StepNone; back || cur.tentative {
-			// One run away and straight back, or a tentative step up
-			// that v does not continue: a blip.
+			// One run away and straight back, or a tentative step that
+			// v does not continue: a blip.
 			g.Blips = append(g.Blips, cur.Start)
 			g.Points--
 			g.Segments = g.Segments[:len(g.Segments)-1]
@@ -201,9 +224,12 @@ func (c GateConfig) place(g *Segmentation, i int, v float64) {
 		}
 	}
 	seg := Segment{Start: i, End: i + 1, Step: step, Before: cur.Level(c.Window), values: []float64{v}}
-	if step == StepUp {
+	switch {
+	case step == StepUp:
 		fix := len(g.Segments) > 1 && c.stepOf(g, &g.Segments[len(g.Segments)-2], v) == StepNone
 		seg.tentative = !fix
+	case step == StepDown && attempts < 2:
+		seg.tentative = true
 	}
 	g.Segments = append(g.Segments, seg)
 }

@@ -130,3 +130,36 @@ func TestParseSeriesName(t *testing.T) {
 		}
 	}
 }
+
+// A step down of one unconfirmed attempt (no repeats: an outlier, a slow
+// board mode, or a step nobody confirmed) waits for the next run; one its
+// repeats confirmed is the level at once. A step up waits one run unless
+// it comes back to the level before a step down (a fix).
+func TestTentativeSteps(t *testing.T) {
+	t.Parallel()
+	c, _ := cut(t)
+	main := gatetest.Around(1000, 0.01, 8)
+	h := append(append([]float64{}, main...), 700)
+	one := c.SegmentRuns(h, nil)
+	if j := c.JudgeOn(true, 700, &one); j.Verdict != VerdictRegression || math.Abs(j.Baseline-1000) > 10 {
+		t.Errorf("700 after one unconfirmed run at 700: %s against %.1f, want a regression against 1000", j.Verdict, j.Baseline)
+	}
+	n := make([]int, len(h))
+	n[len(n)-1] = 3
+	conf := c.SegmentRuns(h, n)
+	if j := c.JudgeOn(true, 700, &conf); j.Verdict != VerdictOK {
+		t.Errorf("700 after a confirmed run at 700: %s against %.1f, want ok", j.Verdict, j.Baseline)
+	}
+	if o := c.OpenRegressions(Series{}, stepHistory(time.Now(), h...), &one, nil); len(o) != 0 {
+		t.Errorf("an unconfirmed step is listed open: %+v", o)
+	}
+	// Step up: [main, 1100] judges 1000 against main; a fix is the level at once.
+	up := c.Segment(append(append([]float64{}, main...), 1100))
+	if j := c.JudgeOn(true, 1000, &up); j.Verdict != VerdictOK {
+		t.Errorf("1000 after one run at 1100: %s against %.1f, want ok against main", j.Verdict, j.Baseline)
+	}
+	fix := c.Segment(append(append([]float64{}, main...), 700, 700, 700, 1000))
+	if fix.Level() < 990 {
+		t.Errorf("a fix back to 1000: level %.1f, want 1000 at once", fix.Level())
+	}
+}

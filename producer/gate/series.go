@@ -145,7 +145,7 @@ func judgeSeries(rs []*protocol.Result, gate GateConfig, baseline func(*protocol
 		p.OnBaseline = (baseline == nil || baseline(p.Result)) && !p.Result.Untrusted()
 		if p.OnBaseline && len(trusted) > 0 {
 			h := lowerMedian(trusted)
-			gate.place(&cut, len(hist), h.Measurements.SamplesPerSec)
+			gate.place(&cut, len(hist), h.Measurements.SamplesPerSec, len(trusted))
 			hist = append(hist, h)
 			at = append(at, len(out))
 		}
