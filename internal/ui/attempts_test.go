@@ -43,7 +43,7 @@ func TestRunPageShowsAttempts(t *testing.T) {
 	// The sim's figures jitter by a fraction of a sample/s.
 	attempts := regexp.MustCompile(`attempts (89\d|90\d)\.\d \(ui-host/sim-\d\), \d+\.\d \(ui-host/sim-\d\), \d+\.\d \(ui-host/sim-\d\) · median (99\d|100\d)\.\d`)
 	for _, want := range []string{"not-reproduced", "not reproduced", "PASS", "1/1 done", "confirmation repeats 2/2 done",
-		"Gate: baseline main: median of the last 10 passed results, threshold 5%, noise band 3σ (MAD), at least 5 results, a suspected regression confirmed by 2 repeats."} {
+		"Gate: baseline main: median of the last 10 passed runs since the series&#39; last change point, threshold 5%, noise band 3σ (MAD within segments), at least 5 results, a suspected regression confirmed by 2 repeats."} {
 		if !strings.Contains(body, want) {
 			t.Errorf("run page lacks %q:\n%s", want, body)
 		}
