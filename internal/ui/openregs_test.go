@@ -1,8 +1,10 @@
 package ui_test
 
 import (
+	"encoding/xml"
 	"fmt"
 	"html"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,6 +25,10 @@ const stepTest = "forge/test/benchmark/test_vision.py::test_resnet50"
 // stepCommit is the full commit of the i-th commit of the step series.
 func stepCommit(i int) string { return fmt.Sprintf("%02x%038x", 0xa0+i, i) }
 
+// stepWheels is the build the step series' results ran (a bisect needs
+// one).
+var stepWheels = []protocol.Wheel{{URL: protocol.BuildKey(strings.Repeat("c", 64), "forge-1.0-py3-none-any.whl"), SHA256: strings.Repeat("c", 64)}}
+
 // plantStep stores the series the issue tells of, in the hours before
 // now: eight main runs at 1000 samples/sec, a commit at 700 (commit 8,
 // run ci-8), two more at 700; a bisect's run off main (no branch) and a
@@ -35,7 +41,7 @@ func plantStep(t *testing.T, store storage.Bucket) gate.Series {
 		r := &protocol.Result{Schema: protocol.SchemaResult, Run: run, Job: protocol.JobID(run, "resnet50"), RunCreatedAt: t0.Add(at),
 			Pool: "n150", Runner: "forge", Status: protocol.StatusPassed, Attempt: 1, StartedAt: t0.Add(at), FinishedAt: t0.Add(at + time.Minute),
 			Benchmark:    protocol.Benchmark{Test: stepTest, Model: "resnet50", BatchSize: 8, LoopCount: 128, WarmupCount: 32, DataFormat: "bfloat16"},
-			Source:       protocol.Source{Repo: "https://example.com/tt-forge-onnx", Commit: commit, Branch: branch},
+			Source:       protocol.Source{Repo: "https://example.com/tt-forge-onnx", Commit: commit, Branch: branch, Wheels: stepWheels},
 			Measurements: protocol.Measurements{SamplesPerSec: sps}, PCC: protocol.PCC{Value: 0.999, Min: 0.99, Passed: true}, Labels: labels}
 		if _, err := storage.PutResult(t.Context(), store, r); err != nil {
 			t.Fatal(err)
@@ -182,34 +188,68 @@ func TestSeriesPageNeverBelowZero(t *testing.T) {
 	}
 	hs := serve(t, uiOf(t, store))
 	_, page := get(t, hs.URL+"/series?model=noisy&pool=sim&batch=4&format=bfloat16&runner=sim")
-	svg := page[strings.Index(page, "<svg"):]
-	svg = svg[:strings.Index(svg, "</svg>")]
-	frame := regexp.MustCompile(`<rect x="[0-9.]+" y="([0-9.]+)" width="[0-9.]+" height="([0-9.]+)" fill="none"`).FindStringSubmatch(svg)
-	if frame == nil {
-		t.Fatal("no plot frame in the series chart")
-	}
-	top, _ := strconv.ParseFloat(frame[1], 64)
-	h, _ := strconv.ParseFloat(frame[2], 64)
-	yAxis := svg[strings.Index(svg, `<g class="y-axis"`):]
-	yAxis = yAxis[:strings.Index(yAxis, "</g>")]
-	ticks := regexp.MustCompile(`<text class="tick"[^>]*>([^<]+)</text>`).FindAllStringSubmatch(yAxis, -1)
-	if len(ticks) < 3 {
-		t.Fatalf("%d y ticks", len(ticks))
-	}
-	for _, tk := range ticks {
-		if v, err := strconv.ParseFloat(tk[1], 64); err != nil || v < 0 {
-			t.Errorf("y tick %q: below zero", tk[1])
+	chart := page[strings.Index(page, `<svg`):]
+	chart = chart[:strings.Index(chart, `</svg>`)+len(`</svg>`)]
+	// The chart's frame, its y ticks and its bands, decoded.
+	var top, bottom float64
+	var ticks []float64
+	var bands []string
+	var inY bool
+	d := xml.NewDecoder(strings.NewReader(chart))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the series chart: %v", err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			a := map[string]string{}
+			for _, at := range e.Attr {
+				a[at.Name.Local] = at.Value
+			}
+			switch {
+			case e.Name.Local == "g":
+				inY = a["class"] == "y-axis"
+			case e.Name.Local == "rect" && a["fill"] == "none":
+				top, _ = strconv.ParseFloat(a["y"], 64)
+				h, _ := strconv.ParseFloat(a["height"], 64)
+				bottom = top + h
+			case e.Name.Local == "polygon" && a["class"] == "band":
+				bands = append(bands, a["points"])
+			}
+		case xml.CharData:
+			if inY && strings.TrimSpace(string(e)) != "" {
+				v, err := strconv.ParseFloat(strings.TrimSpace(string(e)), 64)
+				if err != nil {
+					t.Fatalf("y tick %q", e)
+				}
+				ticks = append(ticks, v)
+			}
+		case xml.EndElement:
+			if e.Name.Local == "g" {
+				inY = false
+			}
 		}
 	}
-	bands := regexp.MustCompile(`<polygon class="band" points="([^"]+)"`).FindAllStringSubmatch(svg, -1)
+	if len(ticks) < 3 || bottom <= top {
+		t.Fatalf("y ticks %v, frame %v to %v", ticks, top, bottom)
+	}
+	for _, v := range ticks {
+		if v < 0 {
+			t.Errorf("y tick %v: below zero", v)
+		}
+	}
 	if len(bands) == 0 {
 		t.Fatal("no noise band drawn")
 	}
 	for _, b := range bands {
-		for _, p := range strings.Fields(b[1]) {
+		for _, p := range strings.Fields(b) {
 			_, ys, _ := strings.Cut(p, ",")
-			if y, _ := strconv.ParseFloat(ys, 64); y > top+h+0.05 || y < top-0.05 {
-				t.Errorf("the band reaches y %v, outside the plot (%v to %v)", y, top, top+h)
+			if y, _ := strconv.ParseFloat(ys, 64); y > bottom+0.05 || y < top-0.05 {
+				t.Errorf("the band reaches y %v, outside the plot (%v to %v)", y, top, bottom)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/benchfleet/benchfleet/producer/chart"
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage/file"
 	"github.com/benchfleet/benchfleet/storage/index"
@@ -62,7 +63,7 @@ func TestBrowserPictures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plantStep(t, store)
+	ser := plantStep(t, store)
 	// A sim series of the same model and pool: the trend names both
 	// series with their runner and test, the forge one at length.
 	j := protoJob(t)
@@ -118,6 +119,24 @@ func TestBrowserPictures(t *testing.T) {
 		t.Errorf("the series page's y axis starts at %s", lo)
 	}
 	b.shot(dir, "series.png")
+
+	// Accepted: home folds it under the accepted ones, with its reason;
+	// the series page's box says who accepted it and why.
+	if err := gate.Accept(t.Context(), store, gate.Acceptance{Series: ser, Commit: stepCommit(8), Reason: "new firmware: slower, and correct",
+		By: "alice@lab", At: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	hs = serve(t, uiOf(t, store))
+	b.do(chromedp.Navigate(hs.URL+"/"), chromedp.WaitVisible("#open-regressions details.accepted"), chromedp.Click("#open-regressions details.accepted summary", chromedp.NodeVisible))
+	if acc := textOf(b, "#open-regressions details.accepted"); !strings.Contains(acc, "new firmware: slower, and correct") {
+		t.Errorf("home's accepted regressions: %q", acc)
+	}
+	b.shot(dir, "home-accepted.png")
+	b.do(chromedp.Click(`#open-regressions tr.accepted a`, chromedp.NodeVisible), chromedp.WaitVisible("#chart"))
+	if box := textOf(b, ".regression-box.accepted"); !strings.Contains(box, "accepted by alice@lab") {
+		t.Errorf("the series page's box: %q", box)
+	}
+	b.shot(dir, "series-accepted.png")
 }
 
 // protoJob is a sim job of model resnet50 on pool n150 (the step series'

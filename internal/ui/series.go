@@ -30,7 +30,7 @@ type seriesData struct {
 	Rows   []gate.SeriesPoint
 	// Open are the series' open and accepted regressions after its last
 	// run (gate.SeriesOpen); Warn says what of them could not be read.
-	Open []gate.OpenRegression
+	Open []openBox
 	Warn []string
 	// bisectOf is the series' one bisect (bisect), made once for the page.
 	bisectOf   *bisectLink
@@ -85,7 +85,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		warn = append(warn, fmt.Sprintf("the accepted regressions could not be read (%v): every step down is listed as open", err))
 	}
 	pts, open := gate.SeriesOpen(rs, ser, s.cfg.Gate, as)
-	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(), Branch: s.cfg.Gate.BaselineBranch, Open: open, Warn: warn,
+	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(), Branch: s.cfg.Gate.BaselineBranch, Open: openBoxes(pts, open), Warn: warn,
 		Chart: chart.SeriesSVG(pts, chart.SeriesOptions{ID: "chart", Branch: s.cfg.Gate.BaselineBranch, Title: pointTitle, RunLink: "/runs/",
 			Window: s.cfg.Gate.Window, Open: open})}
 	d.count(pts)
@@ -97,6 +97,11 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		d.Rows = d.Rows[:200]
 	}
 	d.bisectOf, d.bisectAt = d.bisect()
+	for _, o := range d.Open {
+		if o.Bisect != "" {
+			d.bisectOf = nil // the box above the chart shows it
+		}
+	}
 	d.Elapsed = time.Since(start).Round(100 * time.Microsecond).String()
 	s.render(w, r, "series", ser.Name(), false, d)
 }
