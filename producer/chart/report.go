@@ -2,6 +2,7 @@ package chart
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -118,7 +119,7 @@ type openView struct {
 }
 
 func newOpenView(o gate.OpenRegression) openView {
-	v := openView{OpenRegression: o, Since: runstate.ShortCommit(cmp(o.Since, "no commit")), LastGood: runstate.ShortCommit(o.LastGood),
+	v := openView{OpenRegression: o, Since: runstate.ShortCommit(cmp.Or(o.Since, "no commit")), LastGood: runstate.ShortCommit(o.LastGood),
 		Date: o.At.UTC().Format("2006-01-02 15:04"), Before: runstate.FmtRate(o.Before), Level: runstate.FmtRate(o.Level),
 		Now: runstate.FmtRate(o.Now), Change: runstate.FmtChange(&o.Change), Runs: runstate.Count(o.Runs, "run")}
 	if a := o.Accepted; a != nil {

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"cmp"
 	"html/template"
 	"math"
 	"net/url"
@@ -55,9 +56,9 @@ const (
 // beyond, else on the bottom edge. Behind them: the gate's noise band
 // around the level each run was judged against (class "band", a step per
 // run, cut at the axis); the level of each segment of the history (class
-// "segment"); and a line at
-// the first run of each open regression of o.Open (class "open-since",
-// "accepted-since" for an accepted one) with its commit and change. Every
+// "segment"); and a line at the first run of each open regression of
+// o.Open (class "open-since", "accepted-since" for an accepted one),
+// named with its commit and change by a label beside it. Every
 // point has its hover title and, with RunLink, links to its run (an a
 // element, class "point"). All text is escaped: the result is safe to
 // place in HTML as it is. No points: an empty result.
@@ -81,7 +82,7 @@ func SeriesSVG(pts []gate.SeriesPoint, o SeriesOptions) template.HTML {
 		if v, ok := seriesValue(pt); ok {
 			x, y := p.x(pt.Result.RunCreatedAt), p.y(v)
 			marks = append(marks, box{x - 6, y - 6, x + 6, y + 6})
-			if pt.OnBaseline && !pt.Blip {
+			if pt.OnBaseline {
 				line = append(line, xy(x, y))
 			}
 		}
@@ -205,7 +206,7 @@ func writeOpenSince(b *svgBuf, p *plot, pts []gate.SeriesPoint, open []gate.Open
 		b.f(`<line class="%s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.5" stroke-dasharray="6 3"><title>%s</title></line>`+"\n",
 			class, f1(x), f1(p.y0), f1(x), f1(p.bottom()), colour, xmlText(o.Text()))
 		tags = append(tags, tag{ax: x, ay: p.y(v), bold: true, colour: colour, class: class,
-			text: word + runstate.ShortCommit(cmp(o.Since, o.SinceRun)) + " " + runstate.FmtChange(&o.Change)})
+			text: word + runstate.ShortCommit(cmp.Or(o.Since, o.SinceRun)) + " " + runstate.FmtChange(&o.Change)})
 	}
 	return tags
 }

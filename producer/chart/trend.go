@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -396,9 +397,9 @@ func (t *trend) writePoint(b *svgBuf, p *plot, l TrendLine, pt gate.SeriesPoint,
 		if o.SinceRun != r.Run || !pt.OnBaseline {
 			continue
 		}
-		word, c, cls := "open since "+runstate.ShortCommit(cmp(o.Since, o.SinceRun)), regressionColour, "open"
+		word, c, cls := "open since "+runstate.ShortCommit(cmp.Or(o.Since, o.SinceRun)), regressionColour, "open"
 		if !o.IsOpen() {
-			word, c, cls = "accepted "+runstate.ShortCommit(cmp(o.Since, o.SinceRun)), acceptedColour, "accepted"
+			word, c, cls = "accepted "+runstate.ShortCommit(cmp.Or(o.Since, o.SinceRun)), acceptedColour, "accepted"
 		}
 		if tg.text == "" {
 			tg.text = runstate.FmtChange(&o.Change)
@@ -421,14 +422,6 @@ func (t *trend) writePoint(b *svgBuf, p *plot, l TrendLine, pt gate.SeriesPoint,
 	b.f("</g>\n")
 	*marks = append(*marks, box{m.x - 9, m.y - 9, m.x + 9, m.y + 9})
 	return tg, true
-}
-
-// cmp is a, or b when a is empty.
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // tip is the hover text of run pt of series l, its figure v (ok: it has
