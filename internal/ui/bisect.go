@@ -67,3 +67,28 @@ func (d seriesData) bisect() (*bisectLink, int) {
 func bisectCmd(r, g *protocol.Result) *bisectLink {
 	return &bisectLink{Cmd: gate.BisectCommand(gate.SeriesOf(r), g.Source.Commit, r.Source.Commit), Good: g.Source.Commit, Bad: r.Source.Commit, Repo: r.Source.Repo}
 }
+
+// openBox is an open (or accepted) regression as the series page shows
+// it above its chart: its bisect command only when the step's first run
+// ran wheels (a provisioned build: only those can be bisected), with the
+// repository the command's DIR is a clone of.
+type openBox struct {
+	gate.OpenRegression
+	Repo string
+}
+
+// openBoxes are the boxes of open, the regressions of the series of pts.
+func openBoxes(pts []gate.SeriesPoint, open []gate.OpenRegression) []openBox {
+	out := make([]openBox, 0, len(open))
+	for _, o := range open {
+		b := openBox{OpenRegression: o}
+		i := slices.IndexFunc(pts, func(p gate.SeriesPoint) bool { return p.OnBaseline && p.Result.Run == o.SinceRun })
+		if i < 0 || len(pts[i].Result.Source.Wheels) == 0 {
+			b.Bisect = ""
+		} else {
+			b.Repo = pts[i].Result.Source.Repo
+		}
+		out = append(out, b)
+	}
+	return out
+}

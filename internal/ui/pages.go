@@ -93,7 +93,17 @@ type homeData struct {
 	// Window is the span the boards' done and failures cover ("24 h");
 	// Counted says where they come from.
 	Window, Counted string
+	// Open lists the fleet's open and accepted regressions (nil: not
+	// made yet, or the store is not answering); OpenPending says a new
+	// list is being made, OpenErr why the last making failed.
+	Open        *openList
+	OpenPending bool
+	OpenErr     string
 }
+
+// OpenDays is how many days of results the open regressions are worked
+// out from.
+func (homeData) OpenDays() int { return int(openWindow / (24 * time.Hour)) }
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel, h := s.pageHealth(r)
@@ -143,7 +153,15 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	var counts map[boardKey]boardCounts
 	cerr := errors.New("the store is not answering")
 	if h.Store {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			var err error
+			if d.Open, d.OpenPending, err = s.openRegressions(ctx, now); err != nil {
+				d.OpenErr = err.Error()
+			}
+		})
 		counts, cerr = s.boards.count(ctx, s.cfg.Store, now, from)
+		wg.Wait()
 		if cerr != nil {
 			d.Errors = append(d.Errors, cerr.Error())
 		}

@@ -28,6 +28,10 @@ type seriesData struct {
 	Branch string // the baseline branch
 	Others int    // runs of other branches
 	Rows   []gate.SeriesPoint
+	// Open are the series' open and accepted regressions after its last
+	// run (gate.SeriesOpen); Warn says what of them could not be read.
+	Open []openBox
+	Warn []string
 	// bisectOf is the series' one bisect (bisect), made once for the page.
 	bisectOf   *bisectLink
 	bisectAt   int
@@ -76,9 +80,14 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
-	pts := gate.SeriesPoints(rs, ser, s.cfg.Gate)
-	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(), Branch: s.cfg.Gate.BaselineBranch,
-		Chart: chart.SeriesSVG(pts, chart.SeriesOptions{ID: "chart", Branch: s.cfg.Gate.BaselineBranch, Title: pointTitle, RunLink: "/runs/"})}
+	as, warn, err := gate.ReadAcceptances(r.Context(), s.cfg.Store)
+	if err != nil {
+		warn = append(warn, fmt.Sprintf("the accepted regressions could not be read (%v): every step down is listed as open", err))
+	}
+	pts, open := gate.SeriesOpen(rs, ser, s.cfg.Gate, as)
+	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(), Branch: s.cfg.Gate.BaselineBranch, Open: openBoxes(pts, open), Warn: warn,
+		Chart: chart.SeriesSVG(pts, chart.SeriesOptions{ID: "chart", Branch: s.cfg.Gate.BaselineBranch, Title: pointTitle, RunLink: "/runs/",
+			Window: s.cfg.Gate.Window, Open: open})}
 	d.count(pts)
 	// The table lists the newest first.
 	for i := len(pts) - 1; i >= 0; i-- {
@@ -88,6 +97,11 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		d.Rows = d.Rows[:200]
 	}
 	d.bisectOf, d.bisectAt = d.bisect()
+	for _, o := range d.Open {
+		if o.Bisect != "" {
+			d.bisectOf = nil // the box above the chart shows it
+		}
+	}
 	d.Elapsed = time.Since(start).Round(100 * time.Microsecond).String()
 	s.render(w, r, "series", ser.Name(), false, d)
 }
@@ -124,6 +138,14 @@ func pointTitle(p gate.SeriesPoint) string {
 	}
 	title := fmt.Sprintf("%s  %s@%s\n%s: %s samples/s (%s)\nrun %s", r.RunCreatedAt.UTC().Format("2006-01-02 15:04"),
 		cmp.Or(r.Source.Branch, "?"), runstate.ShortCommit(commit), r.Status, rate, p.Judgement.Verdict, r.Run)
+	switch {
+	case p.Blip:
+		title += "\nblip: off the level for one run and straight back, in no segment"
+	case p.Step == gate.StepDown:
+		title += "\nbegan a segment: a step down"
+	case p.Step == gate.StepUp:
+		title += "\nbegan a segment: a step up"
+	}
 	if r.Untrusted() {
 		title += "\n" + runstate.UntrustedNote
 	}

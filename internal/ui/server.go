@@ -106,6 +106,8 @@ type Server struct {
 	verdicts map[string]string
 	// boards counts each board's stored results for the fleet table.
 	boards boardTally
+	// opens keeps the fleet's open regressions for the home page.
+	opens openCache
 	// limit bounds the operator-token checks (Config.LoginLimit).
 	limit *loginLimiter
 	// secureCookie: Config.PublicURL is https.

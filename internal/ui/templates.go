@@ -27,6 +27,8 @@ var funcs = template.FuncMap{
 		return runstate.FmtRate(*p)
 	},
 	"commit": runstate.ShortCommit,
+	"pct":    func(c float64) string { return runstate.FmtChange(&c) },
+	"date":   func(t time.Time) string { return t.UTC().Format("2006-01-02") },
 	"time": func(t time.Time) string {
 		if t.IsZero() {
 			return ""

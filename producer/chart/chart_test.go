@@ -300,8 +300,8 @@ func TestTrendPictureReadsLikeAChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	if !strings.Contains(page, `<ul class="regressions">`) || !strings.Contains(page, "<b>resnet50/n150/bs8/bfloat16</b>") {
-		t.Errorf("the report does not list the regression")
+	if !strings.Contains(page, `<ul class="open-regressions">`) || !strings.Contains(page, `<b>resnet50/n150/bs8/bfloat16</b>: open regression since commit <code title="c0ffee07">c0ffee07</code> (run <code>n7</code>`) {
+		t.Errorf("the report does not list the regression (a step down in the last run: open since its commit)")
 	}
 	if n := strings.Count(page, `class="num worse"`); n != 1 {
 		t.Errorf("%d changes coloured as worse, want only the regression's", n)

@@ -75,18 +75,23 @@ func timeRange(lo, hi time.Time) (time.Time, time.Time) {
 // valueTicks are the round ticks of a value axis fitted to s (0 to 1 when
 // s is empty): a spread under 2% of the values is shown as ±2% around
 // them, so that noise is not magnified, and a margin of 8% keeps the
-// extreme points off the frame.
+// extreme points off the frame. An axis of values none of which is below
+// 0 (every figure the pictures draw) never goes below 0.
 func valueTicks(s span) ([]float64, float64) {
 	lo, hi := s.lo, s.hi
 	if s.empty() {
 		lo, hi = 0, 1
+	}
+	floor := math.Inf(-1)
+	if lo >= 0 {
+		floor = 0
 	}
 	if spread := hi - lo; spread < 0.02*math.Abs(hi) {
 		mid := (hi + lo) / 2
 		lo, hi = mid-0.02*math.Abs(mid), mid+0.02*math.Abs(mid)
 	}
 	margin := 0.08 * (hi - lo)
-	return niceTicks(lo-margin, hi+margin, 4)
+	return niceTicks(math.Max(lo-margin, floor), hi+margin, 4)
 }
 
 // x is the horizontal position of time t.

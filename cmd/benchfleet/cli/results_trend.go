@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/internal/atomicfile"
 	"github.com/benchfleet/benchfleet/producer/chart"
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 )
 
@@ -19,11 +21,8 @@ func (a *app) resultsTrendCmds() []*cobra.Command {
 }
 
 func (a *app) resultsTrendCmd() *cobra.Command {
-	var (
-		q      queryFlags
-		metric string
-		out    string
-	)
+	var q queryFlags
+	var metric, out string
 	cmd := &cobra.Command{
 		Use:   "trend --out FILE.svg",
 		Short: "Draw a metric over time, one line per series, as an SVG",
@@ -39,8 +38,8 @@ func (a *app) resultsTrendCmd() *cobra.Command {
 			if err := checkOut(out, ".svg"); err != nil {
 				return err
 			}
-			return a.writeChart(cmd, &q, out, "the "+string(m)+" trend of", func(w io.Writer, rs []*protocol.Result) error {
-				return chart.WriteTrendSVG(w, rs, chart.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe()})
+			return a.writeChart(cmd, &q, out, "the "+string(m)+" trend of", func(w io.Writer, rs []*protocol.Result, as []gate.Acceptance) error {
+				return chart.WriteTrendSVG(w, rs, chart.TrendOptions{Metric: m, Title: m.Label() + " over time" + q.describe(), Acceptances: as})
 			})
 		},
 	}
@@ -52,10 +51,8 @@ func (a *app) resultsTrendCmd() *cobra.Command {
 }
 
 func (a *app) resultsReportCmd() *cobra.Command {
-	var (
-		q   queryFlags
-		out string
-	)
+	var q queryFlags
+	var out string
 	cmd := &cobra.Command{
 		Use:   "report --out FILE.html",
 		Short: "Write a self-contained HTML report: summary, trend and latest result per series",
@@ -67,8 +64,8 @@ func (a *app) resultsReportCmd() *cobra.Command {
 			if err := checkOut(out, ".html", ".htm"); err != nil {
 				return err
 			}
-			return a.writeChart(cmd, &q, out, "a report of", func(w io.Writer, rs []*protocol.Result) error {
-				return chart.WriteReportHTML(w, rs, chart.ReportOptions{Query: strings.TrimPrefix(q.describe(), " — ")})
+			return a.writeChart(cmd, &q, out, "a report of", func(w io.Writer, rs []*protocol.Result, as []gate.Acceptance) error {
+				return chart.WriteReportHTML(w, rs, chart.ReportOptions{Query: strings.TrimPrefix(q.describe(), " — "), Acceptances: as})
 			})
 		},
 	}
@@ -86,23 +83,29 @@ func checkOut(out string, exts ...string) error {
 	return nil
 }
 
-// writeChart runs the filtered query (no result is a usage error), renders
-// its results and writes them to out atomically, saying "wrote <what>
-// <n> results to <out>".
-func (a *app) writeChart(cmd *cobra.Command, q *queryFlags, out, what string, render func(io.Writer, []*protocol.Result) error) error {
+// writeChart runs the filtered query (no result is a usage error), reads
+// the acceptance records, renders both and writes them to out atomically,
+// saying "wrote <what> <n> results to <out>".
+func (a *app) writeChart(cmd *cobra.Command, q *queryFlags, out, what string, render func(io.Writer, []*protocol.Result, []gate.Acceptance) error) error {
 	f, err := q.filter()
 	if err != nil {
 		return err
 	}
-	rs, err := a.queryStore(cmd.Context(), f)
+	b, err := a.openStoreRead(cmd.Context())
 	if err != nil {
 		return err
 	}
-	if len(rs) == 0 {
+	defer b.Close()
+	rs, err := a.query(cmd.Context(), b, f)
+	if err == nil && len(rs) == 0 {
 		return usageErr("no results match%s", q.describe())
 	}
+	as, _, aerr := gate.ReadAcceptances(cmd.Context(), b)
+	if err = errors.Join(err, aerr); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
-	if err := render(&buf, rs); err != nil {
+	if err := render(&buf, rs, as); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(out, buf.Bytes()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/protocol"
 	"github.com/benchfleet/benchfleet/storage"
 	"github.com/benchfleet/benchfleet/storage/file"
@@ -131,5 +132,71 @@ func TestResultsReport(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "results", "report", "--store", store, "--run", "run9", "--out", out); code != 64 || !strings.Contains(errOut, "no results match") {
 		t.Errorf("report --run run9: exit %d %q, want 64 and no results match", code, errOut)
+	}
+}
+
+// stepStore is a file store with a series of eight main runs at 1000
+// samples/sec, then three at 700 (the first of them at commit step), and,
+// when reason is not empty, an acceptance of that step.
+func stepStore(t *testing.T, reason string) (store, step string) {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := file.NewBucket(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Hour)
+	var r *protocol.Result
+	for i, v := range []float64{1000, 1004, 997, 1006, 995, 1002, 998, 1000, 700, 703, 697} {
+		r = &protocol.Result{Schema: protocol.SchemaResult, Run: fmt.Sprintf("ci-%d", i), Job: fmt.Sprintf("j%d", i),
+			RunCreatedAt: t0.Add(time.Duration(i) * time.Hour), Pool: "n150", Runner: "forge", Status: protocol.StatusPassed,
+			Benchmark:    protocol.Benchmark{Model: "resnet50", BatchSize: 8, DataFormat: "bfloat16"},
+			Source:       protocol.Source{Commit: fmt.Sprintf("%08x%032x", 0xc0ffee00+i, i), Branch: "main"},
+			Measurements: protocol.Measurements{SamplesPerSec: v}, PCC: protocol.PCC{Value: 0.9991, Min: 0.99, Passed: true}}
+		if _, err := storage.PutResult(t.Context(), b, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step = fmt.Sprintf("%08x%032x", 0xc0ffee00+8, 8)
+	if reason != "" {
+		if err := gate.Accept(t.Context(), b, gate.Acceptance{Series: gate.SeriesOf(r), Commit: step, Reason: reason, By: "alice@lab", At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	return "file://" + dir, step
+}
+
+// `results report` lists a series' open regression two commits after the
+// step, and, with an acceptance record in the store, lists it as accepted
+// with its reason; `results trend` marks it so.
+func TestResultsReportOpenAndAcceptedRegression(t *testing.T) {
+	t.Parallel()
+	for _, reason := range []string{"", "new firmware: slower, and correct"} {
+		store, step := stepStore(t, reason)
+		out := filepath.Join(t.TempDir(), "report.html")
+		if code, stdout, errOut := run(t, "results", "report", "--store", store, "--out", out); code != 0 {
+			t.Fatalf("report: exit %d\n%s%s", code, stdout, errOut)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(data)
+		word, want := "open", "3 runs since"
+		if reason != "" {
+			word, want = "accepted", "accepted by alice@lab on "
+		}
+		since := word + " regression since commit <code title=\"" + step + "\">" + step[:12] + "</code> (run <code>ci-8</code>"
+		if !strings.Contains(page, since) || !strings.Contains(page, want) || !strings.Contains(page, reason) {
+			t.Errorf("report (reason %q) does not say %q, %q", reason, since, want)
+		}
+		svg := filepath.Join(t.TempDir(), "trend.svg")
+		if code, stdout, errOut := run(t, "results", "trend", "--store", store, "--out", svg); code != 0 {
+			t.Fatalf("trend: exit %d\n%s%s", code, stdout, errOut)
+		}
+		if data, err := os.ReadFile(svg); err != nil || !strings.Contains(string(data), "-30.0% · "+word+" ") {
+			t.Errorf("trend (reason %q) does not mark the step %s: %v", reason, word, err)
+		}
 	}
 }
