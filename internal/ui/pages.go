@@ -311,7 +311,7 @@ func (s *Server) report(ctx context.Context, m *protocol.RunManifest, states map
 		err error
 	)
 	if states != nil {
-		v, err = gate.JudgeRun(ctx, gate.RunInput{Manifest: m, States: states, Gate: true, GateConfig: s.cfg.Gate, History: s.history})
+		v, err = gate.JudgeRun(ctx, gate.RunInput{Manifest: m, States: states, Gate: true, GateConfig: s.cfg.Gate, History: s.history, Store: s.cfg.Store})
 	} else {
 		v, err = gate.JudgeRun(ctx, gate.RunInput{Run: m.Run, Manifest: m, Store: s.cfg.Store, History: s.history, Gate: true, GateConfig: s.cfg.Gate})
 	}
