@@ -138,13 +138,8 @@ func pointTitle(p gate.SeriesPoint) string {
 	}
 	title := fmt.Sprintf("%s  %s@%s\n%s: %s samples/s (%s)\nrun %s", r.RunCreatedAt.UTC().Format("2006-01-02 15:04"),
 		cmp.Or(r.Source.Branch, "?"), runstate.ShortCommit(commit), r.Status, rate, p.Judgement.Verdict, r.Run)
-	switch {
-	case p.Blip:
-		title += "\nblip: off the level for one run and straight back, in no segment"
-	case p.Step == gate.StepDown:
-		title += "\nbegan a segment: a step down"
-	case p.Step == gate.StepUp:
-		title += "\nbegan a segment: a step up"
+	if n := p.SegmentNote(); n != "" {
+		title += "\n" + n
 	}
 	if r.Untrusted() {
 		title += "\n" + runstate.UntrustedNote

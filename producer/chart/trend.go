@@ -447,12 +447,8 @@ func (t *trend) tip(l TrendLine, pt gate.SeriesPoint, v float64, ok bool, open [
 	switch {
 	case !pt.OnBaseline:
 		tip += "\noff " + t.rule.BaselineBranch + ": not joined, never in its baseline"
-	case pt.Blip:
-		tip += "\nblip: off the level for one run and straight back, in no segment"
-	case pt.Step == gate.StepDown:
-		tip += "\nbegan a segment: a step down"
-	case pt.Step == gate.StepUp:
-		tip += "\nbegan a segment: a step up"
+	case pt.SegmentNote() != "":
+		tip += "\n" + pt.SegmentNote()
 	}
 	for _, o := range open {
 		if o.SinceRun == r.Run && pt.OnBaseline {

@@ -180,3 +180,18 @@ func ResultBefore(a, b *protocol.Result) bool {
 		return a.Job < b.Job
 	}
 }
+
+// SegmentNote says in a few words where the run stands in the cut history
+// (a blip, or the first run of a step), for a point's hover text; "" for
+// any other run.
+func (p SeriesPoint) SegmentNote() string {
+	switch {
+	case p.Blip:
+		return "blip: off the level for one run and straight back, in no segment"
+	case p.Step == StepDown:
+		return "began a segment: a step down"
+	case p.Step == StepUp:
+		return "began a segment: a step up"
+	}
+	return ""
+}
