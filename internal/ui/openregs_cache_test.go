@@ -33,7 +33,8 @@ func TestOpenRegressionsKeptForTTL(t *testing.T) {
 	for i := range 10 {
 		put("a", i, 1000+float64(i%3))
 	}
-	put("a", 10, 700)
+	put("a", 10, 700) // a step of one attempt is a step once the next run continues it
+	put("a", 11, 701)
 	first, pending, err := s.openRegressions(t.Context(), now)
 	if err != nil || first == nil || pending || len(first.Open) != 1 {
 		t.Fatalf("first list %+v, pending %v, %v: want one open regression", first, pending, err)
@@ -42,6 +43,7 @@ func TestOpenRegressionsKeptForTTL(t *testing.T) {
 		put("b", i, 500+float64(i%3))
 	}
 	put("b", 10, 300)
+	put("b", 11, 301)
 	if l, pending, _ := s.openRegressions(t.Context(), now.Add(openTTL/2)); l != first || pending {
 		t.Errorf("within the TTL: list %p (pending %v), want the first %p", l, pending, first)
 	}
