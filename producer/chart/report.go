@@ -173,7 +173,7 @@ svg { max-width: 100%; height: auto; }
 <h2>Regressions</h2>
 {{if .Open}}<h3>Open</h3>
 <ul class="open-regressions">
-{{range .Open}}<li class="open"><b>{{.Name}}</b>: open regression since commit <code title="{{.OpenRegression.Since}}">{{.Since}}</code> (run <code>{{.SinceRun}}</code>, {{.Date}} UTC): {{.Before}} → {{.Level}} samples/sec (<span class="worse">{{.Change}}</span>), {{.Runs}} since, now {{.Now}}{{if .OpenRegression.LastGood}}; last good <code title="{{.OpenRegression.LastGood}}">{{.LastGood}}</code> (run <code>{{.LastGoodRun}}</code>){{end}}{{with .Bisect}}<br>the first bad commit: <code class="bisect">{{.}}</code> (DIR: a clone of the repository){{end}}</li>
+{{range .Open}}<li class="open"><b>{{.Name}}</b>: open regression since commit <code title="{{.OpenRegression.Since}}">{{.Since}}</code> (run <code>{{.SinceRun}}</code>, {{.Date}} UTC): {{.Before}} → {{.Level}} samples/sec (<span class="worse">{{.Change}}</span>), {{.Runs}} since, now {{.Now}}{{if .OpenRegression.LastGood}}; last good <code title="{{.OpenRegression.LastGood}}">{{.LastGood}}</code> (run <code>{{.LastGoodRun}}</code>){{end}}{{with .Bisect}}<br>find the first bad commit: <code class="bisect">{{.}}</code> (DIR: a clone of the repository){{end}}</li>
 {{end}}</ul>{{end}}
 {{if .Accepted}}<h3>Accepted</h3>
 <ul class="accepted-regressions">

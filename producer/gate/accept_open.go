@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"time"
@@ -115,8 +116,7 @@ func AcceptOpen(ctx context.Context, b storage.Bucket, history HistoryFunc, o Ac
 	}
 	a := Acceptance{Series: match[0], Commit: found.Since, Reason: strings.TrimSpace(o.Reason), By: o.By, At: o.Now}
 	if a.By == "" {
-		host, _ := os.Hostname()
-		a.By = cmpOr(os.Getenv("GITHUB_ACTOR"), os.Getenv("USER")) + "@" + host
+		a.By = whoAmI()
 	}
 	if a.At.IsZero() {
 		a.At = time.Now().UTC()
@@ -126,4 +126,17 @@ func AcceptOpen(ctx context.Context, b storage.Bucket, history HistoryFunc, o Ac
 	}
 	found.Accepted = &a
 	return found, nil
+}
+
+// whoAmI names the person or job accepting: $GITHUB_ACTOR, else $USER,
+// else the uid's user name (else the uid), @ this host.
+func whoAmI() string {
+	who := cmpOr(os.Getenv("GITHUB_ACTOR"), os.Getenv("USER"))
+	if who == "" {
+		if u, err := user.Current(); err == nil {
+			who = cmpOr(u.Username, "uid "+u.Uid)
+		}
+	}
+	host, _ := os.Hostname()
+	return cmpOr(who, fmt.Sprintf("uid %d", os.Getuid())) + "@" + host
 }

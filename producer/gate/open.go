@@ -34,7 +34,8 @@ type OpenRegression struct {
 	Level  float64 `json:"level"`
 	Now    float64 `json:"now"`
 	Change float64 `json:"change"`
-	// Runs is how many runs of the history are at or after the step.
+	// Runs is how many runs of the history are at or after the step
+	// (runs since: later steps' runs too).
 	Runs int `json:"runs"`
 	// Accepted is the acceptance record, when someone accepted the step.
 	Accepted *Acceptance `json:"accepted,omitempty"`
@@ -61,7 +62,7 @@ func cmpOr(a, b string) string {
 
 // Text is the open regression in one line, e.g. "resnet50/n150/bs8/bfloat16:
 // open regression since 9f8e7d6c5b4a (run ci-…, 2026-12-01): 1,000.0 → 700.0
-// samples/sec (-30.0%), 3 runs; last good 1a2b3c4d5e6f".
+// samples/sec (-30.0%), 3 runs since; last good 1a2b3c4d5e6f".
 func (o *OpenRegression) Text() string {
 	word := "open regression"
 	if !o.IsOpen() {
@@ -69,7 +70,7 @@ func (o *OpenRegression) Text() string {
 	}
 	s := fmt.Sprintf("%s: %s since %s (run %s, %s): %s → %s samples/sec (%+.1f%%), %s",
 		o.Name, word, runstate.ShortCommit(cmpOr(o.Since, "no commit")), o.SinceRun, o.At.UTC().Format("2006-01-02"),
-		runstate.FmtRate(o.Before), runstate.FmtRate(o.Level), 100*o.Change, runstate.Count(o.Runs, "run"))
+		runstate.FmtRate(o.Before), runstate.FmtRate(o.Level), 100*o.Change, runstate.Count(o.Runs, "run")+" since")
 	if o.LastGood != "" {
 		s += "; last good " + runstate.ShortCommit(o.LastGood)
 	}

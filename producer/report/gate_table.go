@@ -117,7 +117,7 @@ func writeOpen(w io.Writer, open []gate.OpenRegression) {
 	for _, o := range open {
 		fmt.Fprintln(w, o.Text())
 		if o.IsOpen() && o.Bisect != "" {
-			fmt.Fprintf(w, "  commits between %s and %s were not measured; find the first bad one: %s\n",
+			fmt.Fprintf(w, "  commits between %s and %s, if any, were not measured; find the first bad one: %s\n",
 				runstate.ShortCommit(o.LastGood), runstate.ShortCommit(o.Since), o.Bisect)
 		}
 	}

@@ -82,7 +82,7 @@ func WriteMarkdown(w io.Writer, r *gate.RunReport) error {
 		for _, o := range open {
 			fmt.Fprintf(&b, "- %s\n", mdCell(o.Text()))
 			if o.IsOpen() && o.Bisect != "" {
-				fmt.Fprintf(&b, "  - first bad commit not known (commits between `%s` and `%s` were not measured): `%s`\n",
+				fmt.Fprintf(&b, "  - commits between `%s` and `%s`, if any, were not measured; find the first bad one: `%s`\n",
 					mdCode(runstate.ShortCommit(o.LastGood)), mdCode(runstate.ShortCommit(o.Since)), mdCode(o.Bisect))
 			}
 		}
