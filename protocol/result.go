@@ -59,8 +59,13 @@ type Result struct {
 	Build        *BuildInfo   `json:"build,omitempty"`
 	Phases       Phases       `json:"phases"`
 	Measurements Measurements `json:"measurements"`
-	PCC          PCC          `json:"pcc"`
-	Upstream     string       `json:"upstream,omitempty"`
+	// Metrics are the run's figures by name, each with its unit and the
+	// direction that is better (metrics.go's registry); absent in results
+	// written before them and in runs that measured nothing (MetricsOf
+	// reads those from Measurements).
+	Metrics  Metrics `json:"metrics,omitempty"`
+	PCC      PCC     `json:"pcc"`
+	Upstream string  `json:"upstream,omitempty"`
 	// Report holds what the upstream harness's report says about the run
 	// (its model name, config, device info); absent for built-in runners
 	// and failed runs (the harness writes no report then).

@@ -132,6 +132,13 @@ func TestForgeSlotPassAndFailedTest(t *testing.T) {
 	if p.PCC.Value != 0.998765 || !p.PCC.Passed || p.Device.Arch != "wormhole" {
 		t.Fatalf("pcc %+v device %+v", p.PCC, p.Device)
 	}
+	// A forge vision job's metrics: samples/s and the median iteration,
+	// each with its unit and direction; no LLM metric.
+	if sps, p50 := p.Metrics[protocol.MetricSamplesPerSec], p.Metrics[protocol.MetricIterationMSP50]; len(p.Metrics) != 2 ||
+		sps != (protocol.Metric{Value: m.SamplesPerSec, Unit: "samples/s", Better: protocol.HigherIsBetter}) ||
+		p50 != (protocol.Metric{Value: m.IterationMS.P50, Unit: "ms", Better: protocol.LowerIsBetter}) || !(p50.Value > 0) {
+		t.Fatalf("metrics %+v", p.Metrics)
+	}
 	names := map[string]protocol.Artifact{}
 	for _, a := range p.Artifacts {
 		names[a.Name] = a
