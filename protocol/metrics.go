@@ -117,9 +117,6 @@ var metricSpecs = []MetricSpec{
 		func(s MetricSource) (float64, bool) { v := s.Measurements.IterationMS.P50; return v, v > 0 && !s.LLM() }},
 }
 
-// MetricSpecs lists the registry, in its order.
-func MetricSpecs() []MetricSpec { return append([]MetricSpec(nil), metricSpecs...) }
-
 // MetricSpecOf is the registry's spec of name.
 func MetricSpecOf(name string) (MetricSpec, bool) {
 	for _, s := range metricSpecs {

@@ -37,7 +37,7 @@ func TestMetricsOfOldResultsAndCheck(t *testing.T) {
 		t.Errorf("an unregistered metric with a unit and direction: %v", err)
 	}
 	names := map[string]bool{}
-	for _, s := range MetricSpecs() {
+	for _, s := range metricSpecs {
 		if names[s.Name] || !metricName.MatchString(s.Name) || s.Unit == "" || (s.Better != HigherIsBetter && s.Better != LowerIsBetter) {
 			t.Errorf("registry entry %+v", s)
 		}

@@ -501,15 +501,11 @@ func (a *attemptState) fill(r *protocol.Result, out *device.Outcome, phases prot
 	r.Notes = append(r.Notes, out.Notes...)
 	r.Upstream = out.Upstream
 	r.Report = out.Report
-	// The metrics the registry reads from the loop and the report; the
-	// harness is untrusted, so what does not check is left out, said in a
-	// note (the measurements stay as they are).
+	// The metrics the registry reads from the loop and the report
+	// (MetricsFrom leaves out values no run measures: the harness is
+	// untrusted).
 	if m := protocol.MetricsFrom(protocol.MetricSource{Measurements: out.Measurements, Report: out.Report}); len(m) > 0 {
-		if err := m.Check(); err != nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("metrics left out: %v", err))
-		} else {
-			r.Metrics = m
-		}
+		r.Metrics = m
 	}
 	if out.Arch != "" {
 		r.Device.Arch = out.Arch

@@ -86,8 +86,7 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 	}
 	pts, open := gate.SeriesOpen(rs, ser, s.cfg.Gate, as)
 	d := seriesData{Series: ser, Name: ser.Name(), Days: days, GateConfig: s.cfg.Gate.String(), Branch: s.cfg.Gate.BaselineBranch, Open: openBoxes(pts, open), Warn: warn,
-		Chart: chart.SeriesSVG(pts, chart.SeriesOptions{ID: "chart", Branch: s.cfg.Gate.BaselineBranch, Title: pointTitle, RunLink: "/runs/",
-			Window: s.cfg.Gate.Window, Open: open})}
+		Chart: chart.SeriesSVG(pts, chart.SeriesOptions{ID: "chart", Branch: s.cfg.Gate.BaselineBranch, Title: pointTitle, RunLink: "/runs/", Open: open})}
 	d.count(pts)
 	// The table lists the newest first.
 	for i := len(pts) - 1; i >= 0; i-- {

@@ -1,80 +1,37 @@
 package chart
 
 import (
-	"math"
-	"sort"
-
 	"github.com/benchfleet/benchfleet/producer/gate"
 	"github.com/benchfleet/benchfleet/producer/runstate"
-	"github.com/benchfleet/benchfleet/protocol"
 )
 
 // segment is a stretch of a series' baseline history at one level, as the
-// gate cut it (gate.SeriesPoint.Step begins one; a Blip is in none).
+// gate cut it (gate.SeriesPoint.Segment and Level; a Blip is in none).
 type segment struct {
 	// first and last index the segment's first and last point of pts
 	// (runs between them that are not in the history are not its runs).
 	first, last int
-	// level is the segment's baseline: the median of its last Window
-	// runs' values, as gate.Segment.Level.
+	// level is the segment's baseline (gate.SeriesPoint.Level).
 	level float64
 	// runs is how many runs the segment has.
 	runs int
 	step gate.Step
 }
 
-// historyValue is the value run p has in its series' baseline history,
-// and whether it is in it: a run on the baseline branch with a passed
-// result that may be in a baseline (gate.InBaseline) measured above 0; its
-// value the lower median of those (the gate's).
-func historyValue(p gate.SeriesPoint) (float64, bool) {
-	if !p.OnBaseline {
-		return 0, false
-	}
-	rs := p.Results
-	if rs == nil {
-		rs = []*protocol.Result{p.Result}
-	}
-	var vs []float64
-	for _, r := range rs {
-		v := r.Measurements.SamplesPerSec
-		if r.Status == protocol.StatusPassed && v > 0 && !math.IsInf(v, 0) && gate.InBaseline(r) {
-			vs = append(vs, v)
-		}
-	}
-	if len(vs) == 0 {
-		return 0, false
-	}
-	sort.Float64s(vs)
-	return vs[(len(vs)-1)/2], true
-}
-
-// segmentsOf cuts pts (gate.SeriesPoints or gate.SeriesOpen: oldest first,
-// Step and Blip set) into the segments of its baseline history, their
-// levels over the last window runs of each.
-func segmentsOf(pts []gate.SeriesPoint, window int) []segment {
+// segmentsOf gathers pts (gate.SeriesPoints or gate.SeriesOpen: oldest
+// first) into the segments the gate cut their baseline history into.
+func segmentsOf(pts []gate.SeriesPoint) []segment {
 	var segs []segment
-	var vals [][]float64
 	for i, p := range pts {
-		v, ok := historyValue(p)
-		if !ok || p.Blip {
+		if p.Segment == 0 {
 			continue
 		}
-		if len(segs) == 0 || p.Step != gate.StepNone {
-			segs = append(segs, segment{first: i, step: p.Step})
-			vals = append(vals, nil)
+		if len(segs) == 0 || p.Segment != pts[segs[len(segs)-1].first].Segment {
+			segs = append(segs, segment{first: i, level: p.Level, step: p.Step})
 		}
 		k := len(segs) - 1
 		segs[k].last = i
 		segs[k].runs++
-		vals[k] = append(vals[k], v)
-	}
-	for k := range segs {
-		v := vals[k]
-		if len(v) > window {
-			v = v[len(v)-window:]
-		}
-		segs[k].level = runstate.Median(v)
 	}
 	return segs
 }

@@ -25,9 +25,6 @@ type SeriesOptions struct {
 	// RunLink makes each point a link to its run: RunLink followed by the
 	// run's id, path-escaped ("": the points are not links).
 	RunLink string
-	// Window is the gate's window: a segment's level is the median of its
-	// last Window runs (0: gate.DefaultWindow).
-	Window int
 	// Open are the series' open and accepted regressions (gate.SeriesOpen),
 	// each marked at its first run.
 	Open []gate.OpenRegression
@@ -66,16 +63,13 @@ func SeriesSVG(pts []gate.SeriesPoint, o SeriesOptions) template.HTML {
 	if len(pts) == 0 {
 		return ""
 	}
-	if o.Window <= 0 {
-		o.Window = gate.DefaultWindow
-	}
 	p := seriesPlot(pts)
 	var b svgBuf
 	b.f(`<svg xmlns="http://www.w3.org/2000/svg"%s class="chart" viewBox="0 0 %d %d" role="img" aria-label="samples/s over time" font-family="sans-serif" font-size="12">`+"\n",
 		attr("id", o.ID), seriesWidth, seriesHeight)
 	p.writeAxes(&b, "samples/s")
 	writeBaseline(&b, p, pts)
-	writeSegments(&b, p, pts, segmentsOf(pts, o.Window), "#1f4e79", false)
+	writeSegments(&b, p, pts, segmentsOf(pts), "#1f4e79", false)
 	var line []string
 	var marks []box
 	for _, pt := range pts {

@@ -94,7 +94,7 @@ func trendPanels(lines []TrendLine, rule gate.GateConfig, as []gate.Acceptance) 
 		panels[i].Lines = append(panels[i].Lines, l)
 		panels[i].Points = append(panels[i].Points, pts)
 		panels[i].Open = append(panels[i].Open, open)
-		panels[i].Segs = append(panels[i].Segs, segmentsOf(pts, rule.Window))
+		panels[i].Segs = append(panels[i].Segs, segmentsOf(pts))
 	}
 	return panels
 }

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,7 +107,7 @@ func AcceptOpen(ctx context.Context, b storage.Bucket, history HistoryFunc, o Ac
 			}
 			found = &open[i]
 		}
-		since = append(since, cmpOr(open[i].Since, "(no commit, run "+open[i].SinceRun+")"))
+		since = append(since, cmp.Or(open[i].Since, "(no commit, run "+open[i].SinceRun+")"))
 	}
 	if found == nil {
 		if len(since) == 0 {
@@ -131,12 +132,12 @@ func AcceptOpen(ctx context.Context, b storage.Bucket, history HistoryFunc, o Ac
 // whoAmI names the person or job accepting: $GITHUB_ACTOR, else $USER,
 // else the uid's user name (else the uid), @ this host.
 func whoAmI() string {
-	who := cmpOr(os.Getenv("GITHUB_ACTOR"), os.Getenv("USER"))
+	who := cmp.Or(os.Getenv("GITHUB_ACTOR"), os.Getenv("USER"))
 	if who == "" {
 		if u, err := user.Current(); err == nil {
-			who = cmpOr(u.Username, "uid "+u.Uid)
+			who = cmp.Or(u.Username, "uid "+u.Uid)
 		}
 	}
 	host, _ := os.Hostname()
-	return cmpOr(who, fmt.Sprintf("uid %d", os.Getuid())) + "@" + host
+	return cmp.Or(who, fmt.Sprintf("uid %d", os.Getuid())) + "@" + host
 }

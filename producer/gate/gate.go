@@ -403,9 +403,7 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 	for _, j := range m.Jobs {
 		tests[j.ID] = j.Test
 	}
-	cache := map[[2]string]map[Series]historyRuns{}
-	opens := map[Series][]OpenRegression{}
-	cuts := map[Series]*Segmentation{} // each series is cut once
+	cache := map[[2]string]map[Series]*historyRuns{}
 	out := make([]GateRow, 0, len(rows))
 	for _, r := range rows {
 		s := Series{Test: tests[r.Job], Model: r.Model, BatchSize: r.BatchSize, DataFormat: r.DataFormat, Pool: r.Pool, Runner: r.Runner}
@@ -422,18 +420,12 @@ func (g *Gate) Evaluate(ctx context.Context, m *protocol.RunManifest, rows []run
 			}
 			cache[key] = bySeries
 		}
-		hist, attempts := bySeries[s].runs, bySeries[s].attempts
-		vals := make([]float64, len(hist))
-		for i, h := range hist {
-			vals[i] = h.Measurements.SamplesPerSec
+		h := bySeries[s]
+		if h == nil {
+			h = &historyRuns{}
+			bySeries[s] = h
 		}
-		cut, ok := cuts[s]
-		if !ok {
-			c := g.cfg.SegmentRuns(vals, attempts)
-			cut = &c
-			cuts[s], opens[s] = cut, g.cfg.OpenRegressions(s, hist, cut, g.accepted)
-		}
-		open := opens[s]
+		cut, open := h.cutOnce(g.cfg, s, g.accepted)
 		passed := r.Status == protocol.StatusPassed
 		j, conf := g.cfg.confirm(r, g.cfg.JudgeOn(passed, r.SamplesPerSec, cut), cut)
 		if r.Status == "" {
@@ -481,9 +473,9 @@ func failureWord(s protocol.Status) string {
 // baselines: a result of the untrusted producer (protocol.Result.Untrusted,
 // set by the worker from the stream it claimed the job from) never is,
 // whatever branch its job names.
-func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool string) (map[Series]historyRuns, error) {
+func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool string) (map[Series]*historyRuns, error) {
 	bySeries := map[Series][]*protocol.Result{}
-	out := map[Series]historyRuns{}
+	out := map[Series]*historyRuns{}
 	if g.history == nil {
 		return out, nil
 	}
@@ -523,16 +515,33 @@ func (g *Gate) load(ctx context.Context, m *protocol.RunManifest, model, pool st
 		if cut := len(runs) - SegmentHorizon; cut > 0 {
 			runs, attempts = runs[cut:], attempts[cut:]
 		}
-		out[s] = historyRuns{runs: runs, attempts: attempts}
+		out[s] = &historyRuns{runs: runs, attempts: attempts}
 	}
 	return out, nil
 }
 
 // historyRuns is a series' history, one result per run, and how many
-// passed attempts each run had.
+// passed attempts each run had; cut and open are its cut and open
+// regressions once cutOnce made them.
 type historyRuns struct {
 	runs     []*protocol.Result
 	attempts []int
+	cut      *Segmentation
+	open     []OpenRegression
+}
+
+// cutOnce cuts the history (the first time: every job of the series
+// judged against it shares the cut) and lists its open regressions.
+func (h *historyRuns) cutOnce(c GateConfig, s Series, accepted []Acceptance) (*Segmentation, []OpenRegression) {
+	if h.cut == nil {
+		vals := make([]float64, len(h.runs))
+		for i, r := range h.runs {
+			vals[i] = r.Measurements.SamplesPerSec
+		}
+		cut := c.SegmentRuns(vals, h.attempts)
+		h.cut, h.open = &cut, c.OpenRegressions(s, h.runs, &cut, accepted)
+	}
+	return h.cut, h.open
 }
 
 // ApplyVerdicts copies the change and verdict of each gate row onto the

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -50,14 +51,7 @@ func (o *OpenRegression) IsOpen() bool { return o.Accepted == nil }
 
 // Key identifies the step: its series and first commit (or run).
 func (o *OpenRegression) Key() string {
-	return o.Series.ID() + "@" + cmpOr(o.Since, o.SinceRun)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return o.Series.ID() + "@" + cmp.Or(o.Since, o.SinceRun)
 }
 
 // Text is the open regression in one line, e.g. "resnet50/n150/bs8/bfloat16:
@@ -69,7 +63,7 @@ func (o *OpenRegression) Text() string {
 		word = "accepted regression"
 	}
 	s := fmt.Sprintf("%s: %s since %s (run %s, %s): %s → %s samples/sec (%+.1f%%), %s",
-		o.Name, word, runstate.ShortCommit(cmpOr(o.Since, "no commit")), o.SinceRun, o.At.UTC().Format("2006-01-02"),
+		o.Name, word, runstate.ShortCommit(cmp.Or(o.Since, "no commit")), o.SinceRun, o.At.UTC().Format("2006-01-02"),
 		runstate.FmtRate(o.Before), runstate.FmtRate(o.Level), 100*o.Change, runstate.Count(o.Runs, "run")+" since")
 	if o.LastGood != "" {
 		s += "; last good " + runstate.ShortCommit(o.LastGood)

@@ -36,6 +36,12 @@ type SeriesPoint struct {
 	// for one run and is in no segment.
 	Step Step
 	Blip bool
+	// Segment numbers the segment of the history the run is in, from 1
+	// (0: not in the history: off the baseline, unmeasured, or a blip);
+	// Level is that segment's level once the whole series is cut (the
+	// median of its last Window runs).
+	Segment int
+	Level   float64
 }
 
 // Value is the samples/sec the point's judgement is of: the median of the
@@ -56,14 +62,8 @@ func (p SeriesPoint) Attempts() int {
 // first, one point each, judged by gate (defaults filled by the caller)
 // against the earlier runs on its baseline branch.
 func SeriesPoints(rs []*protocol.Result, s Series, gate GateConfig) []SeriesPoint {
-	var mine []*protocol.Result
-	for _, r := range rs {
-		if SeriesOf(r) == s {
-			mine = append(mine, r)
-		}
-	}
-	sort.SliceStable(mine, func(i, j int) bool { return ResultBefore(mine[i], mine[j]) })
-	return JudgeSeries(mine, gate, func(r *protocol.Result) bool { return r.Source.Branch == gate.BaselineBranch })
+	pts, _ := SeriesOpen(rs, s, gate, nil)
+	return pts
 }
 
 // InBaseline reports whether r may be a point of a baseline's history
@@ -151,11 +151,20 @@ func judgeSeries(rs []*protocol.Result, gate GateConfig, baseline func(*protocol
 		}
 		out = append(out, p)
 	}
-	for _, s := range cut.Segments[min(1, len(cut.Segments)):] {
-		out[at[s.Start]].Step = s.Step
-	}
+	blip := map[int]bool{}
 	for _, i := range cut.Blips {
-		out[at[i]].Blip = true
+		out[at[i]].Blip, blip[i] = true, true
+	}
+	for k, s := range cut.Segments {
+		level := s.Level(gate.Window)
+		for i := s.Start; i < s.End; i++ {
+			if !blip[i] {
+				out[at[i]].Segment, out[at[i]].Level = k+1, level
+			}
+		}
+		if k > 0 {
+			out[at[s.Start]].Step = s.Step
+		}
 	}
 	return out, hist, cut
 }

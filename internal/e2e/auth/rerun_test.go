@@ -287,15 +287,7 @@ func TestShippedCIRerunReattaches(t *testing.T) {
 				if err := os.CopyFS(filepath.Join(runner, "benchfleet-build"), os.DirFS(artifact)); err != nil {
 					t.Fatal(err)
 				}
-				ghEnv, summary := filepath.Join(runner, "github_env"), filepath.Join(runner, "step_summary.md")
-				for _, f := range []string{ghEnv, summary} {
-					if err := os.WriteFile(f, nil, 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				base := binEnv("PATH="+binDir+":"+os.Getenv("PATH"), "RUNNER_TEMP="+runner, "GITHUB_ENV="+ghEnv, "GITHUB_STEP_SUMMARY="+summary,
-					"GITHUB_SHA=89abcdef0123456789abcdef0123456789abcdef", "GITHUB_REF_NAME=main", "GITHUB_REPOSITORY=acme/fleetdemo",
-					"GITHUB_RUN_ID=4242", "BENCHFLEET_STATE_DIR="+t.TempDir())
+				base, ghEnv, summary := githubRunner(t, runner, binDir)
 				var a attempt
 				for _, st := range ci.Steps {
 					if st.Run == "" || strings.Contains(st.Run, "go install") {

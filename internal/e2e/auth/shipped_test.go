@@ -102,6 +102,25 @@ func makeCerts(t *testing.T, names ...string) string {
 }
 
 // binEnv is a clean environment for the benchfleet binary.
+// githubRunner is the environment of a GitHub Actions step on the runner
+// whose temporary directory is runner, with binDir (benchfleet) first on
+// PATH; ghEnv and summary are its GITHUB_ENV and GITHUB_STEP_SUMMARY
+// files, created empty. A workflow_run runs on the default branch:
+// GITHUB_SHA is its head, not the commit benchmarked.
+func githubRunner(t *testing.T, runner, binDir string) (base []string, ghEnv, summary string) {
+	t.Helper()
+	ghEnv, summary = filepath.Join(runner, "github_env"), filepath.Join(runner, "step_summary.md")
+	for _, f := range []string{ghEnv, summary} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base = binEnv("PATH="+binDir+":"+os.Getenv("PATH"), "RUNNER_TEMP="+runner, "GITHUB_ENV="+ghEnv, "GITHUB_STEP_SUMMARY="+summary,
+		"GITHUB_SHA=89abcdef0123456789abcdef0123456789abcdef", "GITHUB_REF_NAME=main", "GITHUB_REPOSITORY=acme/fleetdemo",
+		"GITHUB_RUN_ID=4242", "BENCHFLEET_STATE_DIR="+t.TempDir())
+	return base, ghEnv, summary
+}
+
 func binEnv(extra ...string) []string {
 	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "AWS_EC2_METADATA_DISABLED=true"}, extra...)
 }
@@ -409,17 +428,7 @@ func TestShippedCIWorkflowOnShippedNATS(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ghEnv, summary := filepath.Join(runner, "github_env"), filepath.Join(runner, "step_summary.md")
-			for _, f := range []string{ghEnv, summary} {
-				if err := os.WriteFile(f, nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// A workflow_run runs on the default branch: GITHUB_SHA is its
-			// head, not the commit benchmarked.
-			base := binEnv("PATH="+binDir+":"+os.Getenv("PATH"), "RUNNER_TEMP="+runner, "GITHUB_ENV="+ghEnv, "GITHUB_STEP_SUMMARY="+summary,
-				"GITHUB_SHA=89abcdef0123456789abcdef0123456789abcdef", "GITHUB_REF_NAME=main", "GITHUB_REPOSITORY=acme/fleetdemo",
-				"GITHUB_RUN_ID=4242", "BENCHFLEET_STATE_DIR="+t.TempDir())
+			base, ghEnv, summary := githubRunner(t, runner, binDir)
 			ran := 0
 			for _, st := range job.Steps {
 				where := fmt.Sprintf("jobs.%s step %q", sc.job, st.Name)
