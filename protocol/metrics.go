@@ -112,7 +112,8 @@ var metricSpecs = []MetricSpec{
 	{MetricTTFTMS, "ms", LowerIsBetter, true, "an LLM test's time to first token (the prefill), its report's ttft", fromReport("ttft")},
 	{MetricTop1Accuracy, "%", HigherIsBetter, true, "an LLM test's top-1 token accuracy with --accuracy-testing", fromReport("top1_accuracy")},
 	{MetricTop5Accuracy, "%", HigherIsBetter, true, "an LLM test's top-5 token accuracy with --accuracy-testing", fromReport("top5_accuracy")},
-	{MetricEvaluationScore, "score", HigherIsBetter, false, "the report's evaluation_score (what it scores is the test's)", fromReport("evaluation_score")},
+	{MetricEvaluationScore, "score", HigherIsBetter, false, "the report's evaluation_score (what it scores is the test's); its 0.0 is upstream's placeholder for nothing evaluated",
+		func(s MetricSource) (float64, bool) { v, ok := s.reported("evaluation_score"); return v, ok && v > 0 }},
 	{MetricIterationMSP50, "ms", LowerIsBetter, false, "the median timed iteration",
 		func(s MetricSource) (float64, bool) { v := s.Measurements.IterationMS.P50; return v, v > 0 && !s.LLM() }},
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/benchfleet/benchfleet/device"
 	"github.com/benchfleet/benchfleet/device/cpu"
+	"github.com/benchfleet/benchfleet/device/harness/harnesstest"
 	"github.com/benchfleet/benchfleet/internal/fleettest"
 	"github.com/benchfleet/benchfleet/producer/submit"
 	"github.com/benchfleet/benchfleet/protocol"
@@ -51,5 +52,27 @@ func TestCPUResultHasMetrics(t *testing.T) {
 		if got := res.Metrics[n]; got != w || !(got.Value > 0) {
 			t.Errorf("metric %s: %+v, want %+v", n, got, w)
 		}
+	}
+}
+
+// A tt-xla vision job through real pytest on the upstream-shaped tree: its
+// report writes evaluation_score 0.0 (tt-xla's vision_benchmark.py, a
+// placeholder when nothing was evaluated), which is no metric; its metrics
+// are samples/s and the median iteration.
+func TestTTXLAVisionResultMetrics(t *testing.T) {
+	t.Parallel()
+	f := newTTFleet(t)
+	host := newTTHost(t, 1, protocol.RunnerTTXLA, false, nil)
+	f.start(t, "xla-metrics", host.slots)
+	const run = "xla-metrics"
+	j := harnessJob(t, run, protocol.RunnerTTXLA, harnesstest.XLAResNet50, 8, 4, nil)
+	fleettest.Submit(t, f.js, f.topo, f.store, run, protocol.PriorityNormal, []*protocol.Job{j})
+	r := f.results(t, run, 1)[j.ID]
+	if r.Status != protocol.StatusPassed {
+		t.Fatalf("status %s: %+v", r.Status, r.Error)
+	}
+	if _, ok := r.Metrics[protocol.MetricEvaluationScore]; ok || len(r.Metrics) != 2 ||
+		r.Metrics[protocol.MetricSamplesPerSec].Value != r.Measurements.SamplesPerSec {
+		t.Fatalf("metrics %+v, want samples_per_sec and iteration_ms_p50 only", r.Metrics)
 	}
 }
