@@ -501,9 +501,9 @@ func (r *Room) launch(cmd *exec.Cmd) error {
 		return fmt.Errorf("the job's CPU weight: %w", err)
 	}
 	if r.lease != nil {
-		// Every process of the room's uid is the sandbox's: the job runs
-		// at the worker's priority, not the idle one it was built at.
-		if err := unix.Setpriority(unix.PRIO_USER, r.lease.uid, 0); err != nil {
+		// The job runs at the worker's priority, not the idle one its
+		// sandbox was built at.
+		if err := reniceTree(w.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("the job's priority: %w", err)
 		}
 	}
@@ -579,4 +579,40 @@ func (r *Room) closeWarm() {
 	if !w.started && w.cmd.Process != nil {
 		_ = r.Wait(w.cmd)
 	}
+}
+
+// reniceTree gives process root and every process under it nice 0. A
+// sandbox still being set up has processes that have not switched to the
+// room's uid yet (bubblewrap drops to it late), so the uid's processes are
+// not the sandbox's: its process tree is. Each process is reniced before
+// its children are listed, so a child forked before is listed and one
+// forked after inherits 0; the walk is repeated until it finds no process
+// it has not seen (one reparented meanwhile).
+func reniceTree(root int) error {
+	seen := map[int]bool{}
+	for pass := 0; pass < 8; pass++ {
+		found := false
+		queue := []int{root}
+		for len(queue) > 0 {
+			pid := queue[0]
+			queue = queue[1:]
+			if !seen[pid] {
+				seen[pid], found = true, true
+				if err := unix.Setpriority(unix.PRIO_PROCESS, pid, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+					return fmt.Errorf("renice %d: %w", pid, err)
+				}
+			}
+			kids, err := children(pid)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				queue = append(queue, k.pid)
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return nil
 }
